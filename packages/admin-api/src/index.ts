@@ -1,0 +1,2 @@
+export { type AdminAppOptions, createAdminApp } from './app.js';
+export { HealthResponse } from './schemas.js';

@@ -1,0 +1,1 @@
+export { buildProgram, type DaemonCommands, type RunOptions } from './program.js';

@@ -1,0 +1,4 @@
+export * from './model/index.js';
+export { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
+export { RouteTable } from './route-table.js';
+export { routesFromConfig } from './routes.js';

@@ -1,0 +1,358 @@
+/**
+ * The config model: plain data that the Proxyfile compiles into, that route
+ * sources (admin API, container labels) produce, and that the data plane
+ * builds its RouteTable from. TypeBox schemas only — no runtime weight beyond
+ * `@sinclair/typebox`, so `@proxyd/proxyfile` can import this subpath.
+ *
+ * Conventions: durations are integers in milliseconds (`*_ms`), sizes in
+ * bytes, host names lowercase. Every schema and its static type share a name.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+
+/** A TCP port, 1–65535. */
+export const Port = Type.Integer({ minimum: 1, maximum: 65535, description: 'TCP port, 1–65535' });
+export type Port = Static<typeof Port>;
+
+/** An upstream to forward to. IPv6 hosts are stored without brackets. */
+export const UpstreamAddress = Type.Object(
+  {
+    host: Type.String({ minLength: 1, description: 'Host name or IP address (IPv6 without brackets)' }),
+    port: Port,
+  },
+  { additionalProperties: false, description: 'Upstream socket address' },
+);
+export type UpstreamAddress = Static<typeof UpstreamAddress>;
+
+/** Load-balancing policies of a pool; `round_robin` is the default. */
+export const LbPolicy = Type.Union(
+  [
+    Type.Literal('round_robin'),
+    Type.Literal('least_conn'),
+    Type.Literal('random'),
+    Type.Literal('ip_hash'),
+    Type.Literal('first'),
+  ],
+  { description: 'How a pool picks a healthy member' },
+);
+export type LbPolicy = Static<typeof LbPolicy>;
+
+/**
+ * One header operation. `set` replaces (or adds) the header, `add` appends a
+ * value, `delete` removes it (including a default security header).
+ */
+export const HeaderOp = Type.Object(
+  {
+    op: Type.Union([Type.Literal('set'), Type.Literal('add'), Type.Literal('delete')]),
+    name: Type.String({ minLength: 1, description: 'Header name as written' }),
+    value: Type.Optional(Type.String({ description: 'Header value; absent for delete' })),
+  },
+  { additionalProperties: false },
+);
+export type HeaderOp = Static<typeof HeaderOp>;
+
+/** How the proxy connects to upstreams over TLS. */
+export const UpstreamTls = Type.Object(
+  {
+    enabled: Type.Boolean({ description: 'Connect to upstreams with TLS' }),
+    insecure_skip_verify: Type.Boolean({
+      description: 'Skip certificate verification (default false: verified)',
+    }),
+    server_name: Type.Union([Type.String(), Type.Null()], {
+      description: 'SNI and verification name; null means the upstream host',
+    }),
+    ca_file: Type.Union([Type.String(), Type.Null()], {
+      description: 'PEM file of extra trusted CAs; null means the system store',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type UpstreamTls = Static<typeof UpstreamTls>;
+
+/** Active and passive health checking of a pool. */
+export const HealthCheck = Type.Object(
+  {
+    uri: Type.Union([Type.String(), Type.Null()], {
+      description: 'Path probed by active checks; null disables active checks',
+    }),
+    interval_ms: Type.Integer({ minimum: 1, description: 'Time between active probes, ms (default 10000)' }),
+    timeout_ms: Type.Integer({ minimum: 1, description: 'Probe timeout, ms (default 5000)' }),
+    fail_duration_ms: Type.Integer({
+      minimum: 0,
+      description:
+        'How long a member stays out after a connection failure, ms (default 10000; 0 disables passive checks)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type HealthCheck = Static<typeof HealthCheck>;
+
+/** `reverse_proxy`: forward to a pool of one or more upstreams. */
+export const ReverseProxyHandler = Type.Object(
+  {
+    kind: Type.Literal('reverse_proxy'),
+    upstreams: Type.Array(UpstreamAddress, { minItems: 1 }),
+    lb_policy: LbPolicy,
+    health: HealthCheck,
+    header_up: Type.Array(HeaderOp, { description: 'Request header operations applied before forwarding' }),
+    tls: UpstreamTls,
+  },
+  { additionalProperties: false },
+);
+export type ReverseProxyHandler = Static<typeof ReverseProxyHandler>;
+
+/** `root <dir>` + `file_server`: serve static files from a directory. */
+export const FileServerHandler = Type.Object(
+  {
+    kind: Type.Literal('file_server'),
+    root: Type.String({ minLength: 1, description: 'Directory served' }),
+  },
+  { additionalProperties: false },
+);
+export type FileServerHandler = Static<typeof FileServerHandler>;
+
+/** `respond [<body>] [<status>]`: a fixed response. */
+export const RespondHandler = Type.Object(
+  {
+    kind: Type.Literal('respond'),
+    body: Type.String(),
+    status: Type.Integer({ minimum: 100, maximum: 999 }),
+  },
+  { additionalProperties: false },
+);
+export type RespondHandler = Static<typeof RespondHandler>;
+
+/** The terminal handler of a block: what finally answers the request. */
+export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler]);
+export type Handler = Static<typeof Handler>;
+
+/** `redir <from> <to> <status>`; `to` may hold `{http.request.uri.path.remainder}`. */
+export const Redirect = Type.Object(
+  {
+    from: Type.Union([Type.String(), Type.Null()], {
+      description: 'Path pattern (exact, or prefix ending in /*); null matches every path',
+    }),
+    to: Type.String({ minLength: 1 }),
+    status: Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)]),
+  },
+  { additionalProperties: false },
+);
+export type Redirect = Static<typeof Redirect>;
+
+/** `basic_auth "<realm>" { <user> <bcrypt_hash> }`. */
+export const BasicAuth = Type.Object(
+  {
+    realm: Type.String(),
+    users: Type.Array(
+      Type.Object(
+        {
+          user: Type.String({ minLength: 1 }),
+          hash: Type.String({ description: 'bcrypt hash ($2a$, $2b$ or $2y$)' }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type BasicAuth = Static<typeof BasicAuth>;
+
+/**
+ * The directives a block may hold (a site, or a `handle` inside it). The data
+ * plane applies them in one fixed order, documented in proxy-core's README,
+ * whatever order the file wrote them in.
+ */
+const blockFields = {
+  header: Type.Array(HeaderOp, { description: 'Response header operations, applied after the defaults' }),
+  basic_auth: Type.Union([BasicAuth, Type.Null()]),
+  redirects: Type.Array(Redirect),
+  handler: Type.Union([Handler, Type.Null()], { description: 'Terminal handler; null means 404' }),
+};
+
+/** `handle <pattern>` / `handle_path <pattern>`; a null pattern is the fallback `handle`. */
+export const HandleBlock = Type.Object(
+  {
+    kind: Type.Union([Type.Literal('handle'), Type.Literal('handle_path')]),
+    path: Type.Union([Type.String(), Type.Null()], {
+      description: 'Path pattern: exact (/a), prefix (/a/*) or suffix (*.php); null is the fallback',
+    }),
+    ...blockFields,
+  },
+  { additionalProperties: false },
+);
+export type HandleBlock = Static<typeof HandleBlock>;
+
+/** One address of a site block: `[scheme://]host[:port]`. */
+export const SiteAddress = Type.Object(
+  {
+    scheme: Type.Union([Type.Literal('http'), Type.Literal('https'), Type.Null()], {
+      description: 'Explicit scheme; null means HTTPS with automatic certificates unless tls off',
+    }),
+    host: Type.String({ minLength: 1, description: 'Lowercase host; *.example.com matches one label' }),
+    port: Type.Union([Port, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+export type SiteAddress = Static<typeof SiteAddress>;
+
+/** `tls auto | off | internal | <cert_file> <key_file>`. */
+export const TlsPolicy = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('auto'), Type.Literal('off'), Type.Literal('internal'), Type.Literal('manual')]),
+    cert_file: Type.Union([Type.String(), Type.Null()]),
+    key_file: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+export type TlsPolicy = Static<typeof TlsPolicy>;
+
+/** `cache { max_size <bytes>; ttl <duration> }`. */
+export const CacheConfig = Type.Object(
+  {
+    max_size_bytes: Type.Integer({ minimum: 1, description: 'LRU bound on stored bytes (default 64 MiB)' }),
+    ttl_ms: Type.Integer({ minimum: 0, description: 'Upper bound on freshness, ms (default 300000)' }),
+  },
+  { additionalProperties: false },
+);
+export type CacheConfig = Static<typeof CacheConfig>;
+
+/** `under_attack [on|off]` with an optional difficulty. */
+export const UnderAttack = Type.Object(
+  {
+    enabled: Type.Boolean(),
+    difficulty: Type.Integer({
+      minimum: 1,
+      maximum: 32,
+      description: 'Leading zero bits of the proof of work (default 16)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type UnderAttack = Static<typeof UnderAttack>;
+
+/** A site block: its addresses, site-wide options, directives and handle blocks. */
+export const Site = Type.Object(
+  {
+    addresses: Type.Array(SiteAddress, { minItems: 1 }),
+    tls: TlsPolicy,
+    rate_limit: Type.Union([
+      Type.Integer({ minimum: 1, description: 'Requests per second per client IP' }),
+      Type.Null(),
+    ]),
+    cache: Type.Union([CacheConfig, Type.Null()]),
+    under_attack: UnderAttack,
+    analytics: Type.Boolean({ description: 'First-party analytics and script injection (default true)' }),
+    handles: Type.Array(HandleBlock, { description: 'handle / handle_path blocks; most specific pattern wins' }),
+    ...blockFields,
+  },
+  { additionalProperties: false },
+);
+export type Site = Static<typeof Site>;
+
+/** The global options block. */
+export const GlobalOptions = Type.Object(
+  {
+    http_port: Port,
+    https_port: Port,
+    email: Type.Union([Type.String(), Type.Null()], { description: 'ACME account contact' }),
+    admin: Type.Union([Type.String(), Type.Null()], {
+      description: 'Admin listener host:port (default 127.0.0.1:6190)',
+    }),
+    acme_ca: Type.Union([Type.String(), Type.Null()], { description: 'ACME directory URL' }),
+    state_dir: Type.Union([Type.String(), Type.Null()], { description: 'Where routes and secrets persist' }),
+    trusted_proxies: Type.Array(Type.String(), { description: 'CIDRs whose X-Forwarded-For is believed' }),
+    geoip_db: Type.Union([Type.String(), Type.Null()], { description: 'MaxMind-format country database path' }),
+  },
+  { additionalProperties: false },
+);
+export type GlobalOptions = Static<typeof GlobalOptions>;
+
+/** A whole compiled Proxyfile. */
+export const Config = Type.Object(
+  {
+    global: GlobalOptions,
+    sites: Type.Array(Site),
+  },
+  { additionalProperties: false },
+);
+export type Config = Static<typeof Config>;
+
+/** Where a route came from; each source replaces only its own routes. */
+export const RouteOrigin = Type.Union([Type.Literal('proxyfile'), Type.Literal('labels'), Type.Literal('api')]);
+export type RouteOrigin = Static<typeof RouteOrigin>;
+
+/**
+ * One route: a domain (lowercase, `*.x` wildcard allowed), its owner and the
+ * site behaviour it serves. The RouteStore holds one per domain.
+ */
+export const RouteSpec = Type.Object(
+  {
+    domain: Type.String({ minLength: 1 }),
+    origin: RouteOrigin,
+    source: Type.Union([Type.String(), Type.Null()], { description: 'Controller tag that owns the route' }),
+    site: Site,
+  },
+  { additionalProperties: false },
+);
+export type RouteSpec = Static<typeof RouteSpec>;
+
+/** Defaults, in one place, for compilers and route sources. */
+export const DEFAULTS = Object.freeze({
+  http_port: 80,
+  https_port: 443,
+  admin: '127.0.0.1:6190',
+  health_interval_ms: 10_000,
+  health_timeout_ms: 5_000,
+  fail_duration_ms: 10_000,
+  cache_max_size_bytes: 64 * 1024 * 1024,
+  cache_ttl_ms: 300_000,
+  under_attack_difficulty: 16,
+});
+
+/** The global options with every default applied. */
+export function defaultGlobalOptions(): GlobalOptions {
+  return {
+    http_port: DEFAULTS.http_port,
+    https_port: DEFAULTS.https_port,
+    email: null,
+    admin: null,
+    acme_ca: null,
+    state_dir: null,
+    trusted_proxies: [],
+    geoip_db: null,
+  };
+}
+
+/** A reverse_proxy handler with every default applied. */
+export function defaultReverseProxy(upstreams: UpstreamAddress[]): ReverseProxyHandler {
+  return {
+    kind: 'reverse_proxy',
+    upstreams,
+    lb_policy: 'round_robin',
+    health: {
+      uri: null,
+      interval_ms: DEFAULTS.health_interval_ms,
+      timeout_ms: DEFAULTS.health_timeout_ms,
+      fail_duration_ms: DEFAULTS.fail_duration_ms,
+    },
+    header_up: [],
+    tls: { enabled: false, insecure_skip_verify: false, server_name: null, ca_file: null },
+  };
+}
+
+/** A site with no directives: addresses only, TLS auto, analytics on. */
+export function emptySite(addresses: SiteAddress[]): Site {
+  return {
+    addresses,
+    tls: { mode: 'auto', cert_file: null, key_file: null },
+    rate_limit: null,
+    cache: null,
+    under_attack: { enabled: false, difficulty: DEFAULTS.under_attack_difficulty },
+    analytics: true,
+    handles: [],
+    header: [],
+    basic_auth: null,
+    redirects: [],
+    handler: null,
+  };
+}

@@ -1,0 +1,2 @@
+export { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
+export { type ParseOptions, parse } from './parse.js';

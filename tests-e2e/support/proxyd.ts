@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built daemon entry. */
+export const PROXYD_MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
+
+/** A free TCP port on 127.0.0.1 (listen on 0, read it, release it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** A real upstream on loopback that answers every request with `handler`. */
+export async function startUpstream(
+  handler: http.RequestListener,
+): Promise<{ port: number; server: http.Server; close(): Promise<void> }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    port,
+    server,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A proxyd child process started by {@link startProxyd}. */
+export interface RunningProxyd {
+  child: ChildProcess;
+  dir: string;
+  configPath: string;
+  httpPort: number;
+  adminPort: number;
+  /** Everything the process wrote so far. */
+  output(): string;
+  stop(): Promise<number | null>;
+}
+
+/** Options of {@link startProxyd}. */
+export interface StartOptions {
+  /** Proxyfile body after the global block; `HTTP_PORT` is replaced by the chosen port. */
+  sites: string;
+  /** Extra lines in the global options block. */
+  global?: string;
+  env?: NodeJS.ProcessEnv;
+  args?: string[];
+}
+
+/**
+ * Writes a Proxyfile in a fresh directory, starts the built proxyd on free
+ * ports and waits until it logs "proxyd ready".
+ */
+export async function startProxyd(options: StartOptions): Promise<RunningProxyd> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-'));
+  const [httpPort, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const configPath = path.join(dir, 'Proxyfile');
+  const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin 127.0.0.1:${adminPort}\n${options.global ?? ''}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
+  await writeFile(configPath, proxyfile);
+  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', '--config', configPath, ...(options.args ?? [])], {
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = await Promise.race([
+    new Promise<boolean>((resolve) => {
+      const check = () => (output.includes('proxyd ready') ? resolve(true) : setTimeout(check, 20));
+      check();
+    }),
+    exited.then(() => false),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 15_000)),
+  ]);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const code = await exited;
+    clearTimeout(timer);
+    await rm(dir, { recursive: true, force: true });
+    return code;
+  };
+  if (!ready) {
+    await stop();
+    throw new Error(`proxyd did not become ready:\n${output}`);
+  }
+  return { child, dir, configPath, httpPort, adminPort, output: () => output, stop };
+}
+
+/** One HTTP request to 127.0.0.1:port; resolves status, headers and body text. */
+export function request(
+  port: number,
+  options: { path?: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: options.path ?? '/', method: options.method ?? 'GET', headers: options.headers },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
