@@ -1,3 +1,4 @@
+export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 export * from './model/index.js';
 export { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
 export { RouteTable } from './route-table.js';

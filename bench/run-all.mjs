@@ -1,0 +1,26 @@
+// Runs every benchmark in bench/<name>/run.mjs in turn, or only those named:
+//   pnpm bench            all of them
+//   pnpm bench proxy      just bench/proxy
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const wanted = process.argv.slice(2);
+const all = readdirSync(here, { withFileTypes: true })
+  .filter((e) => e.isDirectory() && existsSync(path.join(here, e.name, 'run.mjs')))
+  .map((e) => e.name)
+  .sort();
+const chosen = wanted.length > 0 ? wanted : all;
+let failed = 0;
+for (const name of chosen) {
+  if (!all.includes(name)) {
+    console.error(`no benchmark "${name}"; have: ${all.join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n=== bench/${name} ===`);
+  const { status } = spawnSync(process.execPath, [path.join(here, name, 'run.mjs')], { stdio: 'inherit' });
+  if (status !== 0) failed++;
+}
+process.exit(failed > 0 ? 1 : 0);
