@@ -1,5 +1,6 @@
 export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 export * from './model/index.js';
+export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
 export { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export { routesFromConfig } from './routes.js';

@@ -1,0 +1,42 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { RequestContext } from './hooks.js';
+import type { ReverseProxyHandler } from './model/index.js';
+
+/**
+ * The seam between request routing/forwarding (proxy-server, forward/, pool/,
+ * cache/) and the site middleware (middleware/, site-handler.ts).
+ *
+ * Flow: ProxyServer matches the host → builds the RequestContext (real client
+ * IP) → runs `hooks.intercept` → calls the route's `CompiledSite.handle`. The
+ * site runs its middleware in the documented order and, for `reverse_proxy`,
+ * calls `Forwarder.forward`, which owns pools, health, caching, the response
+ * transform hook and error statuses (502/503/504).
+ */
+export interface ForwardOptions {
+  /** Path (with query) sent upstream; differs from req.url after `handle_path` strips a prefix. */
+  path: string;
+  /**
+   * Edits the response headers (upstream's, or a cached copy's) just before
+   * they are written to the client: security headers and `header` ops.
+   */
+  editResponseHeaders?: (headers: OutgoingHttpHeaders, status: number) => void;
+}
+
+/** Forwards one request to a reverse_proxy handler's pool. */
+export interface Forwarder {
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    handler: ReverseProxyHandler,
+    options: ForwardOptions,
+  ): void;
+}
+
+/** A site compiled once per Site object (shared by all its domains). */
+export interface CompiledSite {
+  /** Answers the request: middleware, then the terminal handler. Never throws. */
+  handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void;
+  /** Releases timers (rate-limit sweepers, health checks owned by the site). */
+  close?(): void;
+}
