@@ -1,0 +1,73 @@
+import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
+import { formatUpstream, parseUpstream } from './upstream.js';
+
+/**
+ * A route written through the admin API (spec §2.2), also the record the
+ * state file persists: domain lowercase, upstream canonical `host:port`.
+ */
+export interface ApiRouteRecord {
+  domain: string;
+  upstream: string;
+  tls: boolean;
+  source: string | null;
+}
+
+/** A route as the admin API shows it (spec §2.1). */
+export interface AdminRouteView {
+  domain: string;
+  /** First upstream's `host:port` (IPv6 in brackets); null when the site's handler is not reverse_proxy. */
+  upstream: string | null;
+  /** Upstream TLS; false when there is no reverse_proxy handler. */
+  tls: boolean;
+  rate_limit_rps: number | null;
+  under_attack: boolean;
+  /** Controller tag; null for Proxyfile routes and untagged API writes. */
+  source: string | null;
+}
+
+/** Canonicalises a write: lowercase domain, canonical upstream. Throws STORE_INVALID_UPSTREAM. */
+export function canonicalRecord(write: ApiRouteRecord): ApiRouteRecord {
+  return {
+    domain: write.domain.toLowerCase(),
+    upstream: formatUpstream(parseUpstream(write.upstream)),
+    tls: write.tls,
+    source: write.source,
+  };
+}
+
+/**
+ * The RouteSpec of an API route: a site served like a Proxyfile block
+ * `<domain> { reverse_proxy <upstream> }` — address scheme null (automatic
+ * HTTPS, with HTTP served or redirected as for Proxyfile sites), TLS auto,
+ * analytics on, one upstream, upstream TLS from `tls`.
+ */
+export function apiRouteSpec(record: ApiRouteRecord): RouteSpec {
+  const site = emptySite([{ scheme: null, host: record.domain, port: null }]);
+  const handler = defaultReverseProxy([parseUpstream(record.upstream)]);
+  handler.tls.enabled = record.tls;
+  site.handler = handler;
+  return { domain: record.domain, origin: 'api', source: record.source, site };
+}
+
+/** The admin representation (spec §2.1) of any route, whatever its origin. */
+export function toAdminRoute(spec: RouteSpec): AdminRouteView {
+  const handler = spec.site.handler;
+  const proxy = handler?.kind === 'reverse_proxy' ? handler : null;
+  const first = proxy?.upstreams[0];
+  return {
+    domain: spec.domain,
+    upstream: first ? formatUpstream(first) : null,
+    tls: proxy?.tls.enabled ?? false,
+    rate_limit_rps: spec.site.rate_limit,
+    under_attack: spec.site.under_attack.enabled,
+    source: spec.source,
+  };
+}
+
+/** The record of an API route (inverse of {@link apiRouteSpec}); null for other origins. */
+export function toApiRecord(spec: RouteSpec): ApiRouteRecord | null {
+  if (spec.origin !== 'api') return null;
+  const view = toAdminRoute(spec);
+  if (view.upstream === null) return null;
+  return { domain: spec.domain, upstream: view.upstream, tls: view.tls, source: spec.source };
+}

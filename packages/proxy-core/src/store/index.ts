@@ -1,0 +1,12 @@
+export { type AdminRouteView, type ApiRouteRecord, apiRouteSpec, toAdminRoute } from './api-route.js';
+export { StoreError, StoreErrorCode } from './errors.js';
+export { type DesiredRoute, routeHash } from './route-hash.js';
+export {
+  type RouteListener,
+  RouteStore,
+  type RouteStoreOptions,
+  type SnapshotInput,
+  type SnapshotOutcome,
+} from './route-store.js';
+export { type RecoveredState, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
+export { formatUpstream, parseUpstream } from './upstream.js';

@@ -1,0 +1,199 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
+import { RouteStore } from './route-store.js';
+import { StateFile } from './state-file.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'proxyd-store-'));
+});
+afterEach(() => rm(dir, { recursive: true, force: true }));
+
+function proxyfileRoute(domain: string, port: number): RouteSpec {
+  const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
+  site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
+  site.rate_limit = 5;
+  return { domain, origin: 'proxyfile', source: null, site };
+}
+
+const open = (proxyfileRoutes: RouteSpec[] = [], stateFile: string | null = path.join(dir, 'routes.json')) =>
+  RouteStore.open({ stateFile, proxyfileRoutes }).then((r) => r.store);
+
+const domains = (store: RouteStore) => store.list().map((r) => `${r.domain}=${r.upstream}/${r.source}`);
+
+describe('RouteStore', () => {
+  it('shows Proxyfile routes with source null and their rate limit', async () => {
+    const store = await open([proxyfileRoute('app.test', 3000)]);
+    expect(store.list()).toEqual([
+      {
+        domain: 'app.test',
+        upstream: '127.0.0.1:3000',
+        tls: false,
+        rate_limit_rps: 5,
+        under_attack: false,
+        source: null,
+      },
+    ]);
+    expect(store.version).toBe(1);
+  });
+
+  it('upserts case-insensitively and returns the §2.1 representation', async () => {
+    const store = await open();
+    const created = await store.upsert({ domain: 'API.Test', upstream: '[::1]:8443', tls: true, source: null });
+    expect(created).toEqual({
+      domain: 'api.test',
+      upstream: '[::1]:8443',
+      tls: true,
+      rate_limit_rps: null,
+      under_attack: false,
+      source: null,
+    });
+    await store.upsert({ domain: 'api.test', upstream: 'backend:80', tls: false, source: 'ctl' });
+    expect(domains(store)).toEqual(['api.test=backend:80/ctl']);
+    const [spec] = store.routes;
+    expect(spec?.origin).toBe('api');
+    expect(spec?.site.handler).toMatchObject({ kind: 'reverse_proxy', upstreams: [{ host: 'backend', port: 80 }] });
+  });
+
+  it('publishes an immutable table with a rising version to subscribers', async () => {
+    const store = await open();
+    const seen: Array<[readonly RouteSpec[], number]> = [];
+    store.subscribe((routes, version) => seen.push([routes, version]));
+    await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
+    await store.remove('A.TEST');
+    expect(seen.map(([r, v]) => [r.length, v])).toEqual([
+      [0, 1],
+      [1, 2],
+      [0, 3],
+    ]);
+    expect(Object.isFrozen(seen[1]?.[0])).toBe(true);
+  });
+
+  it('remove resolves false for an unknown domain', async () => {
+    const store = await open();
+    expect(await store.remove('nope.test')).toBe(false);
+  });
+
+  it('an API write replaces a Proxyfile route; deleting it brings the Proxyfile route back', async () => {
+    const store = await open([proxyfileRoute('app.test', 3000)]);
+    await store.upsert({ domain: 'app.test', upstream: 'h:1', tls: false, source: 'ctl' });
+    expect(domains(store)).toEqual(['app.test=h:1/ctl']);
+    expect(await store.remove('app.test')).toBe(true);
+    expect(domains(store)).toEqual(['app.test=127.0.0.1:3000/null']);
+  });
+
+  it('a reload replaces only the Proxyfile routes', async () => {
+    const store = await open([proxyfileRoute('a.test', 1), proxyfileRoute('b.test', 2)]);
+    await store.upsert({ domain: 'api.test', upstream: 'h:9', tls: false, source: null });
+    await store.upsert({ domain: 'b.test', upstream: 'h:8', tls: false, source: 'ctl' });
+    await store.replaceOrigin('proxyfile', [proxyfileRoute('b.test', 20), proxyfileRoute('c.test', 3)]);
+    expect(domains(store)).toEqual(['api.test=h:9/null', 'b.test=h:8/ctl', 'c.test=127.0.0.1:3/null']);
+    await store.remove('b.test');
+    expect(domains(store)).toEqual(['api.test=h:9/null', 'b.test=127.0.0.1:20/null', 'c.test=127.0.0.1:3/null']);
+  });
+
+  it('a snapshot reconciles only its own source', async () => {
+    const store = await open([proxyfileRoute('file.test', 1)]);
+    await store.upsert({ domain: 'other.test', upstream: 'h:1', tls: false, source: 'other' });
+    const first = await store.applySnapshot({
+      source: 'ctl',
+      routes: [
+        { domain: 'x.test', upstream: 'h:1', tls: false },
+        { domain: 'Y.test', upstream: 'h:2', tls: true },
+      ],
+    });
+    expect(first).toMatchObject({ source: 'ctl', applied: 2, removed: 0, total_routes: 4 });
+    const second = await store.applySnapshot({
+      source: 'ctl',
+      routes: [{ domain: 'y.test', upstream: 'h:2', tls: true }],
+    });
+    expect(second).toMatchObject({ applied: 1, removed: 1, total_routes: 3 });
+    expect(domains(store)).toEqual(['file.test=127.0.0.1:1/null', 'other.test=h:1/other', 'y.test=h:2/ctl']);
+    const empty = await store.applySnapshot({ source: 'ctl', routes: [] });
+    expect(empty).toMatchObject({ applied: 0, removed: 1, total_routes: 2 });
+  });
+
+  it('a snapshot takes over a domain another source held', async () => {
+    const store = await open();
+    await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: 'old' });
+    await store.applySnapshot({ source: 'new', routes: [{ domain: 'a.test', upstream: 'h:2', tls: false }] });
+    expect(domains(store)).toEqual(['a.test=h:2/new']);
+    const gone = await store.applySnapshot({ source: 'old', routes: [] });
+    expect(gone.removed).toBe(0);
+  });
+
+  it('the snapshot hash is the same for the same set in another order or case', async () => {
+    const store = await open();
+    const a = await store.applySnapshot({
+      source: 's',
+      routes: [
+        { domain: 'a.test', upstream: 'H:1', tls: false },
+        { domain: 'b.test', upstream: 'h:2', tls: true },
+      ],
+    });
+    const b = await store.applySnapshot({
+      source: 's',
+      routes: [
+        { domain: 'B.test', upstream: 'h:2', tls: true },
+        { domain: 'a.test', upstream: 'h:1', tls: false },
+      ],
+    });
+    expect(b.route_hash).toBe(a.route_hash);
+    expect(a.route_hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('persists API routes only, and restores them at the next open', async () => {
+    const store = await open([proxyfileRoute('file.test', 1)]);
+    await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: true, source: null });
+    await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'b.test', upstream: '[::1]:2', tls: false }] });
+    await store.close();
+    const file = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as { routes: unknown[] };
+    expect(file.routes).toEqual([
+      { domain: 'a.test', upstream: 'h:1', tls: true, source: null },
+      { domain: 'b.test', upstream: '[::1]:2', tls: false, source: 'ctl' },
+    ]);
+    const again = await open([proxyfileRoute('file.test', 1)]);
+    expect(domains(again)).toEqual(['a.test=h:1/null', 'b.test=[::1]:2/ctl', 'file.test=127.0.0.1:1/null']);
+  });
+
+  it('loses no write among many concurrent ones (group commit)', async () => {
+    const store = await open();
+    const writes = Array.from({ length: 200 }, (_, i) =>
+      store.upsert({ domain: `d${i}.test`, upstream: `h:${i + 1}`, tls: false, source: null }),
+    );
+    await Promise.all(writes);
+    expect(store.list()).toHaveLength(200);
+    expect(store.version).toBeLessThan(200);
+    const { records } = await new StateFile(path.join(dir, 'routes.json')).load();
+    expect(records).toHaveLength(200);
+  });
+
+  it('a write that cannot be persisted is rejected and not applied', async () => {
+    const store = await open([], path.join(dir, 'gone', 'routes.json'));
+    await expect(store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null })).rejects.toMatchObject({
+      code: 'STORE_PERSIST_FAILED',
+    });
+    expect(store.list()).toEqual([]);
+  });
+
+  it('rejects an invalid upstream before queueing', async () => {
+    const store = await open();
+    expect(() => store.upsert({ domain: 'a.test', upstream: 'no-port', tls: false, source: null })).toThrow(
+      /invalid upstream/,
+    );
+  });
+
+  it('starts empty after setting aside a corrupt state file', async () => {
+    const statePath = path.join(dir, 'routes.json');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(statePath, 'not json');
+    const { store, recovered } = await RouteStore.open({ stateFile: statePath });
+    expect(store.list()).toEqual([]);
+    expect(recovered?.reason).toMatch(/not valid JSON/);
+    await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
+    expect((await new StateFile(statePath).load()).records).toHaveLength(1);
+  });
+});
