@@ -1,10 +1,37 @@
-import { createAdminApp } from '@proxyd/admin-api';
-import { type Config, DEFAULTS } from '@proxyd/proxy-core';
+import { type AnalyticsPort, type AuditEvent, type CachePort, createAdminApp } from '@proxyd/admin-api';
+import { type Config, DEFAULTS, type RouteStore } from '@proxyd/proxy-core';
+import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
+import { AUDIT_TARGET, type Logging } from './logging.js';
+import type { ProxydMetrics } from './metrics.js';
+import type { Reloader } from './reload.js';
 
 /** The admin listeners and everything they drive. */
 export interface ControlPlane {
   adminAddress: { host: string; port: number };
+  /** The Unix socket path, or null without `--admin-socket`. */
+  socketPath: string | null;
   close(): Promise<void>;
+}
+
+/** What the admin API is wired to. */
+export interface ControlPlaneOptions {
+  config: Config;
+  /** `--admin host:port`, else the Proxyfile's `admin`, else 127.0.0.1:6190. */
+  admin?: string | undefined;
+  /** Unix socket path (`--admin-socket`); undefined: no socket listener. */
+  adminSocket?: string | undefined;
+  /** `PROXY_ADMIN_TOKEN` as read at start. */
+  token: string | undefined;
+  store: RouteStore;
+  /** Undefined without a Proxyfile (POST /reload answers 501). */
+  reloader: Reloader | undefined;
+  /** Undefined with `--no-metrics` (GET /metrics answers 404). */
+  metrics: ProxydMetrics | undefined;
+  cache: CachePort | undefined;
+  analytics: AnalyticsPort | undefined;
+  logging: Logging;
+  /** Process start, ms since the epoch. */
+  startedAt: number;
 }
 
 /** Splits `host:port` (IPv6 in brackets); port 0 asks the OS for a free one. */
@@ -15,14 +42,41 @@ export function splitHostPort(value: string): { host: string; port: number } {
   return { host: (m[1] ?? m[2]) as string, port };
 }
 
-/** Starts the admin API on TCP. */
-export async function startControlPlane(config: Config, adminOverride: string | undefined): Promise<ControlPlane> {
-  const admin = splitHostPort(adminOverride ?? config.global.admin ?? DEFAULTS.admin);
-  const app = createAdminApp();
+/** Starts the admin API on TCP and, when asked, on a Unix socket: one app, two listeners. */
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  const { config, logging } = options;
+  const admin = splitHostPort(options.admin ?? config.global.admin ?? DEFAULTS.admin);
+  const adminLog = logging.forTarget('proxy::admin');
+  const auditLog = logging.forTarget(AUDIT_TARGET);
+  const audit = (event: AuditEvent) =>
+    auditLog.info(
+      { action: event.action, principal: event.principal, resource: event.resource },
+      `${event.action} ${event.resource}`,
+    );
+  if (options.token === undefined || options.token === '') {
+    adminLog.warn(
+      'PROXY_ADMIN_TOKEN is not set: every authenticated request on the TCP admin listener will be rejected (401)',
+    );
+  }
+  const app = createAdminApp({ startedAt: options.startedAt });
+  void audit;
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();
+  let socket: UnixSocketListener | null = null;
+  if (options.adminSocket !== undefined) {
+    try {
+      socket = await listenUnixSocket(options.adminSocket, (req, res) => app.routing(req, res));
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
+    adminLog.info({ socket: socket.path }, 'admin API listening on a Unix socket');
+  }
   return {
     adminAddress: { host: admin.host, port: typeof bound === 'object' && bound ? bound.port : admin.port },
-    close: () => app.close(),
+    socketPath: socket?.path ?? null,
+    async close() {
+      await Promise.all([app.close(), socket?.close()]);
+    },
   };
 }

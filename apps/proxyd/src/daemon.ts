@@ -1,56 +1,168 @@
-import { readFile } from 'node:fs/promises';
-import { type Config, routesFromConfig } from '@proxyd/proxy-core';
-import { parse } from '@proxyd/proxyfile';
+import path from 'node:path';
+import { type Config, type DataPlaneHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
 import { createAnalyticsWiring } from './analytics.js';
 import { startControlPlane } from './control-plane.js';
 import { startDataPlane } from './data-plane.js';
+import type { Logging } from './logging.js';
+import { createMetrics } from './metrics.js';
+import { createReloader, type ReloadResult } from './reload.js';
+import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
+
+export { loadProxyfile } from './reload.js';
 
 /** What starts a daemon: a parsed config and where it came from. */
 export interface DaemonOptions {
   config: Config;
+  /** The Proxyfile path; null or absent: no config watcher (POST /reload answers 501). */
+  configPath?: string | null;
   /** Admin listener override (`--admin`), else the Proxyfile's `admin`, else 127.0.0.1:6190. */
   admin?: string;
+  /** Unix socket admin listener path (`--admin-socket`); absent: none. */
+  adminSocket?: string;
+  /** `PROXY_ADMIN_TOKEN` as read at start. */
+  adminToken?: string;
+  /** `--state-dir`; see {@link resolveStateDir} for the default. */
+  stateDir?: string;
+  /** `--cert-dir` / `PROXY_CERT_DIR` (default /etc/proxy/certs). */
+  certDir?: string;
+  /** False with `--no-metrics` (default true). */
+  metrics?: boolean;
   logger: Logger;
+  /** Per-target loggers; default: children of `logger`. */
+  logging?: Logging;
 }
 
-/** A running proxyd: the data plane and the admin listener. */
+/** A running proxyd: the data plane and the admin listeners. */
 export interface Daemon {
   httpAddress: { host: string; port: number };
   adminAddress: { host: string; port: number };
+  socketPath: string | null;
+  stateDir: string;
+  certDir: string;
+  /** Re-reads the Proxyfile (SIGHUP); `undefined` when there is no Proxyfile. */
+  reload: (() => Promise<ReloadResult>) | undefined;
   close(): Promise<void>;
 }
 
-/** Reads and parses a Proxyfile; errors carry the file's position. */
-export async function loadProxyfile(path: string): Promise<Config> {
-  const text = await readFile(path, 'utf8');
-  return parse(text, { filename: path });
+function childLogging(logger: Logger): Logging {
+  const cache = new Map<string, Logger>();
+  return {
+    root: logger,
+    filter: { level: 'info', targets: [] },
+    forTarget(target) {
+      let child = cache.get(target);
+      if (!child) {
+        child = logger.child({ target });
+        cache.set(target, child);
+      }
+      return child;
+    },
+  };
 }
 
-/** Starts analytics, the data plane and the admin API, in that order. */
+function composeHooks(analytics: DataPlaneHooks, onRequest: DataPlaneHooks['onRequest']): DataPlaneHooks {
+  if (!onRequest) return analytics;
+  const first = analytics.onRequest?.bind(analytics);
+  return {
+    ...analytics,
+    onRequest: first
+      ? (record) => {
+          first(record);
+          onRequest(record);
+        }
+      : onRequest,
+  };
+}
+
+/**
+ * Starts the route store (restoring API routes), analytics, metrics, the
+ * data plane and the admin API, in that order.
+ */
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const { config, logger } = options;
-  const routes = routesFromConfig(config);
+  const startedAt = Date.now();
+  const logging = options.logging ?? childLogging(logger);
+  const serverLog = logging.forTarget('proxy::server');
+  const storeLog = logging.forTarget('proxy::store');
+
+  const stateDir = resolveStateDir(options.stateDir, config.global.state_dir);
+  const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
+  await ensureStateDir(stateDir);
+  const { store, recovered } = await RouteStore.open({
+    stateFile: path.join(stateDir, 'routes.json'),
+    proxyfileRoutes: routesFromConfig(config),
+  });
+  if (recovered) {
+    storeLog.error(
+      { reason: recovered.reason, copy: recovered.copy },
+      'state file is corrupt: set aside, starting without API routes',
+    );
+  }
+  const metrics = options.metrics === false ? undefined : createMetrics();
   const analytics = await createAnalyticsWiring(config);
-  const dataPlane = await startDataPlane(config, routes, analytics.hooks);
-  const control = await startControlPlane(config, options.admin);
+  const hooks = composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined);
+  const dataPlane = await startDataPlane(config, store.routes, hooks);
+  const unsubscribe = store.subscribe((routes, version) => {
+    dataPlane.setRoutes(routes, version);
+    metrics?.setRouteCounts(store.countByOrigin());
+  });
+  const reloader = options.configPath
+    ? createReloader({
+        configPath: options.configPath,
+        store,
+        running: config,
+        logger: logging.forTarget('proxy::config'),
+      })
+    : undefined;
+
+  let control: Awaited<ReturnType<typeof startControlPlane>>;
+  try {
+    control = await startControlPlane({
+      config,
+      admin: options.admin,
+      adminSocket: options.adminSocket,
+      token: options.adminToken,
+      store,
+      reloader,
+      metrics,
+      cache: undefined,
+      analytics: undefined,
+      logging,
+      startedAt,
+    });
+  } catch (err) {
+    unsubscribe();
+    await dataPlane.close();
+    await analytics.close();
+    throw err;
+  }
 
   const { httpAddress } = dataPlane;
   const { adminAddress } = control;
-  logger.info(
+  serverLog.info(
     {
-      target: 'proxy::server',
       http: `${httpAddress.host}:${httpAddress.port}`,
       admin: `${adminAddress.host}:${adminAddress.port}`,
-      routes: routes.length,
+      ...(control.socketPath ? { admin_socket: control.socketPath } : {}),
+      routes: store.routes.length,
+      state_dir: stateDir,
+      proxyfile: options.configPath ?? null,
     },
     'proxyd ready',
   );
   return {
     httpAddress,
     adminAddress,
+    socketPath: control.socketPath,
+    stateDir,
+    certDir,
+    reload: reloader ? () => reloader.reload() : undefined,
     async close() {
-      await Promise.all([dataPlane.close(), control.close()]);
+      await control.close();
+      await store.close();
+      unsubscribe();
+      await dataPlane.close();
       await analytics.close();
     },
   };

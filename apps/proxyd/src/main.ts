@@ -1,32 +1,51 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { buildProgram } from '@proxyd/cli';
-import { pino } from 'pino';
+import { defaultGlobalOptions } from '@proxyd/proxy-core';
+import { DEFAULT_ADMIN_SOCKET } from './admin-socket.js';
 import { loadProxyfile, startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
+import { createLogging } from './logging.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
-const logger = pino({ base: null, timestamp: pino.stdTimeFunctions.isoTime });
+const logging = createLogging(process.env.PROXY_LOG);
+const logger = logging.root;
 
 const program = buildProgram(version, {
   async run(options) {
-    if (!options.config) {
-      throw new Error('no Proxyfile: pass --config <path> or set PROXY_CONFIG');
-    }
-    const config = await loadProxyfile(options.config);
+    // Without a Proxyfile the daemon starts with default global options, no
+    // Proxyfile routes and no config watcher (POST /reload answers 501).
+    const config = options.config ? await loadProxyfile(options.config) : { global: defaultGlobalOptions(), sites: [] };
+    const adminToken = process.env.PROXY_ADMIN_TOKEN;
+    const adminSocket = options.adminSocket === true ? DEFAULT_ADMIN_SOCKET : options.adminSocket;
     const daemon = await startDaemon({
       config,
+      configPath: options.config ?? null,
       logger,
+      logging,
+      metrics: options.metrics !== false,
       ...(options.admin === undefined ? {} : { admin: options.admin }),
+      ...(adminSocket === undefined ? {} : { adminSocket }),
+      ...(adminToken === undefined ? {} : { adminToken }),
+      ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
+      ...(options.certDir === undefined ? {} : { certDir: options.certDir }),
     });
+    const serverLog = logging.forTarget('proxy::server');
     const stop = (signal: string) => {
-      logger.info({ target: 'proxy::server', signal }, 'shutting down');
+      serverLog.info({ signal }, 'shutting down');
       void daemon.close().then(() => process.exit(0));
     };
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGHUP', () => {
+      if (!daemon.reload) {
+        logging.forTarget('proxy::config').warn('SIGHUP ignored: no Proxyfile to reload (started without --config)');
+        return;
+      }
+      void daemon.reload();
+    });
   },
   demo: () => runDemo(logger),
 });

@@ -6,6 +6,14 @@ export interface RunOptions {
   config?: string;
   /** Admin listener `host:port` (flag `--admin`). */
   admin?: string;
+  /** `--admin-socket [path]`: true without a path (use /var/run/proxy-admin.sock). */
+  adminSocket?: string | true;
+  /** False with `--no-metrics`. */
+  metrics?: boolean;
+  /** State directory (flag `--state-dir`). */
+  stateDir?: string;
+  /** Certificate directory (flag `--cert-dir`, else env `PROXY_CERT_DIR`). */
+  certDir?: string;
 }
 
 /** The daemon side of the CLI, implemented by the composition root. */
@@ -26,9 +34,21 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
     .description('run the proxy with a Proxyfile')
     .option('-c, --config <path>', 'Proxyfile path (env PROXY_CONFIG)')
     .option('--admin <host:port>', 'admin API listener (default 127.0.0.1:6190)')
+    .option('--admin-socket [path]', 'also serve the admin API on a Unix socket (default /var/run/proxy-admin.sock)')
+    .option('--no-metrics', 'disable Prometheus metrics (GET /metrics answers 404)')
+    .option(
+      '--state-dir <dir>',
+      'where API routes persist (default /var/lib/proxyd as root, else ~/.local/state/proxyd)',
+    )
+    .option('--cert-dir <dir>', 'certificate storage directory (env PROXY_CERT_DIR, default /etc/proxy/certs)')
     .action(async (opts: RunOptions) => {
       const config = opts.config ?? process.env.PROXY_CONFIG;
-      await daemon.run({ ...opts, ...(config === undefined ? {} : { config }) });
+      const certDir = opts.certDir ?? process.env.PROXY_CERT_DIR;
+      await daemon.run({
+        ...opts,
+        ...(config === undefined ? {} : { config }),
+        ...(certDir === undefined ? {} : { certDir }),
+      });
     });
 
   program

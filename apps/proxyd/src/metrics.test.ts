@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { RequestRecord } from '@proxyd/proxy-core';
+import { describe, expect, it } from 'vitest';
+import { createMetrics, OTHER_DOMAIN, UNROUTED_DOMAIN } from './metrics.js';
+
+const record = (domain: string | null, status: number, durationMs = 5): RequestRecord => ({
+  host: domain ?? 'unknown.test',
+  domain,
+  method: 'GET',
+  path: '/',
+  status,
+  bytesSent: 10,
+  durationMs,
+  clientIp: '127.0.0.1',
+  referer: undefined,
+  userAgent: undefined,
+  contentType: undefined,
+  startedAt: Date.now(),
+});
+
+describe('metrics', () => {
+  it('counts requests per domain and status class, and their duration', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    metrics.onRequest(record('a.test', 200));
+    metrics.onRequest(record('a.test', 204));
+    metrics.onRequest(record('a.test', 503, 2000));
+    metrics.onRequest(record(null, 404));
+    metrics.onRequest(record('b.test', 0));
+    const text = await metrics.render();
+    expect(text).toContain('proxyd_requests_total{domain="a.test",status_class="2xx"} 2');
+    expect(text).toContain('proxyd_requests_total{domain="a.test",status_class="5xx"} 1');
+    expect(text).toContain(`proxyd_requests_total{domain="${UNROUTED_DOMAIN}",status_class="4xx"} 1`);
+    expect(text).toContain('proxyd_requests_total{domain="b.test",status_class="other"} 1');
+    expect(text).toContain('proxyd_request_duration_seconds_bucket{le="2.5",status_class="5xx"} 1');
+    expect(text).toContain('proxyd_request_duration_seconds_bucket{le="1",status_class="5xx"} 0');
+  });
+
+  it('bounds the domain label: past the cap, domains share _other', async () => {
+    const metrics = createMetrics({ processMetrics: false, maxDomains: 10 });
+    for (let i = 0; i < 50; i++) metrics.onRequest(record(`d${i}.test`, 200));
+    const text = await metrics.render();
+    const domains = new Set([...text.matchAll(/proxyd_requests_total\{domain="([^"]+)"/g)].map((m) => m[1]));
+    expect(domains.size).toBe(11);
+    expect(text).toContain(`proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"} 40`);
+  });
+
+  it('exposes the route count per origin', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    metrics.setRouteCounts({ proxyfile: 2, labels: 0, api: 5 });
+    const text = await metrics.render();
+    expect(text).toContain('proxyd_routes{origin="api"} 5');
+    expect(text).toContain('proxyd_routes{origin="proxyfile"} 2');
+  });
+
+  it('passes promtool check metrics, process metrics included', async () => {
+    const metrics = createMetrics();
+    metrics.onRequest(record('a.test', 200));
+    metrics.setRouteCounts({ proxyfile: 1, labels: 0, api: 0 });
+    const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-metrics-'));
+    try {
+      const file = path.join(dir, 'metrics.txt');
+      await writeFile(file, await metrics.render());
+      const { stdout, stderr } = await promisify(execFile)('sh', ['-c', `promtool check metrics < "${file}"`]);
+      expect(`${stdout}${stderr}`.trim()).toBe('');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,110 @@
+import type { RequestRecord, RouteOrigin } from '@proxyd/proxy-core';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Label value of requests no route matched. */
+export const UNROUTED_DOMAIN = '_unrouted';
+/** Label value of every domain past the cardinality cap. */
+export const OTHER_DOMAIN = '_other';
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const;
+
+/** Options of {@link createMetrics}. */
+export interface MetricsOptions {
+  /** Distinct `domain` label values before the rest share `_other` (default 1000). */
+  maxDomains?: number;
+  /** Collect Node.js process metrics (`process_*`, `nodejs_*`; default true). */
+  processMetrics?: boolean;
+}
+
+/** The process's Prometheus metrics: one registry, fed by the data plane and the route store. */
+export interface ProxydMetrics {
+  /** The one registry (the admin app may add its own series to it). */
+  readonly registry: Registry;
+  /** The data plane hook: counts a finished request. O(1), no allocation after a domain's first request. */
+  onRequest(record: RequestRecord): void;
+  /** Sets `proxyd_routes{origin}`. */
+  setRouteCounts(counts: Record<RouteOrigin, number>): void;
+  /** The text exposition (format 0.0.4). */
+  render(): Promise<string>;
+}
+
+function statusClass(status: number): number {
+  const cls = Math.floor(status / 100);
+  return cls >= 1 && cls <= 5 ? cls - 1 : 5;
+}
+
+/**
+ * Builds the metrics:
+ * - `proxyd_requests_total{domain,status_class}` — requests per matched
+ *   route domain (the route's pattern, e.g. `*.example.com`; `_unrouted`
+ *   when none matched) and status class (`1xx`…`5xx`, `other` for a client
+ *   that left before the status). At most `maxDomains` domain values; the
+ *   rest are counted under `_other`.
+ * - `proxyd_request_duration_seconds{status_class}` — request start to last
+ *   byte (no domain label, to keep the bucket series bounded).
+ * - `proxyd_routes{origin}` — routes in the table per origin.
+ * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
+ *   the three `nodejs_active_*_total` gauges (see below).
+ */
+export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
+  const maxDomains = options.maxDomains ?? 1000;
+  const registry = new Registry();
+  const requests = new Counter({
+    name: 'proxyd_requests_total',
+    help: 'Requests answered by the data plane, by route domain and status class.',
+    labelNames: ['domain', 'status_class'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'proxyd_request_duration_seconds',
+    help: 'Time from request start to the last response byte, by status class.',
+    labelNames: ['status_class'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const routes = new Gauge({
+    name: 'proxyd_routes',
+    help: 'Routes in the published route table, by origin.',
+    labelNames: ['origin'] as const,
+    registers: [registry],
+  });
+  if (options.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry });
+    // Gauges named *_total break `promtool check metrics`; each is the sum of its labelled twin (e.g. nodejs_active_handles{type}).
+    for (const name of [
+      'nodejs_active_handles_total',
+      'nodejs_active_requests_total',
+      'nodejs_active_resources_total',
+    ]) {
+      registry.removeSingleMetric(name);
+    }
+  }
+
+  const durationByClass = STATUS_CLASSES.map((cls) => duration.labels(cls));
+  const rows = new Map<string, Counter.Internal[]>();
+  const rowFor = (domain: string) => STATUS_CLASSES.map((cls) => requests.labels(domain, cls));
+  const other = rowFor(OTHER_DOMAIN);
+  rows.set(OTHER_DOMAIN, other);
+
+  return {
+    registry,
+    onRequest(record) {
+      const domain = record.domain ?? UNROUTED_DOMAIN;
+      let row = rows.get(domain);
+      if (row === undefined) {
+        if (rows.size > maxDomains) row = other;
+        else {
+          row = rowFor(domain);
+          rows.set(domain, row);
+        }
+      }
+      const cls = statusClass(record.status);
+      row[cls]?.inc();
+      durationByClass[cls]?.observe(record.durationMs / 1000);
+    },
+    setRouteCounts(counts) {
+      for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);
+    },
+    render: () => registry.metrics(),
+  };
+}
