@@ -1,20 +1,199 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { HealthResponse } from './schemas.js';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
+import fastifyMetricsModule from 'fastify-metrics';
+import promClient, { type Registry } from 'prom-client';
+import { createAllowTable } from './allow.js';
+import { createBearerCheck } from './auth.js';
+import { type AdminContext, type Endpoint } from './endpoint.js';
+import { ENDPOINTS } from './endpoints/index.js';
+import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './error-handler.js';
+import { AdminError } from './errors.js';
+import { BODY_LIMIT_BYTES, installJsonBodyParser } from './json-body.js';
+import { openApiDocument } from './openapi.js';
+import type { AnalyticsPort, AuditEvent, CachePort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
+import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
+import { type AdminTransport, isUnixConnection } from './transport.js';
+
+// fastify-metrics is CommonJS with `exports.default`: Node's ESM loader hands over the exports object.
+const fastifyMetrics =
+  fastifyMetricsModule.default ?? (fastifyMetricsModule as unknown as typeof fastifyMetricsModule.default);
+
+/** Log target of audit events (spec §6). */
+export const AUDIT_TARGET = 'proxy::admin::audit';
 
 /** What the admin app needs from the process that hosts it. */
 export interface AdminAppOptions {
-  /** Process start, ms since the epoch (default: now). */
+  /** The route store (required). */
+  routes: RouteStorePort;
+  /** Analytics reader; absent → `GET /analytics` is `[]` and every domain 404. */
+  analytics?: AnalyticsPort;
+  /** The data plane's cache; absent or `enabled: false` → PURGE answers 501. */
+  cache?: CachePort;
+  /** The config watcher; absent → POST /reload answers 501. */
+  reload?: ReloadPort;
+  /** Metrics source; absent (`--no-metrics`) → GET /metrics answers 404. */
+  metrics?: MetricsPort;
+  /** prom-client registry that receives the admin app's own request metrics (fastify-metrics); render it from `metrics`. */
+  metricsRegistry?: Registry;
+  /** Audit sink; default: INFO log line with target `proxy::admin::audit` on `logger`. */
+  audit?: (event: AuditEvent) => void;
+  /** Bearer token (`PROXY_ADMIN_TOKEN`); undefined or empty → every authenticated TCP request is 401. */
+  token: string | undefined;
+  /**
+   * `tcp`: every request needs the token; `unix`: none does; `auto` (default):
+   * decided per connection — no token needed on a connection accepted by a
+   * Unix-socket server, so one app can serve both listeners.
+   */
+  transport?: AdminTransport;
+  /** Clock in ms since the epoch (default `Date.now`); drives uptime, rate limit and reload cooldown. */
+  clock?: () => number;
+  /** Process start, ms since the epoch (default: the clock at creation). */
   startedAt?: number;
+  /** pino-compatible logger (default: none). */
+  logger?: FastifyBaseLogger;
+  /** Global limit on authenticated requests (default 60 per 60 000 ms, spec §8). */
+  rateLimit?: { max: number; windowMs: number };
 }
 
-/** Builds the admin Fastify app; the caller listens (TCP and/or Unix socket). */
-export function createAdminApp(options: AdminAppOptions = {}): FastifyInstance {
-  const startedAt = options.startedAt ?? Date.now();
-  const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>();
-  app.get('/health', { schema: { response: { 200: HealthResponse } } }, async () => ({
-    status: 'ok' as const,
-    uptime_secs: Math.floor((Date.now() - startedAt) / 1000),
-  }));
-  return app;
+/** The admin Fastify app. */
+export type AdminApp = FastifyInstance;
+
+function fastifySchema(endpoint: Endpoint): Record<string, unknown> {
+  const response: Record<number, unknown> = {};
+  for (const [status, r] of Object.entries(endpoint.responses)) {
+    if (r.schema !== undefined && r.contentType === undefined) response[Number(status)] = r.schema;
+  }
+  const schema: Record<string, unknown> = { response };
+  if (endpoint.params !== undefined) schema.params = endpoint.params;
+  if (endpoint.body !== undefined) schema.body = endpoint.body;
+  return schema;
+}
+
+/**
+ * Builds the admin Fastify app; the caller listens (TCP with `app.listen`,
+ * and the Unix socket with `http.createServer(app.routing)` after
+ * `await app.ready()`, or a second `listen({ path })` app).
+ */
+export function createAdminApp(options: AdminAppOptions): AdminApp {
+  const now = options.clock ?? Date.now;
+  const transport = options.transport ?? 'auto';
+  const checkToken = createBearerCheck(options.token);
+  const limit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
+  const limiter = createRateLimiter(limit.max, limit.windowMs);
+  const allow = createAllowTable(ENDPOINTS);
+
+  const app = Fastify({
+    ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
+    logController: new LogController({ disableRequestLogging: true }),
+    exposeHeadRoutes: false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: 65_536 },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    frameworkErrors: (error, request, reply) => {
+      sendAdminError(reply, toAdminError(error, request));
+    },
+    clientErrorHandler: (error, socket) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      const mapped =
+        code === 'HPE_HEADER_OVERFLOW'
+          ? new AdminError('ADMIN_HEADERS_TOO_LARGE')
+          : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? new AdminError('ADMIN_REQUEST_TIMEOUT')
+            : new AdminError('ADMIN_BAD_REQUEST', 'malformed HTTP request');
+      if (!socket.writable) return socket.destroy();
+      const body = JSON.stringify({ error: mapped.message });
+      socket.end(
+        `HTTP/1.1 ${mapped.statusCode} ${mapped.statusCode === 400 ? 'Bad Request' : mapped.statusCode === 408 ? 'Request Timeout' : 'Request Header Fields Too Large'}\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\n${CORS_HEADER[0]}: ${CORS_HEADER[1]}\r\nConnection: close\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHttpMethod('PURGE');
+
+  const audit =
+    options.audit ??
+    ((event: AuditEvent) =>
+      app.log.info({ target: AUDIT_TARGET, ...event }, `audit ${event.action} ${event.resource}`));
+  const ctx: AdminContext = {
+    routes: options.routes,
+    analytics: options.analytics,
+    cache: options.cache,
+    reload: options.reload,
+    metrics: options.metrics,
+    now,
+    startedAt: options.startedAt ?? now(),
+    audit: (action, resource) => audit({ action, principal: 'admin', resource }),
+    openApiDocument,
+  };
+
+  if (options.metricsRegistry !== undefined) {
+    const registry = options.metricsRegistry;
+    app.register(fastifyMetrics, {
+      promClient,
+      endpoint: null,
+      defaultMetrics: { enabled: false },
+      routeMetrics: {
+        enabled: { histogram: true, summary: false },
+        registeredRoutesOnly: true,
+        groupStatusCodes: true,
+        overrides: {
+          histogram: {
+            name: 'proxyd_admin_http_request_duration_seconds',
+            help: 'Admin API request duration in seconds, by method, route and status class',
+            registers: [registry],
+          },
+          summary: { name: 'proxyd_admin_http_request_summary_seconds', registers: [] },
+        },
+      },
+    });
+  }
+
+  app.after((err) => {
+    if (err) throw err;
+    installJsonBodyParser(app);
+    app.setErrorHandler(adminErrorHandler);
+
+    app.addHook('onSend', async (_request, reply, payload) => {
+      reply.header(CORS_HEADER[0], CORS_HEADER[1]);
+      return payload;
+    });
+
+    app.addHook('onRequest', async (request: FastifyRequest) => {
+      if (request.method === 'OPTIONS') return;
+      if (request.method === 'GET' && request.routeOptions.url === '/health') return;
+      const trusted = transport === 'unix' || (transport === 'auto' && isUnixConnection(request.raw.socket));
+      if (!trusted && !checkToken(request.headers.authorization)) throw new AdminError('ADMIN_UNAUTHORIZED');
+      const wait = limiter.take(now());
+      if (wait > 0) throw new AdminError('ADMIN_RATE_LIMITED', undefined, { headers: { 'retry-after': String(wait) } });
+    });
+
+    app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+      const url = request.raw.url ?? '/';
+      const query = url.indexOf('?');
+      const methods = allow.methodsFor(query < 0 ? url : url.slice(0, query));
+      if (request.method === 'OPTIONS' || methods.length > 0) {
+        throw new AdminError('ADMIN_METHOD_NOT_ALLOWED', undefined, { headers: { allow: methods.join(', ') } });
+      }
+      throw new AdminError('ADMIN_NOT_FOUND');
+      return reply;
+    });
+
+    for (const endpoint of ENDPOINTS) {
+      app.route({
+        method: endpoint.method,
+        url: endpoint.url,
+        schema: fastifySchema(endpoint),
+        handler: endpoint.handler(ctx),
+      });
+    }
+  });
+
+  return app as unknown as AdminApp;
 }

@@ -1,4 +1,10 @@
-export { type AdminAppOptions, createAdminApp } from './app.js';
+export { type AdminApp, type AdminAppOptions, AUDIT_TARGET, createAdminApp } from './app.js';
+export { MAX_DOMAIN_BYTES } from './domain.js';
+export { METRICS_CONTENT_TYPE } from './endpoints/metrics.js';
+export { RELOAD_COOLDOWN_MS } from './endpoints/reload.js';
+export { ADMIN_ERRORS, AdminError, type AdminErrorCode, type AdminErrorSpec } from './errors.js';
+export { BODY_LIMIT_BYTES } from './json-body.js';
+export { ADMIN_API_VERSION, openApiDocument } from './openapi.js';
 export type {
   AdminRoute,
   AnalyticsPort,
@@ -12,4 +18,21 @@ export type {
   SnapshotResult,
   SnapshotWrite,
 } from './ports.js';
-export { HealthResponse } from './schemas.js';
+export { DEFAULT_RATE_LIMIT } from './rate-limit.js';
+export {
+  AnalyticsList,
+  CacheNotFound,
+  CachePurged,
+  ErrorEnvelope,
+  HealthResponse,
+  ReloadResponse,
+  ReloadTooSoon,
+  Route,
+  RouteCreate,
+  RouteDeleted,
+  RouteList,
+  SnapshotRequest,
+  SnapshotResponse,
+  SnapshotRoute,
+} from './schemas.js';
+export { type AdminTransport, isUnixConnection } from './transport.js';

@@ -1,0 +1,57 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AnalyticsPort, CachePort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
+
+/** The HTTP methods the admin API routes. */
+export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PURGE';
+
+/** What every handler may use: the ports, the clock and the audit sink. */
+export interface AdminContext {
+  routes: RouteStorePort;
+  analytics: AnalyticsPort | undefined;
+  cache: CachePort | undefined;
+  reload: ReloadPort | undefined;
+  metrics: MetricsPort | undefined;
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Process start, ms since the epoch. */
+  startedAt: number;
+  /** Records one audit event (principal "admin"). */
+  audit(action: string, resource: string): void;
+  /** The OpenAPI document served at /openapi.json. */
+  openApiDocument(): unknown;
+}
+
+/** One documented response of an endpoint. */
+export interface EndpointResponse {
+  description: string;
+  /** Body schema; absent for bodiless responses. */
+  schema?: TSchema;
+  /** Media type of the body (default application/json; text bodies are not serialized by schema). */
+  contentType?: string;
+  /** Documented response headers. */
+  headers?: Record<string, { description: string; schema: TSchema }>;
+}
+
+/** One endpoint: its contract (which also drives OpenAPI and `Allow`) and its handler. */
+export interface Endpoint {
+  method: AdminMethod;
+  /** OpenAPI path template, e.g. `/routes/{domain}`. */
+  path: string;
+  /** Fastify route URL, e.g. `/routes/:domain`. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  /** False only for GET /health. */
+  auth: boolean;
+  /** Schema of path parameters as Fastify sees them. */
+  params?: TSchema;
+  /** Path parameters as OpenAPI documents them (when they differ from `params`). */
+  openApiParams?: TSchema;
+  body?: TSchema;
+  responses: Record<number, EndpointResponse>;
+  /** Error statuses this endpoint answers with the `{error}` envelope, besides 401/429 (documented in OpenAPI). */
+  errors?: Record<number, string>;
+  handler(ctx: AdminContext): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}

@@ -1,0 +1,48 @@
+import type { Endpoint } from '../endpoint.js';
+import { AdminError, quote } from '../errors.js';
+import { AnalyticsList, AnalyticsSnapshot, DomainParams } from '../schemas.js';
+
+const HOST_CHARS = /^[a-z0-9._:[\]-]+$/;
+
+/** `GET /analytics`: every domain's snapshot; `[]` when none (or analytics are off). */
+export const listAnalytics: Endpoint = {
+  method: 'GET',
+  path: '/analytics',
+  url: '/analytics',
+  operationId: 'listAnalytics',
+  summary: 'Analytics of every domain',
+  description: 'One snapshot per domain that had traffic since start, sorted by domain; [] when none.',
+  auth: true,
+  responses: { 200: { description: 'The snapshots', schema: AnalyticsList } },
+  errors: { 500: 'serialize error: a snapshot could not be serialized' },
+  handler: (ctx) => async () => {
+    const list = ctx.analytics?.list() ?? [];
+    return [...list].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+  },
+};
+
+/** `GET /analytics/{domain}`: one domain's snapshot. */
+export const getAnalytics: Endpoint = {
+  method: 'GET',
+  path: '/analytics/{domain}',
+  url: '/analytics/:domain',
+  operationId: 'getAnalytics',
+  summary: 'Analytics of one domain',
+  description:
+    'The snapshot of one domain (case-insensitive). 400 when the segment is empty, over 253 bytes or has a character outside [a-z0-9._:[]-]; 404 when the domain has no traffic since start.',
+  auth: true,
+  params: DomainParams,
+  responses: { 200: { description: 'The snapshot', schema: AnalyticsSnapshot } },
+  errors: { 400: 'invalid domain (empty, too long or invalid characters)', 404: 'no analytics for domain' },
+  handler: (ctx) => async (request) => {
+    const raw = (request.params as DomainParams).domain;
+    if (raw.length === 0) throw new AdminError('ADMIN_INVALID_DOMAIN', 'domain segment is empty');
+    if (Buffer.byteLength(raw, 'utf8') > 253) throw new AdminError('ADMIN_INVALID_DOMAIN', 'longer than 253 bytes');
+    const domain = raw.toLowerCase();
+    if (!HOST_CHARS.test(domain))
+      throw new AdminError('ADMIN_INVALID_DOMAIN', `${quote(raw)} contains invalid characters`);
+    const snapshot = ctx.analytics?.get(domain);
+    if (snapshot === undefined) throw new AdminError('ADMIN_ANALYTICS_NOT_FOUND', quote(domain));
+    return snapshot;
+  },
+};

@@ -1,0 +1,19 @@
+import type { Endpoint } from '../endpoint.js';
+import { HealthResponse } from '../schemas.js';
+
+/** `GET /health`: liveness, no auth, exempt from the rate limit. */
+export const health: Endpoint = {
+  method: 'GET',
+  path: '/health',
+  url: '/health',
+  operationId: 'getHealth',
+  summary: 'Liveness',
+  description:
+    'Always 200 while the process serves. No authentication on either transport; exempt from the global rate limit.',
+  auth: false,
+  responses: { 200: { description: 'The process is up', schema: HealthResponse } },
+  handler: (ctx) => async () => ({
+    status: 'ok' as const,
+    uptime_secs: Math.max(0, Math.floor((ctx.now() - ctx.startedAt) / 1000)),
+  }),
+};

@@ -1,0 +1,26 @@
+import type { Endpoint } from '../endpoint.js';
+import { getAnalytics, listAnalytics } from './analytics.js';
+import { purgeCache } from './cache-purge.js';
+import { health } from './health.js';
+import { getMetrics } from './metrics.js';
+import { getOpenApi } from './openapi-json.js';
+import { postReload } from './reload.js';
+import { createRoute } from './routes-create.js';
+import { deleteRoute } from './routes-delete.js';
+import { listRoutes } from './routes-list.js';
+import { putSnapshot } from './routes-snapshot.js';
+
+/** Every endpoint of the admin API, in documentation order. */
+export const ENDPOINTS: readonly Endpoint[] = [
+  health,
+  listRoutes,
+  createRoute,
+  putSnapshot,
+  deleteRoute,
+  getMetrics,
+  listAnalytics,
+  getAnalytics,
+  purgeCache,
+  postReload,
+  getOpenApi,
+];

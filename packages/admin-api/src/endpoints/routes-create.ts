@@ -1,0 +1,32 @@
+import { normalizeDomain } from '../domain.js';
+import type { Endpoint } from '../endpoint.js';
+import { Route, RouteCreate } from '../schemas.js';
+import { checkSource } from '../source.js';
+import { checkUpstream } from '../upstream.js';
+
+/** `POST /routes`: adds a route or replaces the one with the same domain. */
+export const createRoute: Endpoint = {
+  method: 'POST',
+  path: '/routes',
+  url: '/routes',
+  operationId: 'createRoute',
+  summary: 'Add or replace a route',
+  description:
+    'Adds a route, or replaces the route with the same domain (compared case-insensitively) whoever owned it. Answers once the route is persisted and routed. Audit action route_add.',
+  auth: true,
+  body: RouteCreate,
+  responses: { 201: { description: 'Created or replaced', schema: Route } },
+  errors: {
+    400: 'invalid JSON, invalid domain, invalid upstream address or invalid source',
+    413: 'request body too large (over 64 KB)',
+  },
+  handler: (ctx) => async (request, reply) => {
+    const body = request.body as RouteCreate;
+    const domain = normalizeDomain(body.domain);
+    const upstream = checkUpstream(body.upstream);
+    const source = body.source === undefined || body.source === null ? null : checkSource(body.source);
+    const route = await ctx.routes.upsert({ domain, upstream, tls: body.tls, source });
+    ctx.audit('route_add', domain);
+    return reply.code(201).send(route);
+  },
+};

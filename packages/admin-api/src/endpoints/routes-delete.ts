@@ -1,0 +1,35 @@
+import { MAX_DOMAIN_BYTES } from '../domain.js';
+import type { Endpoint } from '../endpoint.js';
+import { AdminError } from '../errors.js';
+import { DomainParams, RouteDeleted } from '../schemas.js';
+
+/** `DELETE /routes/{domain}`: removes one route. */
+export const deleteRoute: Endpoint = {
+  method: 'DELETE',
+  path: '/routes/{domain}',
+  url: '/routes/:domain',
+  operationId: 'deleteRoute',
+  summary: 'Delete a route',
+  description:
+    'Removes the route of a domain (matched case-insensitively). The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414. Audit action route_delete.',
+  auth: true,
+  params: DomainParams,
+  responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
+  errors: {
+    400: 'missing domain (empty segment)',
+    404: 'route not found',
+    414: 'domain segment too long (over 253 bytes)',
+  },
+  handler: (ctx) => async (request) => {
+    const raw = (request.params as DomainParams).domain;
+    if (raw.length === 0) throw new AdminError('ADMIN_MISSING_DOMAIN');
+    const bytes = Buffer.byteLength(raw, 'utf8');
+    if (bytes > MAX_DOMAIN_BYTES) {
+      throw new AdminError('ADMIN_DOMAIN_TOO_LONG', `${bytes} bytes, the maximum is ${MAX_DOMAIN_BYTES}`);
+    }
+    const domain = raw.toLowerCase();
+    if (!(await ctx.routes.remove(domain))) throw new AdminError('ADMIN_ROUTE_NOT_FOUND');
+    ctx.audit('route_delete', domain);
+    return { deleted: domain };
+  },
+};

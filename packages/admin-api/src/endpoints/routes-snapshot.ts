@@ -1,0 +1,41 @@
+import { normalizeDomain } from '../domain.js';
+import type { Endpoint } from '../endpoint.js';
+import { AdminError, quote } from '../errors.js';
+import type { SnapshotWrite } from '../ports.js';
+import { SnapshotRequest, SnapshotResponse } from '../schemas.js';
+import { checkSource } from '../source.js';
+import { checkUpstream } from '../upstream.js';
+
+/** `PUT /routes/snapshot`: replaces the complete route set of one source. */
+export const putSnapshot: Endpoint = {
+  method: 'PUT',
+  path: '/routes/snapshot',
+  url: '/routes/snapshot',
+  operationId: 'putRouteSnapshot',
+  summary: 'Reconcile the routes of one source',
+  description:
+    'Writes every listed route with owner source and removes the routes source owned that are absent from the list; routes of other sources are untouched. The whole list is validated before anything changes. Audit action routes_snapshot, resource the source.',
+  auth: true,
+  body: SnapshotRequest,
+  responses: { 200: { description: 'Reconciled', schema: SnapshotResponse } },
+  errors: {
+    400: 'invalid JSON, invalid source, invalid domain, invalid upstream address or duplicate domain',
+    413: 'request body too large (over 64 KB)',
+  },
+  handler: (ctx) => async (request) => {
+    const body = request.body as SnapshotRequest;
+    const source = checkSource(body.source);
+    const seen = new Set<string>();
+    const routes: SnapshotWrite['routes'] = [];
+    for (const entry of body.routes ?? []) {
+      const domain = normalizeDomain(entry.domain);
+      if (seen.has(domain))
+        throw new AdminError('ADMIN_DUPLICATE_DOMAIN', `${quote(domain)} appears more than once in routes`);
+      seen.add(domain);
+      routes.push({ domain, upstream: checkUpstream(entry.upstream), tls: entry.tls });
+    }
+    const result = await ctx.routes.applySnapshot({ source, routes });
+    ctx.audit('routes_snapshot', source);
+    return result;
+  },
+};

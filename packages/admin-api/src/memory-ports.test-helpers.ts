@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { type AdminAppOptions, createAdminApp } from './app.js';
+import type {
+  AdminRoute,
+  AnalyticsPort,
+  AnalyticsSnapshot,
+  AuditEvent,
+  CachePort,
+  ReloadPort,
+  RouteStorePort,
+  SnapshotResult,
+  SnapshotWrite,
+} from './ports.js';
+
+/** An in-memory route store with the semantics DESIGN.md gives the real one (tests only). */
+export class MemoryRouteStore implements RouteStorePort {
+  readonly table = new Map<string, AdminRoute>();
+  writes = 0;
+
+  list(): AdminRoute[] {
+    return [...this.table.values()].map((r) => ({ ...r }));
+  }
+
+  async upsert(route: { domain: string; upstream: string; tls: boolean; source: string | null }): Promise<AdminRoute> {
+    this.writes++;
+    const stored: AdminRoute = { ...route, rate_limit_rps: null, under_attack: false };
+    this.table.set(route.domain, stored);
+    return { ...stored };
+  }
+
+  async remove(domain: string): Promise<boolean> {
+    this.writes++;
+    return this.table.delete(domain);
+  }
+
+  async applySnapshot(snapshot: SnapshotWrite): Promise<SnapshotResult> {
+    this.writes++;
+    const wanted = new Set(snapshot.routes.map((r) => r.domain));
+    let removed = 0;
+    for (const [domain, route] of this.table) {
+      if (route.source === snapshot.source && !wanted.has(domain)) {
+        this.table.delete(domain);
+        removed++;
+      }
+    }
+    for (const r of snapshot.routes) {
+      this.table.set(r.domain, { ...r, source: snapshot.source, rate_limit_rps: null, under_attack: false });
+    }
+    const canonical = snapshot.routes.map((r) => `${r.domain} ${r.upstream} ${r.tls}`).sort();
+    const route_hash = createHash('sha256')
+      .update([snapshot.source, ...canonical].join('\n'))
+      .digest('hex');
+    return {
+      source: snapshot.source,
+      applied: snapshot.routes.length,
+      removed,
+      total_routes: this.table.size,
+      route_hash,
+    };
+  }
+}
+
+/** A fixed analytics reader. */
+export function memoryAnalytics(snapshots: AnalyticsSnapshot[]): AnalyticsPort {
+  return {
+    list: () => snapshots,
+    get: (domain) => snapshots.find((s) => s.domain === domain),
+  };
+}
+
+/** A sample analytics snapshot for `domain`. */
+export function sampleSnapshot(domain: string): AnalyticsSnapshot {
+  const p = { p50: 1, p75: 2, p95: 3, p99: 4 };
+  return {
+    domain,
+    page_views_1m: 2,
+    page_views_60m: 5,
+    unique_visitors: 1,
+    top_pages: [{ path: '/', views: 5 }],
+    referrers: [{ domain: 'search.example', count: 1 }],
+    countries: [{ country: 'DE', count: 5 }],
+    status_codes: { s1xx: 0, s2xx: 5, s3xx: 0, s4xx: 0, s5xx: 0, other: 0 },
+    bytes_sent: 1234,
+    web_vitals: { lcp: p, cls: { p50: 0.01, p75: 0.02, p95: 0.05, p99: 0.1 }, inp: p },
+    timestamp: '2026-11-22T21:00:00Z',
+  };
+}
+
+/** A cache holding the given keys; `purge` removes one. */
+export class MemoryCache implements CachePort {
+  readonly keys: Set<string>;
+  constructor(
+    keys: string[],
+    readonly enabled = true,
+  ) {
+    this.keys = new Set(keys);
+  }
+  purge(key: string): boolean {
+    return this.keys.delete(key);
+  }
+}
+
+/** A reload trigger that answers from a queue of results. */
+export class ScriptedReload implements ReloadPort {
+  calls = 0;
+  constructor(private readonly results: Array<{ ok: true; message: string } | { ok: false; errorText: string }>) {}
+  async reload() {
+    this.calls++;
+    return this.results.shift() ?? { ok: true as const, message: 'reloaded' };
+  }
+}
+
+/** Collects audit events. */
+export function auditLog(): { events: AuditEvent[]; sink: (e: AuditEvent) => void } {
+  const events: AuditEvent[] = [];
+  return { events, sink: (e) => events.push(e) };
+}
+
+/** A controllable clock in ms. */
+export function manualClock(start = 1_800_000_000_000): { now: () => number; advance(ms: number): void } {
+  let t = start;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+/** The bearer token test apps use. */
+export const TOKEN = 'test-token-0123456789';
+/** Headers that authenticate against a test app. */
+export const AUTH = { authorization: `Bearer ${TOKEN}` } as const;
+
+/** Builds an admin app over in-memory ports with a manual clock and an audit log. */
+export function testApp(overrides: Partial<AdminAppOptions> = {}) {
+  const store = new MemoryRouteStore();
+  const clock = manualClock();
+  const audit = auditLog();
+  const app = createAdminApp({
+    routes: store,
+    token: TOKEN,
+    clock: clock.now,
+    audit: audit.sink,
+    transport: 'tcp',
+    ...overrides,
+  });
+  return { app, store, clock, audit: audit.events };
+}
