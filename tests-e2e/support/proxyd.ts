@@ -59,6 +59,12 @@ export interface StartOptions {
   global?: string;
   env?: NodeJS.ProcessEnv;
   args?: string[];
+  /**
+   * How to tell it is ready: `log` (default) waits for the "proxyd ready" log
+   * line; `health` polls GET /health on the admin port (for runs whose
+   * PROXY_LOG hides info lines).
+   */
+  ready?: 'log' | 'health';
 }
 
 /**
@@ -85,8 +91,18 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const ready = await Promise.race([
     new Promise<boolean>((resolve) => {
-      const check = () => (output.includes('proxyd ready') ? resolve(true) : setTimeout(check, 20));
-      check();
+      const healthy = () =>
+        request(adminPort, { path: '/health' }).then(
+          (res) => res.status === 200,
+          () => false,
+        );
+      const check = async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const ok = options.ready === 'health' ? await healthy() : output.includes('proxyd ready');
+        if (ok) resolve(true);
+        else setTimeout(check, 20);
+      };
+      void check();
     }),
     exited.then(() => false),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 15_000)),

@@ -58,8 +58,17 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       'PROXY_ADMIN_TOKEN is not set: every authenticated request on the TCP admin listener will be rejected (401)',
     );
   }
-  const app = createAdminApp({ startedAt: options.startedAt });
-  void audit;
+  const app = createAdminApp({
+    routes: options.store,
+    token: options.token,
+    audit,
+    startedAt: options.startedAt,
+    logger: adminLog,
+    ...(options.reloader ? { reload: options.reloader } : {}),
+    ...(options.metrics ? { metrics: options.metrics, metricsRegistry: options.metrics.registry } : {}),
+    ...(options.cache ? { cache: options.cache } : {}),
+    ...(options.analytics ? { analytics: options.analytics } : {}),
+  });
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();
   let socket: UnixSocketListener | null = null;

@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import { registerOpenapi } from './commands/openapi.js';
+import { registerReload } from './commands/reload.js';
 
 /** Options of `proxyd run`. */
 export interface RunOptions {
@@ -55,6 +57,9 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
     .command('demo')
     .description('run a demo: proxyd on unprivileged ports in front of a small demo page')
     .action(() => daemon.demo());
+
+  registerReload(program);
+  registerOpenapi(program);
 
   return program;
 }
