@@ -1,0 +1,81 @@
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { defaultGlobalOptions } from '@proxyd/proxy-core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Daemon, startDaemon } from './daemon.js';
+import { createLogging } from './logging.js';
+
+let dir: string;
+let daemon: Daemon | undefined;
+let lines: Array<Record<string, unknown>>;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'proxyd-daemon-'));
+  lines = [];
+});
+afterEach(async () => {
+  await daemon?.close();
+  daemon = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+function start() {
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logging = createLogging('info', sink);
+  return startDaemon({
+    config: { global: { ...defaultGlobalOptions(), http_port: 0, admin: '127.0.0.1:0' }, sites: [] },
+    configPath: null,
+    adminToken: 'tok',
+    stateDir: path.join(dir, 'state'),
+    logger: logging.root,
+    logging,
+  });
+}
+
+function post(port: number, p: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: p, method: 'POST', headers: { authorization: 'Bearer tok' } },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => {
+          body += c.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('startDaemon', () => {
+  it('without a Proxyfile has no config watcher: POST /reload is 501 and there is no SIGHUP reload', async () => {
+    daemon = await start();
+    expect(daemon.reload).toBeUndefined();
+    const res = await post(daemon.adminAddress.port, '/reload');
+    expect(res.status).toBe(501);
+    expect(JSON.parse(res.body)).toEqual({ error: 'reload not supported — config watcher not active' });
+  });
+
+  it('starts despite a corrupt state file: logs the error and keeps a copy', async () => {
+    await rm(path.join(dir, 'state'), { recursive: true, force: true });
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.join(dir, 'state'));
+    await writeFile(path.join(dir, 'state', 'routes.json'), '{"format":"proxyd-routes/1","routes":[{');
+    daemon = await start();
+    const error = lines.find((l) => l.target === 'proxy::store' && l.level === 'error');
+    expect(String(error?.msg)).toMatch(/state file is corrupt/);
+    expect(String(error?.reason)).toMatch(/not valid JSON/);
+    const names = await readdir(path.join(dir, 'state'));
+    expect(names.some((n) => n.startsWith('routes.json.corrupt-'))).toBe(true);
+  });
+});
