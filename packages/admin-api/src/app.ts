@@ -24,6 +24,9 @@ import { type AdminTransport, isUnixConnection } from './transport.js';
 const fastifyMetrics =
   fastifyMetricsModule.default ?? (fastifyMetricsModule as unknown as typeof fastifyMetricsModule.default);
 
+/** Name of the admin app's own request-duration histogram (fastify-metrics). */
+export const ADMIN_HISTOGRAM = 'proxyd_admin_http_request_duration_seconds';
+
 /** Log target of audit events (spec §6). */
 export const AUDIT_TARGET = 'proxy::admin::audit';
 
@@ -135,6 +138,16 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
 
   if (options.metricsRegistry !== undefined) {
     const registry = options.metricsRegistry;
+    // One admin app per registry: a previous app's histogram (e.g. before a restart in the same process) is replaced.
+    registry.removeSingleMetric(ADMIN_HISTOGRAM);
+    let mine: unknown;
+    app.addHook('onReady', async () => {
+      mine = registry.getSingleMetric(ADMIN_HISTOGRAM);
+    });
+    app.addHook('onClose', async () => {
+      if (mine !== undefined && registry.getSingleMetric(ADMIN_HISTOGRAM) === mine)
+        registry.removeSingleMetric(ADMIN_HISTOGRAM);
+    });
     app.register(fastifyMetrics, {
       promClient,
       endpoint: null,
@@ -145,7 +158,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
         groupStatusCodes: true,
         overrides: {
           histogram: {
-            name: 'proxyd_admin_http_request_duration_seconds',
+            name: ADMIN_HISTOGRAM,
             help: 'Admin API request duration in seconds, by method, route and status class',
             registers: [registry],
           },
