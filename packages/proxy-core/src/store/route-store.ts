@@ -44,6 +44,8 @@ export interface RouteStoreOptions {
 interface Draft {
   table: Map<string, RouteSpec>;
   declared: Map<RouteOrigin, Map<string, RouteSpec>>;
+  /** Whether an API route was added, replaced or removed (the state file must be rewritten). */
+  apiChanged: boolean;
 }
 
 interface Op {
@@ -80,7 +82,6 @@ export class RouteStore {
   #pending: Op[] = [];
   #flushing: Promise<void> | null = null;
   #closed = false;
-  #lastPersisted: string;
   readonly #file: StateFile | null;
 
   private constructor(file: StateFile | null, proxyfile: readonly RouteSpec[], records: readonly ApiRouteRecord[]) {
@@ -88,7 +89,6 @@ export class RouteStore {
     this.#declared = new Map([['proxyfile', byDomain(proxyfile)]]);
     this.#table = new Map(this.#declared.get('proxyfile'));
     for (const record of records) this.#table.set(record.domain, apiRouteSpec(record));
-    this.#lastPersisted = serialise(this.#table);
     this.#publish();
   }
 
@@ -110,7 +110,7 @@ export class RouteStore {
     return this.#version;
   }
 
-  /** The published routes (frozen; replaced, never mutated). */
+  /** The published routes (frozen; replaced, never mutated; in no particular order). */
   get routes(): readonly RouteSpec[] {
     return this.#routes;
   }
@@ -129,7 +129,7 @@ export class RouteStore {
 
   /** Every route in the admin representation, sorted by domain. */
   list(): AdminRouteView[] {
-    return this.#routes.map(toAdminRoute);
+    return this.#routes.map(toAdminRoute).sort(compareDomain);
   }
 
   /** Number of routes per origin in the published table. */
@@ -145,6 +145,7 @@ export class RouteStore {
     const spec = apiRouteSpec(record);
     return this.#enqueue((draft) => {
       draft.table.set(record.domain, spec);
+      draft.apiChanged = true;
       return toAdminRoute(spec);
     });
   }
@@ -170,6 +171,7 @@ export class RouteStore {
         }
       }
       for (const [domain, spec] of wanted) draft.table.set(domain, spec);
+      draft.apiChanged ||= wanted.size > 0 || removed > 0;
       return { source, applied: wanted.size, removed, total_routes: draft.table.size, route_hash: hash };
     });
   }
@@ -214,10 +216,9 @@ export class RouteStore {
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.splice(0);
-        const draft: Draft = { table: new Map(this.#table), declared: this.#declared };
+        const draft: Draft = { table: new Map(this.#table), declared: this.#declared, apiChanged: false };
         const results = batch.map((op) => op.apply(draft));
-        const persisted = serialise(draft.table);
-        if (this.#file && persisted !== this.#lastPersisted) {
+        if (this.#file && draft.apiChanged) {
           try {
             await this.#file.write(apiRecords(draft.table));
           } catch (err) {
@@ -225,7 +226,6 @@ export class RouteStore {
             continue;
           }
         }
-        this.#lastPersisted = persisted;
         this.#table = draft.table;
         this.#declared = draft.declared;
         this.#publish();
@@ -237,7 +237,7 @@ export class RouteStore {
   }
 
   #publish(): void {
-    this.#routes = Object.freeze([...this.#table.values()].sort(compareDomain));
+    this.#routes = Object.freeze([...this.#table.values()]);
     this.#version++;
     for (const listener of this.#listeners) listener(this.#routes, this.#version);
   }
@@ -247,6 +247,7 @@ function removeDomain(draft: Draft, domain: string): boolean {
   const held = draft.table.get(domain);
   if (!held) return false;
   draft.table.delete(domain);
+  if (held.origin === 'api') draft.apiChanged = true;
   if (held.origin !== 'proxyfile') {
     const fallback = draft.declared.get('proxyfile')?.get(domain);
     if (fallback) draft.table.set(domain, fallback);
@@ -265,10 +266,6 @@ function apiRecords(table: Map<string, RouteSpec>): ApiRouteRecord[] {
     if (record) records.push(record);
   }
   return records.sort(compareDomain);
-}
-
-function serialise(table: Map<string, RouteSpec>): string {
-  return JSON.stringify(apiRecords(table));
 }
 
 function compareDomain(a: { domain: string }, b: { domain: string }): number {
