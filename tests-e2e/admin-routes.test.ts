@@ -200,6 +200,29 @@ describe('admin API flags and logging', () => {
     }
   });
 
+  it('--admin-socket without a path serves on /var/run/proxy-admin.sock (root), or names the path when it cannot', async () => {
+    const defaultSocket = '/var/run/proxy-admin.sock';
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-defsock-'));
+    const args = ['--state-dir', stateDir, '--admin-socket'];
+    try {
+      if (process.getuid?.() !== 0) {
+        await expect(startProxyd({ sites: '', args })).rejects.toThrow(/proxy-admin\.sock/);
+        return;
+      }
+      const proxyd = await startProxyd({ sites: '', args });
+      try {
+        const info = await stat(defaultSocket);
+        expect(info.mode & 0o777).toBe(0o600);
+        expect((await socketCall(defaultSocket, 'GET', '/routes')).status).toBe(200);
+      } finally {
+        await proxyd.stop();
+      }
+      await expect(stat(defaultSocket)).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
   it('warns at start when PROXY_ADMIN_TOKEN is unset, and answers 401', async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-notoken-'));
     const proxyd = await startProxyd({ sites: '', env: { PROXY_ADMIN_TOKEN: '' }, args: ['--state-dir', stateDir] });
