@@ -91,7 +91,7 @@ export function toAdminError(error: unknown, request: FastifyRequest | undefined
       return new AdminError('ADMIN_INVALID_JSON', 'body length does not match Content-Length', { cause: error });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
-      return new AdminError('ADMIN_INVALID_JSON', 'unsupported content type', { cause: error });
+      return new AdminError('ADMIN_INVALID_JSON', 'invalid Content-Type header', { cause: error });
     case 'FST_ERR_VALIDATION':
       return fromValidation(err as FastifyError, request?.body);
     case 'FST_ERR_BAD_URL':
