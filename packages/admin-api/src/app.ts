@@ -10,6 +10,7 @@ import fastifyMetricsModule from 'fastify-metrics';
 import promClient, { type Registry } from 'prom-client';
 import { createAllowTable } from './allow.js';
 import { createBearerCheck } from './auth.js';
+import { writeClientError } from './client-error.js';
 import { type AdminContext, type Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './error-handler.js';
@@ -101,22 +102,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     frameworkErrors: (error, request, reply) => {
       sendAdminError(reply, toAdminError(error, request));
     },
-    clientErrorHandler: (error, socket) => {
-      const code = (error as NodeJS.ErrnoException).code;
-      const mapped =
-        code === 'HPE_HEADER_OVERFLOW'
-          ? new AdminError('ADMIN_HEADERS_TOO_LARGE')
-          : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-            ? new AdminError('ADMIN_REQUEST_TIMEOUT')
-            : new AdminError('ADMIN_BAD_REQUEST', 'malformed HTTP request');
-      if (!socket.writable) return socket.destroy();
-      const body = JSON.stringify({ error: mapped.message });
-      socket.end(
-        `HTTP/1.1 ${mapped.statusCode} ${mapped.statusCode === 400 ? 'Bad Request' : mapped.statusCode === 408 ? 'Request Timeout' : 'Request Header Fields Too Large'}\r\n` +
-          `Content-Type: application/json; charset=utf-8\r\n${CORS_HEADER[0]}: ${CORS_HEADER[1]}\r\nConnection: close\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
-    },
+    clientErrorHandler: writeClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHttpMethod('PURGE');
 

@@ -223,6 +223,17 @@ describe('malformed HTTP on a real socket', () => {
       expect(raw).toMatch(/^HTTP\/1\.1 400 /);
       expect(raw.toLowerCase()).toContain('access-control-allow-origin: null');
       expect(raw).toContain('{"error":"bad request: malformed HTTP request"}');
+      const huge = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.write(`GET /routes HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+        );
+        let data = '';
+        socket.on('data', (c) => (data += c));
+        socket.on('end', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+      expect(huge).toContain('{"error":"request header fields too large"}');
       const res = await fetch(`http://127.0.0.1:${port}/health`);
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBe('null');

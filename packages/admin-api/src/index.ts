@@ -1,4 +1,5 @@
 export { type AdminApp, type AdminAppOptions, AUDIT_TARGET, createAdminApp } from './app.js';
+export { writeClientError } from './client-error.js';
 export { MAX_DOMAIN_BYTES } from './domain.js';
 export { METRICS_CONTENT_TYPE } from './endpoints/metrics.js';
 export { RELOAD_COOLDOWN_MS } from './endpoints/reload.js';

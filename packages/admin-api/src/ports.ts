@@ -77,12 +77,22 @@ export interface CachePort {
   purge(key: string): boolean;
 }
 
-/** Re-reads the Proxyfile and swaps the routes, or reports the parse error text. */
+/**
+ * Re-reads the Proxyfile and swaps the routes, or reports the parse error text.
+ * Report every failure to produce a new config (unreadable file, parse or
+ * compile error) as `{ ok: false, errorText }` (answered 400 text/plain);
+ * a thrown error is a bug and answers 500 `internal error`. The admin app
+ * enforces the 5 s cooldown itself.
+ */
 export interface ReloadPort {
   reload(): Promise<{ ok: true; message: string } | { ok: false; errorText: string }>;
 }
 
-/** Prometheus exposition of the process's metrics. */
+/**
+ * Prometheus exposition of the process's metrics (text format 0.0.4). Render
+ * the registry passed as `metricsRegistry` too, so the admin app's own
+ * request histogram is included.
+ */
 export interface MetricsPort {
   render(): Promise<string>;
 }
