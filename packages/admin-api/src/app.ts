@@ -173,7 +173,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
       if (wait > 0) throw new AdminError('ADMIN_RATE_LIMITED', undefined, { headers: { 'retry-after': String(wait) } });
     });
 
-    app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    app.setNotFoundHandler(async (request: FastifyRequest) => {
       const url = request.raw.url ?? '/';
       const query = url.indexOf('?');
       const methods = allow.methodsFor(query < 0 ? url : url.slice(0, query));
@@ -181,7 +181,6 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
         throw new AdminError('ADMIN_METHOD_NOT_ALLOWED', undefined, { headers: { allow: methods.join(', ') } });
       }
       throw new AdminError('ADMIN_NOT_FOUND');
-      return reply;
     });
 
     for (const endpoint of ENDPOINTS) {
