@@ -125,6 +125,18 @@ describe('admin API over TCP and the Unix socket: routes drive real traffic and 
     expect(posted.status).toBe(201);
     expect((await via('sock.test')).body).toBe('from B');
     expect((await adminCall((proxyd as RunningProxyd).adminPort, 'GET', '/routes', undefined, null)).status).toBe(401);
+    const raw = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const conn = net.connect(socketPath, () => conn.write('NOT AN HTTP REQUEST\r\n\r\n'));
+      conn.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
+      conn.on('end', () => resolve(text));
+      conn.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toMatch(/access-control-allow-origin: null/i);
+    expect(raw).toMatch(/\r\n\r\n\{"error":"[^"]*malformed HTTP request"\}$/);
   });
 
   it('GET /metrics exposes the request, duration, route and process series and passes promtool', async () => {

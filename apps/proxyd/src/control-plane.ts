@@ -1,4 +1,10 @@
-import { type AnalyticsPort, type AuditEvent, type CachePort, createAdminApp } from '@proxyd/admin-api';
+import {
+  type AnalyticsPort,
+  type AuditEvent,
+  type CachePort,
+  createAdminApp,
+  writeClientError,
+} from '@proxyd/admin-api';
 import { type Config, DEFAULTS, type RouteStore } from '@proxyd/proxy-core';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
@@ -74,7 +80,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   let socket: UnixSocketListener | null = null;
   if (options.adminSocket !== undefined) {
     try {
-      socket = await listenUnixSocket(options.adminSocket, (req, res) => app.routing(req, res));
+      socket = await listenUnixSocket(options.adminSocket, (req, res) => app.routing(req, res), {
+        onClientError: writeClientError,
+      });
     } catch (err) {
       await app.close();
       throw err;
