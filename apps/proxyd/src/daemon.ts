@@ -126,7 +126,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       store,
       reloader,
       metrics,
-      cache: undefined,
+      cache: dataPlane.cache,
       analytics: undefined,
       logging,
       startedAt,

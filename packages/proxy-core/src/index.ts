@@ -1,8 +1,15 @@
+export { CacheRegistry, cacheLifetimeMs, ResponseCache } from './cache/response-cache.js';
+export { ClientIpResolver } from './client-ip.js';
+export { DataPlaneError, DataPlaneErrorCode } from './errors.js';
+export { compileFallbackSite } from './fallback-site.js';
+export { AgentPool, ConnectTimeoutError } from './forward/agents.js';
+export { HttpForwarder, type HttpForwarderOptions } from './forward/forwarder.js';
 export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 export * from './model/index.js';
 export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
-export { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
-export { RouteTable } from './route-table.js';
+export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
+export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
+export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
 export { routesFromConfig } from './routes.js';
 export {
   type AdminRouteView,
@@ -25,3 +32,9 @@ export {
   StoreErrorCode,
   toAdminRoute,
 } from './store/index.js';
+export {
+  type CertificatePair,
+  type CertificateStore,
+  loadManualCertificates,
+  MemoryCertificateStore,
+} from './tls/certificate-store.js';

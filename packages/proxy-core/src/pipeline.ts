@@ -1,4 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { RequestContext } from './hooks.js';
 import type { ReverseProxyHandler } from './model/index.js';
 
@@ -31,12 +32,24 @@ export interface Forwarder {
     handler: ReverseProxyHandler,
     options: ForwardOptions,
   ): void;
+  /**
+   * Forwards a WebSocket (HTTP Upgrade) request to the handler's pool; the
+   * client socket is closed with 503/502 when no member is eligible or reachable.
+   */
+  upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, handler: ReverseProxyHandler): void;
 }
 
 /** A site compiled once per Site object (shared by all its domains). */
 export interface CompiledSite {
   /** Answers the request: middleware, then the terminal handler. Never throws. */
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void;
+  /**
+   * Answers an HTTP Upgrade (WebSocket) request: access checks, then
+   * `Forwarder.upgrade`. Absent: the server forwards upgrades only for sites
+   * whose top-level handler is `reverse_proxy` and that have no `basic_auth`
+   * and no `under_attack`; other upgrades get 403.
+   */
+  upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): void;
   /** Releases timers (rate-limit sweepers, health checks owned by the site). */
   close?(): void;
 }

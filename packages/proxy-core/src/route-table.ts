@@ -1,40 +1,113 @@
-import type { RouteSpec } from './model/index.js';
+import type { RouteSpec, Site } from './model/index.js';
+import type { CompiledSite } from './pipeline.js';
+
+/** Compiles a Site into its request handler (once per Site object). */
+export type SiteCompiler = (site: Site) => CompiledSite;
+
+/** One entry of a {@link RouteTable}: the route plus what the data plane precomputed for it. */
+export interface Route extends RouteSpec {
+  /** The site's compiled handler; null when the table was built without a compiler. */
+  readonly compiled: CompiledSite | null;
+  /**
+   * Whether plain-HTTP requests are redirected to HTTPS: the address that
+   * produced this domain has no `http://` scheme and the site's `tls` is not
+   * `off`. (The server redirects only when a certificate for the host exists.)
+   */
+  readonly httpsSite: boolean;
+}
 
 /**
  * An immutable host → route map. Exact hosts match in O(1); `*.example.com`
  * matches exactly one label; exact beats wildcard; case and port are ignored.
+ * Sites are compiled once per Site object, and a table built with `previous`
+ * reuses the previous table's compiled sites for the Site objects they share.
  */
 export class RouteTable {
   readonly version: number;
   readonly routes: readonly RouteSpec[];
-  readonly #exact = new Map<string, RouteSpec>();
-  readonly #wildcard = new Map<string, RouteSpec>();
+  readonly #exact = new Map<string, Route>();
+  readonly #wildcard = new Map<string, Route>();
+  readonly #compiled = new Map<Site, CompiledSite>();
 
-  constructor(routes: readonly RouteSpec[], version = 0) {
+  /**
+   * @param routes one route per lowercase domain
+   * @param version the store's version (0 by default)
+   * @param compile builds each distinct Site's handler; absent: `compiled` is null
+   * @param previous the table being replaced, whose compiled sites are reused
+   */
+  constructor(routes: readonly RouteSpec[], version = 0, compile?: SiteCompiler, previous?: RouteTable) {
     this.version = version;
     this.routes = Object.freeze([...routes]);
-    for (const route of routes) {
-      if (route.domain.startsWith('*.')) this.#wildcard.set(route.domain.slice(2), route);
-      else this.#exact.set(route.domain, route);
+    const reuse = previous === undefined ? undefined : previous.#compiled;
+    for (const spec of routes) {
+      let compiled: CompiledSite | null = null;
+      if (compile !== undefined) {
+        compiled = this.#compiled.get(spec.site) ?? reuse?.get(spec.site) ?? compile(spec.site);
+        this.#compiled.set(spec.site, compiled);
+      }
+      const domain = spec.domain.toLowerCase();
+      const route: Route = { ...spec, domain, compiled, httpsSite: isHttpsSite(spec.site, domain) };
+      if (domain.startsWith('*.')) this.#wildcard.set(domain.slice(2), route);
+      else this.#exact.set(domain, route);
     }
   }
 
-  /** The route for a Host header value, or undefined. */
-  match(hostHeader: string | undefined): RouteSpec | undefined {
-    if (!hostHeader) return undefined;
-    const host = stripPort(hostHeader).toLowerCase();
+  /** The route for a Host header value (any case, port ignored), or undefined. */
+  match(hostHeader: string | undefined): Route | undefined {
+    return hostHeader === undefined ? undefined : this.matchHost(normalizeHost(hostHeader));
+  }
+
+  /** The route for a host already normalised by {@link normalizeHost}. */
+  matchHost(host: string): Route | undefined {
     const exact = this.#exact.get(host);
-    if (exact) return exact;
+    if (exact !== undefined) return exact;
     const dot = host.indexOf('.');
-    return dot > 0 ? this.#wildcard.get(host.slice(dot + 1)) : undefined;
+    return dot > 0 && this.#wildcard.size > 0 ? this.#wildcard.get(host.slice(dot + 1)) : undefined;
+  }
+
+  /** The distinct compiled sites of this table. */
+  compiledSites(): IterableIterator<CompiledSite> {
+    return this.#compiled.values();
+  }
+
+  /** The distinct Site objects of this table. */
+  sites(): IterableIterator<Site> {
+    return this.#compiled.size > 0 ? this.#compiled.keys() : new Set(this.routes.map((r) => r.site)).values();
+  }
+
+  /** Whether this table holds `compiled` (to close the compiled sites a swap dropped). */
+  holds(compiled: CompiledSite): boolean {
+    for (const c of this.#compiled.values()) if (c === compiled) return true;
+    return false;
   }
 }
 
-function stripPort(host: string): string {
-  if (host.startsWith('[')) {
+/** A Host header value lowercased, without port, IPv6 brackets removed. */
+export function normalizeHost(hostHeader: string): string {
+  let host = hostHeader;
+  if (host.charCodeAt(0) === 91 /* [ */) {
     const end = host.indexOf(']');
-    return end > 0 ? host.slice(1, end) : host;
+    host = end > 0 ? host.slice(1, end) : host;
+  } else {
+    const colon = host.indexOf(':');
+    if (colon >= 0) host = host.slice(0, colon);
   }
-  const colon = host.indexOf(':');
-  return colon >= 0 ? host.slice(0, colon) : host;
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  return hasUpper(host) ? host.toLowerCase() : host;
+}
+
+function hasUpper(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 65 && c <= 90) return true;
+  }
+  return false;
+}
+
+function isHttpsSite(site: Site, domain: string): boolean {
+  if (site.tls.mode === 'off') return false;
+  for (const address of site.addresses) {
+    if (address.host.toLowerCase() === domain) return address.scheme !== 'http';
+  }
+  return false;
 }

@@ -1,0 +1,180 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { CacheConfig } from '../model/index.js';
+
+/** One stored response: the upstream's status, headers (hop-by-hop removed) and whole body. */
+export interface CacheEntry {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  /** When it was stored, ms since the epoch. */
+  readonly storedAt: number;
+  /** The upstream's own `Age` at store time, seconds. */
+  readonly baseAge: number;
+  /** Fresh until, ms since the epoch. */
+  readonly expiresAt: number;
+  /** Bytes charged to the LRU bound (body plus a header estimate). */
+  readonly size: number;
+}
+
+/**
+ * The freshness lifetime a response allows, in ms, or -1 when it must not be
+ * stored. Stored: status 200, `Cache-Control` with `public`, `max-age` or
+ * `s-maxage` (s-maxage wins, then max-age; `public` alone uses the site's
+ * ttl); never `private`, `no-store`, `no-cache`, a `Set-Cookie` or a `Vary`
+ * (one entry per key, so a varying response is not stored). The lifetime is
+ * capped by the site's `ttl`.
+ */
+export function cacheLifetimeMs(status: number, headers: IncomingHttpHeaders, ttlMs: number): number {
+  if (status !== 200 || headers['set-cookie'] !== undefined || headers.vary !== undefined) return -1;
+  const cc = headers['cache-control'];
+  if (cc === undefined || ttlMs <= 0) return -1;
+  let maxAge = -1;
+  let sMaxAge = -1;
+  let isPublic = false;
+  for (const raw of cc.split(',')) {
+    const part = raw.trim().toLowerCase();
+    if (part === 'private' || part === 'no-store' || part === 'no-cache' || part.startsWith('private=')) return -1;
+    if (part.startsWith('no-cache=')) return -1;
+    if (part === 'public') isPublic = true;
+    else if (part.startsWith('s-maxage=')) sMaxAge = seconds(part.slice(9));
+    else if (part.startsWith('max-age=')) maxAge = seconds(part.slice(8));
+  }
+  const lifetime = sMaxAge >= 0 ? sMaxAge * 1000 : maxAge >= 0 ? maxAge * 1000 : isPublic ? ttlMs : -1;
+  if (lifetime <= 0) return -1;
+  return Math.min(lifetime, ttlMs);
+}
+
+function seconds(v: string): number {
+  const n = Number.parseInt(v.replace(/"/g, ''), 10);
+  return Number.isFinite(n) && n >= 0 ? n : -1;
+}
+
+/**
+ * Whether a request may be answered from (and fill) the cache: GET or HEAD
+ * without `Authorization`. HEAD reads GET entries but never fills the cache.
+ */
+export function isCacheableRequest(req: IncomingMessage): boolean {
+  const m = req.method;
+  return (m === 'GET' || m === 'HEAD') && req.headers.authorization === undefined;
+}
+
+/**
+ * The response cache of one site: in memory, bounded by `max_size_bytes`
+ * with least-recently-used eviction. The key is `{host}{request-target}`,
+ * i.e. `{host}/{path}` with the path as the client sent it (not
+ * percent-decoded) and its query string, which is what
+ * `PURGE /cache/{host}/{path}` names.
+ */
+export class ResponseCache {
+  readonly maxBytes: number;
+  readonly ttlMs: number;
+  readonly #entries = new Map<string, CacheEntry>();
+  #bytes = 0;
+
+  constructor(config: CacheConfig) {
+    this.maxBytes = config.max_size_bytes;
+    this.ttlMs = config.ttl_ms;
+  }
+
+  /** Bytes currently charged. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Number of stored entries. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** A fresh entry (and marks it recently used), or undefined; a stale one is dropped. */
+  get(key: string, now = Date.now()): CacheEntry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    this.#entries.delete(key);
+    if (entry.expiresAt <= now) {
+      this.#bytes -= entry.size;
+      return undefined;
+    }
+    this.#entries.set(key, entry);
+    return entry;
+  }
+
+  /** Stores an entry, evicting the least recently used ones; an entry above the bound is not stored. */
+  set(key: string, entry: CacheEntry): boolean {
+    if (entry.size > this.maxBytes) return false;
+    this.delete(key);
+    this.#entries.set(key, entry);
+    this.#bytes += entry.size;
+    for (const [k, e] of this.#entries) {
+      if (this.#bytes <= this.maxBytes) break;
+      this.#entries.delete(k);
+      this.#bytes -= e.size;
+    }
+    return true;
+  }
+
+  /** Removes one entry; true when it was there (stale entries count). */
+  delete(key: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    this.#entries.delete(key);
+    this.#bytes -= entry.size;
+    return true;
+  }
+
+  /** Drops everything. */
+  clear(): void {
+    this.#entries.clear();
+    this.#bytes = 0;
+  }
+}
+
+/** Bytes an entry is charged: the body plus its header names and values. */
+export function entrySize(headers: IncomingHttpHeaders, body: Buffer, key: string): number {
+  let size = body.length + key.length + 64;
+  for (const name in headers) {
+    const v = headers[name];
+    size += name.length + (typeof v === 'string' ? v.length : Array.isArray(v) ? v.join('').length : 0);
+  }
+  return size;
+}
+
+/**
+ * All sites' caches, as the admin API's `CachePort` sees them:
+ * `{ enabled, purge(key) }`. A purge removes the key from every site's cache.
+ */
+export class CacheRegistry {
+  #caches = new Map<object, ResponseCache>();
+
+  /** True when at least one live site has `cache`. */
+  get enabled(): boolean {
+    return this.#caches.size > 0;
+  }
+
+  /** The cache of a site (created on first use, kept while the Site object is live). */
+  forSite(site: object, config: CacheConfig): ResponseCache {
+    let cache = this.#caches.get(site);
+    if (cache === undefined) {
+      cache = new ResponseCache(config);
+      this.#caches.set(site, cache);
+    }
+    return cache;
+  }
+
+  /** Keeps only the caches of these sites (called on every route-table swap). */
+  retain(sites: ReadonlySet<object>): void {
+    for (const site of this.#caches.keys()) if (!sites.has(site)) this.#caches.delete(site);
+  }
+
+  /**
+   * Invalidates `{host}/{path}`. The host is compared lowercase; a missing
+   * leading `/` on the path is added. True when an entry was removed.
+   */
+  purge(key: string): boolean {
+    const slash = key.indexOf('/');
+    const normal = slash < 0 ? `${key.toLowerCase()}/` : `${key.slice(0, slash).toLowerCase()}${key.slice(slash)}`;
+    let removed = false;
+    for (const cache of this.#caches.values()) if (cache.delete(normal)) removed = true;
+    return removed;
+  }
+}

@@ -1,0 +1,468 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { Duplex, Transform } from 'node:stream';
+import { ProxyServer as HttpProxy } from 'http-proxy-3';
+import {
+  type CacheEntry,
+  CacheRegistry,
+  cacheLifetimeMs,
+  entrySize,
+  isCacheableRequest,
+  type ResponseCache,
+} from '../cache/response-cache.js';
+import type { ClientIpResolver } from '../client-ip.js';
+import type { DataPlaneHooks, RequestContext } from '../hooks.js';
+import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
+import type { Forwarder, ForwardOptions } from '../pipeline.js';
+import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
+import { AgentPool } from './agents.js';
+import { stripHopByHop } from './hop-by-hop.js';
+
+/** Options of {@link HttpForwarder}. */
+export interface HttpForwarderOptions {
+  /** Data-plane hooks; `transformResponse` is applied to upstream (and cached) bodies. */
+  hooks?: DataPlaneHooks;
+  /** Decides whether the peer's `X-Forwarded-*` headers are kept (trusted proxies) or replaced. */
+  clientIp?: ClientIpResolver;
+  /** Upstream connect timeout, ms (default 5000). Exceeded → 504. */
+  connectTimeoutMs?: number;
+  /** Upstream idle timeout (no byte while waiting for or reading the response), ms (default 60000). Exceeded → 504. */
+  idleTimeoutMs?: number;
+  /** Where site caches live; default a new registry. */
+  caches?: CacheRegistry;
+}
+
+/** What the forwarder precomputes once per `reverse_proxy` handler object. */
+interface CompiledHandler {
+  readonly pool: UpstreamPool;
+  readonly headerUp: readonly HeaderOp[];
+}
+
+const kExchange = Symbol('proxyd.exchange');
+
+/** The per-request state of one forwarded exchange, reached from emitters through a symbol. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  ctx: RequestContext;
+  options: ForwardOptions;
+  pool: UpstreamPool;
+  member: PoolMember;
+  forwarder: HttpForwarder;
+  /** The site cache to fill on a MISS, or null. */
+  cache: ResponseCache | null;
+  cacheKey: string;
+  proxyReq: http.ClientRequest | null;
+  /** The client went away before the response finished. */
+  aborted: boolean;
+  released: boolean;
+}
+
+type Emitter = { [kExchange]?: Exchange };
+
+const TEXT = 'text/plain; charset=utf-8';
+
+/**
+ * Forwards requests to `reverse_proxy` pools with http-proxy-3 on its native
+ * (node:http) path. The library's web pass table is replaced by one lean
+ * pass ({@link forwardPass}) that reuses precomputed targets and agents and
+ * allocates no closures per request; WebSockets use its own `ws` passes.
+ *
+ * Per request: cache lookup (site `cache`) → pool pick (503 + Retry-After
+ * when no member is eligible) → hop-by-hop headers dropped, `X-Forwarded-*`
+ * set, `header_up` applied → streamed both ways → response hop-by-hop headers
+ * dropped → `editResponseHeaders` → `hooks.transformResponse` → written.
+ * Upstream errors: connect failure 502 (the member leaves the rotation for
+ * `fail_duration`), timeout 504.
+ */
+export class HttpForwarder implements Forwarder {
+  /** The site caches (the admin API's `CachePort`: `{ enabled, purge }`). */
+  readonly caches: CacheRegistry;
+  readonly #proxy: HttpProxy;
+  readonly #agents: AgentPool;
+  readonly #handlers = new Map<ReverseProxyHandler, CompiledHandler>();
+  readonly hooks: DataPlaneHooks;
+  readonly #clientIp: ClientIpResolver | undefined;
+
+  constructor(options: HttpForwarderOptions = {}) {
+    this.hooks = options.hooks ?? {};
+    this.#clientIp = options.clientIp;
+    this.caches = options.caches ?? new CacheRegistry();
+    this.#agents = new AgentPool({
+      connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    });
+    this.#proxy = new HttpProxy({ xfwd: false, prependPath: false });
+    // The native web passes re-parse the target, copy every header and set up
+    // closures per request; one pass over precomputed state replaces them.
+    (this.#proxy as unknown as { webPasses: unknown[] }).webPasses = [forwardPass];
+    this.#proxy.on('error', onProxyError);
+  }
+
+  /** The pool of a handler, created (with its health checks) on first use. */
+  poolOf(handler: ReverseProxyHandler): UpstreamPool {
+    return this.#compile(handler).pool;
+  }
+
+  /** Sockets held by the upstream agents, in use or idle (for leak tests and metrics). */
+  upstreamSocketCount(): number {
+    return this.#agents.socketCount();
+  }
+
+  /**
+   * Keeps the pools of these handlers and closes the others (their health
+   * checks stop). Called on every route-table swap.
+   */
+  retain(handlers: ReadonlySet<ReverseProxyHandler>): void {
+    for (const [handler, compiled] of this.#handlers) {
+      if (!handlers.has(handler)) {
+        compiled.pool.close();
+        this.#handlers.delete(handler);
+      }
+    }
+  }
+
+  /** Stops health checks and destroys every upstream socket. */
+  close(): void {
+    for (const compiled of this.#handlers.values()) compiled.pool.close();
+    this.#handlers.clear();
+    this.#agents.destroy();
+  }
+
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    handler: ReverseProxyHandler,
+    options: ForwardOptions,
+  ): void {
+    const compiled = this.#compile(handler);
+    let cache: ResponseCache | null = null;
+    let cacheKey = '';
+    const cacheConfig = ctx.site.cache;
+    if (cacheConfig !== null && isCacheableRequest(req)) {
+      cache = this.caches.forSite(ctx.site, cacheConfig);
+      cacheKey = ctx.host + (req.url ?? '/');
+      const entry = cache.get(cacheKey);
+      if (entry !== undefined) {
+        this.#serveHit(req, res, ctx, options, entry);
+        return;
+      }
+      if (req.method !== 'GET') cache = null;
+      res.setHeader('x-cache', 'MISS');
+    }
+    const pool = compiled.pool;
+    const member = pool.pick(ctx.clientIp);
+    if (member === null) {
+      res.writeHead(503, { 'content-type': TEXT, 'retry-after': String(pool.retryAfterSeconds()) });
+      res.end('no healthy upstream\n');
+      return;
+    }
+    this.#prepareHeaders(req, ctx, compiled.headerUp);
+    member.active++;
+    const exchange: Exchange = {
+      req,
+      res,
+      ctx,
+      options,
+      pool,
+      member,
+      forwarder: this,
+      cache,
+      cacheKey,
+      proxyReq: null,
+      aborted: false,
+      released: false,
+    };
+    this.#proxy.web(req, res, { target: member.target, exchange } as never);
+  }
+
+  /**
+   * Forwards a WebSocket upgrade to the pool (http-proxy-3's `ws` passes).
+   * No eligible member → `503` on the raw socket.
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, handler: ReverseProxyHandler): void {
+    const compiled = this.#compile(handler);
+    const member = compiled.pool.pick(ctx.clientIp);
+    if (member === null) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const connection = req.headers.connection;
+    const upgrade = req.headers.upgrade;
+    this.#prepareHeaders(req, ctx, compiled.headerUp);
+    if (connection !== undefined) req.headers.connection = connection;
+    if (upgrade !== undefined) req.headers.upgrade = upgrade;
+    const tls = handler.tls;
+    this.#proxy.ws(req, socket, head, {
+      target: member.target,
+      agent: member.agent,
+      secure: !tls.insecure_skip_verify,
+    } as never);
+  }
+
+  /** The 502/504 answer of a failed exchange (or a destroyed response once headers went out). */
+  fail(exchange: Exchange, err: NodeJS.ErrnoException): void {
+    release(exchange);
+    const { res } = exchange;
+    if (exchange.aborted) return;
+    const code = err.code ?? '';
+    const timeout = code === 'PROXY_CONNECT_TIMEOUT' || code === 'PROXY_IDLE_TIMEOUT';
+    if (code === 'PROXY_CONNECT_TIMEOUT' || CONNECT_FAILURES.has(code)) exchange.pool.markFailed(exchange.member);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const status = timeout ? 504 : 502;
+    res.removeHeader('x-cache');
+    res.writeHead(status, { 'content-type': TEXT, connection: 'close' });
+    res.end(timeout ? 'gateway timeout\n' : 'bad gateway\n');
+  }
+
+  #compile(handler: ReverseProxyHandler): CompiledHandler {
+    let compiled = this.#handlers.get(handler);
+    if (compiled === undefined) {
+      const agents = this.#agents;
+      compiled = {
+        pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls)),
+        headerUp: handler.header_up.map((op) => ({ ...op, name: op.name.toLowerCase() })),
+      };
+      this.#handlers.set(handler, compiled);
+    }
+    return compiled;
+  }
+
+  /** Edits the request headers in place: hop-by-hop out, X-Forwarded-* in, then `header_up`. */
+  #prepareHeaders(req: IncomingMessage, ctx: RequestContext, headerUp: readonly HeaderOp[]): void {
+    const headers = req.headers;
+    const chunked = headers['transfer-encoding'] !== undefined;
+    stripHopByHop(headers);
+    // Without Content-Length a streamed body must stay chunked on the upstream hop.
+    if (chunked && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
+    const peer = req.socket.remoteAddress ?? '';
+    const trusted = this.#clientIp?.enabled === true && this.#clientIp.isTrusted(peer);
+    const xff = headers['x-forwarded-for'];
+    const peerIp = peer.startsWith('::ffff:') && peer.indexOf('.') > 0 ? peer.slice(7) : peer;
+    headers['x-forwarded-for'] = trusted && xff !== undefined ? `${xff}, ${peerIp}` : ctx.clientIp;
+    if (!trusted || headers['x-forwarded-proto'] === undefined) {
+      headers['x-forwarded-proto'] = ctx.secure ? 'https' : 'http';
+    }
+    if (!trusted || headers['x-forwarded-host'] === undefined) {
+      headers['x-forwarded-host'] = headers.host ?? ctx.host;
+    }
+    for (const op of headerUp) {
+      if (op.op === 'delete') delete headers[op.name];
+      else if (op.op === 'set') headers[op.name] = op.value ?? '';
+      else {
+        const prev = headers[op.name];
+        headers[op.name] = prev === undefined ? (op.value ?? '') : `${prev}, ${op.value ?? ''}`;
+      }
+    }
+  }
+
+  #serveHit(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    options: ForwardOptions,
+    entry: CacheEntry,
+  ): void {
+    const headers: IncomingHttpHeaders = { ...entry.headers };
+    headers.age = String(entry.baseAge + Math.floor((Date.now() - entry.storedAt) / 1000));
+    headers['x-cache'] = 'HIT';
+    options.editResponseHeaders?.(headers, entry.status);
+    const transform = transformFor(this.hooks, ctx, req, entry.status, headers);
+    res.writeHead(entry.status, headers);
+    if (req.method === 'HEAD') {
+      transform?.destroy();
+      res.end();
+    } else if (transform !== null) {
+      transform.on('error', destroyPipedTarget);
+      (transform as Emitter & Transform)[kExchange] = { res } as Exchange;
+      transform.pipe(res);
+      transform.end(entry.body);
+    } else {
+      res.end(entry.body);
+    }
+  }
+}
+
+/**
+ * Error codes that mean "could not connect to this member" (passive health).
+ * A reset on a reused keep-alive socket is not one: it is a race with the
+ * upstream's idle close, not a sign the member is down.
+ */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+class IdleTimeoutError extends Error {
+  readonly code = 'PROXY_IDLE_TIMEOUT';
+}
+
+function transformFor(
+  hooks: DataPlaneHooks,
+  ctx: RequestContext,
+  req: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+): Transform | null {
+  if (hooks.transformResponse === undefined) return null;
+  try {
+    return hooks.transformResponse(ctx, req, status, headers);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The one web pass: sends the request upstream on the member's keep-alive
+ * agent. Returns true so no other pass runs.
+ */
+function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exchange: Exchange }): boolean {
+  const exchange = options.exchange;
+  const { member } = exchange;
+  const address = member.address;
+  const proxyReq = (member.target.protocol === 'https:' ? https : http).request({
+    agent: member.agent,
+    host: address.host,
+    port: address.port,
+    method: req.method,
+    path: exchange.options.path,
+    headers: req.headers,
+    setHost: false,
+  });
+  exchange.proxyReq = proxyReq;
+  (proxyReq as Emitter & http.ClientRequest)[kExchange] = exchange;
+  (exchange.res as Emitter & ServerResponse)[kExchange] = exchange;
+  proxyReq.on('response', onUpstreamResponse);
+  proxyReq.on('error', onUpstreamError);
+  proxyReq.on('timeout', onUpstreamTimeout);
+  exchange.res.on('close', onClientClose);
+  const headers = req.headers;
+  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
+    // No body: end now (the common GET) instead of piping an empty stream.
+    proxyReq.end();
+    if (!req.complete) req.resume();
+  } else {
+    req.pipe(proxyReq);
+  }
+  return true;
+}
+
+function onUpstreamTimeout(this: Emitter & http.ClientRequest): void {
+  this.destroy(new IdleTimeoutError('upstream idle timeout'));
+}
+
+function onUpstreamError(this: Emitter & http.ClientRequest, err: NodeJS.ErrnoException): void {
+  const exchange = this[kExchange];
+  if (exchange !== undefined) exchange.forwarder.fail(exchange, err);
+}
+
+/** The client went away: abort the upstream request so its socket is destroyed, not leaked. */
+function onClientClose(this: Emitter & ServerResponse): void {
+  const exchange = this[kExchange];
+  if (exchange === undefined) return;
+  if (!this.writableFinished) {
+    exchange.aborted = true;
+    exchange.proxyReq?.destroy();
+  }
+  release(exchange);
+}
+
+function release(exchange: Exchange): void {
+  if (!exchange.released) {
+    exchange.released = true;
+    exchange.member.active--;
+  }
+}
+
+function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: IncomingMessage): void {
+  const exchange = this[kExchange];
+  if (exchange === undefined) return;
+  const { res, req, ctx, options } = exchange;
+  if (exchange.aborted || res.destroyed) {
+    proxyRes.resume();
+    return;
+  }
+  const status = proxyRes.statusCode ?? 502;
+  const headers = stripHopByHop(proxyRes.headers);
+  (proxyRes as Emitter & IncomingMessage)[kExchange] = exchange;
+  proxyRes.on('error', onUpstreamBodyError);
+  proxyRes.on('aborted', onUpstreamBodyError);
+  const cache = exchange.cache;
+  if (cache !== null) {
+    const lifetime = cacheLifetimeMs(status, headers, cache.ttlMs);
+    if (lifetime > 0) collectForCache(exchange, proxyRes, { ...headers }, status, lifetime);
+    headers['x-cache'] = 'MISS';
+  }
+  options.editResponseHeaders?.(headers, status);
+  const transform = transformFor(exchange.forwarder.hooks, ctx, req, status, headers);
+  res.writeHead(status, headers);
+  if (transform !== null) {
+    (transform as Emitter & Transform)[kExchange] = exchange;
+    transform.on('error', destroyPipedTarget);
+    proxyRes.pipe(transform).pipe(res);
+  } else {
+    proxyRes.pipe(res);
+  }
+}
+
+/** The upstream reset mid-body: the client's response cannot be completed, so it is destroyed. */
+function onUpstreamBodyError(this: Emitter & IncomingMessage): void {
+  const exchange = this[kExchange];
+  if (exchange !== undefined && !exchange.res.writableFinished) exchange.res.destroy();
+}
+
+function destroyPipedTarget(this: Emitter & Transform): void {
+  this[kExchange]?.res.destroy();
+}
+
+function collectForCache(
+  exchange: Exchange,
+  proxyRes: IncomingMessage,
+  headers: IncomingHttpHeaders,
+  status: number,
+  lifetimeMs: number,
+): void {
+  const cache = exchange.cache as ResponseCache;
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let tooBig = false;
+  proxyRes.on('data', (chunk: Buffer) => {
+    if (tooBig) return;
+    bytes += chunk.length;
+    if (bytes > cache.maxBytes) {
+      tooBig = true;
+      chunks.length = 0;
+    } else chunks.push(chunk);
+  });
+  proxyRes.on('end', () => {
+    if (tooBig || !proxyRes.complete) return;
+    const body = Buffer.concat(chunks, bytes);
+    headers['content-length'] = String(body.length);
+    const now = Date.now();
+    const age = Number.parseInt(String(headers.age ?? '0'), 10);
+    delete headers.age;
+    cache.set(exchange.cacheKey, {
+      status,
+      headers,
+      body,
+      storedAt: now,
+      baseAge: Number.isFinite(age) && age > 0 ? age : 0,
+      expiresAt: now + lifetimeMs,
+      size: entrySize(headers, body, exchange.cacheKey),
+    });
+  });
+}
+
+/** http-proxy-3's `error` event (WebSocket path): close the client socket or answer 502. */
+function onProxyError(_err: Error, _req: IncomingMessage, target: ServerResponse | Duplex): void {
+  if (target instanceof http.ServerResponse) {
+    if (target.headersSent) target.destroy();
+    else target.writeHead(502, { 'content-type': TEXT }).end('bad gateway\n');
+    return;
+  }
+  if (!target.destroyed) {
+    target.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    target.destroy();
+  }
+}

@@ -1,0 +1,191 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { ReverseProxyHandler, UpstreamAddress } from '../model/index.js';
+
+/** One member of an {@link UpstreamPool}. Mutable health state, shared agent. */
+export interface PoolMember {
+  readonly address: UpstreamAddress;
+  /** `host:port` (IPv6 in brackets), for logs and the Host of health probes. */
+  readonly label: string;
+  /** The keep-alive agent of this upstream (one per upstream and TLS setting). */
+  readonly agent: http.Agent;
+  /** `http://host:port` or `https://host:port`, parsed once (http-proxy-3's `target`). */
+  readonly target: URL;
+  /** False while active health checks see it failing. */
+  healthy: boolean;
+  /** Passive health: out of rotation until this time (ms since epoch); 0 when in. */
+  downUntil: number;
+  /** Requests in flight (least_conn). */
+  active: number;
+}
+
+/** Supplies the shared keep-alive agent of an upstream. */
+export type AgentFor = (address: UpstreamAddress) => http.Agent;
+
+/**
+ * The members of one `reverse_proxy` handler and how one is picked:
+ * `round_robin` (default), `least_conn`, `random`, `ip_hash`, `first`. A
+ * member is eligible when active checks pass and no passive failure holds it
+ * out. Active checks (when `health.uri` is set) probe every member each
+ * `interval_ms` with `GET uri`; a 2xx/3xx answer within `timeout_ms` is healthy.
+ */
+export class UpstreamPool {
+  readonly members: readonly PoolMember[];
+  readonly #policy: ReverseProxyHandler['lb_policy'];
+  readonly #failMs: number;
+  readonly #health: ReverseProxyHandler['health'];
+  readonly #tls: boolean;
+  #cursor = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #probes = new Set<http.ClientRequest>();
+
+  constructor(handler: ReverseProxyHandler, agentFor: AgentFor) {
+    this.members = handler.upstreams.map((address) => ({
+      address,
+      label: address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`,
+      agent: agentFor(address),
+      target: new URL(
+        `${handler.tls.enabled ? 'https' : 'http'}://${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`,
+      ),
+      healthy: true,
+      downUntil: 0,
+      active: 0,
+    }));
+    this.#policy = handler.lb_policy;
+    this.#failMs = handler.health.fail_duration_ms;
+    this.#health = handler.health;
+    this.#tls = handler.tls.enabled;
+    if (handler.health.uri !== null) {
+      this.#timer = setInterval(() => this.checkNow(), handler.health.interval_ms);
+      this.#timer.unref();
+      this.checkNow();
+    }
+  }
+
+  /** A member to send a request to, or null when none is eligible (the caller answers 503). */
+  pick(clientIp: string): PoolMember | null {
+    const members = this.members;
+    const n = members.length;
+    if (n === 1) {
+      const only = members[0] as PoolMember;
+      return eligible(only) ? only : null;
+    }
+    switch (this.#policy) {
+      case 'first':
+        return this.#scan(0);
+      case 'random':
+        return this.#scan((Math.random() * n) | 0);
+      case 'ip_hash':
+        return this.#scan(hash(clientIp) % n);
+      case 'least_conn': {
+        let best: PoolMember | null = null;
+        const start = this.#cursor++ % n;
+        for (let i = 0; i < n; i++) {
+          const m = members[(start + i) % n] as PoolMember;
+          if (eligible(m) && (best === null || m.active < best.active)) best = m;
+        }
+        return best;
+      }
+      default: {
+        const m = this.#scan(this.#cursor % n);
+        this.#cursor = m === null ? this.#cursor : members.indexOf(m) + 1;
+        return m;
+      }
+    }
+  }
+
+  /** Passive health: a connection to `member` failed; it leaves the rotation for `fail_duration`. */
+  markFailed(member: PoolMember): void {
+    if (this.#failMs > 0) member.downUntil = Date.now() + this.#failMs;
+  }
+
+  /** Seconds until a member may be back (for `Retry-After`), at least 1. */
+  retryAfterSeconds(): number {
+    const now = Date.now();
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const m of this.members) if (m.healthy && m.downUntil > now) soonest = Math.min(soonest, m.downUntil - now);
+    if (soonest === Number.POSITIVE_INFINITY) soonest = this.#health.uri === null ? 1000 : this.#health.interval_ms;
+    return Math.max(1, Math.ceil(soonest / 1000));
+  }
+
+  /** Runs one round of active probes now (tests and the interval timer). */
+  checkNow(): void {
+    const uri = this.#health.uri;
+    if (uri === null) return;
+    for (const member of this.members) this.#probe(member, uri);
+  }
+
+  /** Stops the health-check timer and in-flight probes. */
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    for (const probe of this.#probes) probe.destroy();
+    this.#probes.clear();
+  }
+
+  #scan(start: number): PoolMember | null {
+    const members = this.members;
+    const n = members.length;
+    for (let i = 0; i < n; i++) {
+      const m = members[(start + i) % n] as PoolMember;
+      if (eligible(m)) return m;
+    }
+    return null;
+  }
+
+  #probe(member: PoolMember, uri: string): void {
+    const mod = this.#tls ? https : http;
+    const agentOptions = (member.agent as http.Agent & { options?: https.AgentOptions }).options ?? {};
+    let done = false;
+    const finish = (ok: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.#probes.delete(req);
+      member.healthy = ok;
+      if (ok) member.downUntil = 0;
+    };
+    const req = mod.request({
+      host: member.address.host,
+      port: member.address.port,
+      path: uri,
+      method: 'GET',
+      agent: false,
+      headers: { host: member.label, 'user-agent': 'proxyd-health-check', connection: 'close' },
+      ...(this.#tls
+        ? {
+            ca: agentOptions.ca,
+            servername: agentOptions.servername,
+            rejectUnauthorized: agentOptions.rejectUnauthorized !== false,
+          }
+        : {}),
+    });
+    const timer = setTimeout(() => {
+      finish(false);
+      req.destroy();
+    }, this.#health.timeout_ms);
+    timer.unref();
+    this.#probes.add(req);
+    req.on('response', (res) => {
+      const status = res.statusCode ?? 0;
+      res.resume();
+      finish(status >= 200 && status < 400);
+    });
+    req.on('error', () => finish(false));
+    req.end();
+  }
+}
+
+function eligible(m: PoolMember): boolean {
+  return m.healthy && (m.downUntil === 0 || m.downUntil <= Date.now());
+}
+
+/** FNV-1a over the client IP string. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
