@@ -56,10 +56,28 @@ describe('metrics', () => {
     expect(text).toContain('proxyd_routes{origin="proxyfile"} 2');
   });
 
+  it('reads upstream health at each scrape; an upstream down in any pool is 0', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    let members = [
+      { upstream: '127.0.0.1:1', healthy: true },
+      { upstream: '[::1]:2', healthy: true },
+      { upstream: '[::1]:2', healthy: false },
+    ];
+    metrics.setUpstreamHealthSource(() => members);
+    let text = await metrics.render();
+    expect(text).toContain('proxyd_upstream_healthy{upstream="127.0.0.1:1"} 1');
+    expect(text).toContain('proxyd_upstream_healthy{upstream="[::1]:2"} 0');
+    members = [{ upstream: '127.0.0.1:1', healthy: false }];
+    text = await metrics.render();
+    expect(text).toContain('proxyd_upstream_healthy{upstream="127.0.0.1:1"} 0');
+    expect(text).not.toContain('[::1]:2');
+  });
+
   it('passes promtool check metrics, process metrics included', async () => {
     const metrics = createMetrics();
     metrics.onRequest(record('a.test', 200));
     metrics.setRouteCounts({ proxyfile: 1, labels: 0, api: 0 });
+    metrics.setUpstreamHealthSource(() => [{ upstream: '127.0.0.1:80', healthy: true }]);
     const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-metrics-'));
     try {
       const file = path.join(dir, 'metrics.txt');

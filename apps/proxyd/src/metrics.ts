@@ -16,6 +16,14 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+/** One pool member's health as the data plane sees it. */
+export interface UpstreamHealth {
+  /** `host:port`, IPv6 in brackets. */
+  upstream: string;
+  /** In rotation: active checks pass and no passive failure holds it out. */
+  healthy: boolean;
+}
+
 /** The process's Prometheus metrics: one registry, fed by the data plane and the route store. */
 export interface ProxydMetrics {
   /** The one registry (the admin app may add its own series to it). */
@@ -24,6 +32,8 @@ export interface ProxydMetrics {
   onRequest(record: RequestRecord): void;
   /** Sets `proxyd_routes{origin}`. */
   setRouteCounts(counts: Record<RouteOrigin, number>): void;
+  /** Where `proxyd_upstream_healthy` reads pool members' health at each scrape. */
+  setUpstreamHealthSource(source: () => Iterable<UpstreamHealth>): void;
   /** The text exposition (format 0.0.4). */
   render(): Promise<string>;
 }
@@ -43,6 +53,9 @@ function statusClass(status: number): number {
  * - `proxyd_request_duration_seconds{status_class}` — request start to last
  *   byte (no domain label, to keep the bucket series bounded).
  * - `proxyd_routes{origin}` — routes in the table per origin.
+ * - `proxyd_upstream_healthy{upstream}` — 1 when the upstream is in rotation,
+ *   0 when out (in any pool); read from the data plane at each scrape, at
+ *   most `maxDomains` upstreams.
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
  *   the three `nodejs_active_*_total` gauges (see below).
  */
@@ -67,6 +80,23 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     help: 'Routes in the published route table, by origin.',
     labelNames: ['origin'] as const,
     registers: [registry],
+  });
+  let healthSource: (() => Iterable<UpstreamHealth>) | null = null;
+  new Gauge({
+    name: 'proxyd_upstream_healthy',
+    help: 'Whether an upstream is in rotation (1) or out after failed health checks (0).',
+    labelNames: ['upstream'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!healthSource) return;
+      const seen = new Map<string, boolean>();
+      for (const { upstream, healthy } of healthSource()) {
+        if (!seen.has(upstream) && seen.size >= maxDomains) continue;
+        seen.set(upstream, (seen.get(upstream) ?? true) && healthy);
+      }
+      for (const [upstream, healthy] of seen) this.labels(upstream).set(healthy ? 1 : 0);
+    },
   });
   if (options.processMetrics !== false) {
     collectDefaultMetrics({ register: registry });
@@ -101,6 +131,9 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
       const cls = statusClass(record.status);
       row[cls]?.inc();
       durationByClass[cls]?.observe(record.durationMs / 1000);
+    },
+    setUpstreamHealthSource(source) {
+      healthSource = source;
     },
     setRouteCounts(counts) {
       for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);
