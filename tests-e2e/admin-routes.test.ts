@@ -139,12 +139,15 @@ describe('admin API over TCP and the Unix socket: routes drive real traffic and 
     expect(raw).toMatch(/\r\n\r\n\{"error":"[^"]*malformed HTTP request"\}$/);
   });
 
-  it('GET /metrics exposes the request, duration, route and process series and passes promtool', async () => {
+  it('GET /metrics counts traffic per domain and status class, and passes promtool', async () => {
     await via('api.test');
     const res = await api('GET', '/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/plain; version=0.0.4');
     expect(res.body).toMatch(/^# TYPE proxyd_requests_total counter$/m);
+    expect(res.body).toMatch(/^proxyd_requests_total\{domain="api\.test",status_class="2xx"\} [1-9]\d*$/m);
+    expect(res.body).toMatch(/^proxyd_requests_total\{domain="_unrouted",status_class="4xx"\} [1-9]\d*$/m);
+    expect(res.body).toMatch(/^proxyd_request_duration_seconds_count\{status_class="2xx"\} [1-9]\d*$/m);
     expect(res.body).toMatch(/^# TYPE proxyd_request_duration_seconds histogram$/m);
     expect(res.body).toMatch(/^proxyd_routes\{origin="api"\} 3$/m);
     expect(res.body).toMatch(/^process_cpu_seconds_total /m);
