@@ -1,0 +1,115 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
+import { ProxyServer } from '../proxy-server.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+/** An upstream that answers with the headers the test asks for and counts hits per URL. */
+async function setup(headersFor: (url: string) => http.OutgoingHttpHeaders) {
+  const hits = new Map<string, number>();
+  const upstream = http.createServer((req, res) => {
+    const url = req.url ?? '/';
+    hits.set(url, (hits.get(url) ?? 0) + 1);
+    res.writeHead(200, { 'content-type': 'text/plain', ...headersFor(url) });
+    res.end(`body of ${url} #${hits.get(url)}`);
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        upstream.close(() => r());
+        upstream.closeAllConnections();
+      }),
+  );
+  const site = emptySite([{ scheme: 'http', host: 'c.test', port: null }]);
+  site.handler = defaultReverseProxy([{ host: '127.0.0.1', port: (upstream.address() as AddressInfo).port }]);
+  site.cache = { max_size_bytes: 1024 * 1024, ttl_ms: 60_000 };
+  const plain = emptySite([{ scheme: 'http', host: 'nocache.test', port: null }]);
+  plain.handler = site.handler;
+  const routes: RouteSpec[] = [
+    { domain: 'c.test', origin: 'proxyfile', source: null, site },
+    { domain: 'nocache.test', origin: 'proxyfile', source: null, site: plain },
+  ];
+  const server = new ProxyServer({ routes });
+  const { port } = await server.listen(0);
+  cleanups.push(() => server.close());
+  const get = (path: string, headers: http.OutgoingHttpHeaders = {}, method = 'GET', host = 'c.test') =>
+    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const req = http.request({ port, path, method, headers: { host, ...headers }, agent: false }, (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  return { hits, get, caches: server.forwarder.caches };
+}
+
+describe('response cache', () => {
+  it('MISS then HIT with Age, and PURGE makes the next request a MISS', async () => {
+    const { hits, get, caches } = await setup(() => ({ 'cache-control': 'public, max-age=60' }));
+    const miss = await get('/page');
+    expect(miss.headers['x-cache']).toBe('MISS');
+    const hit = await get('/page');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.headers.age).toBe('0');
+    expect(hit.body).toBe(miss.body);
+    expect(hit.headers['x-content-type-options']).toBe('nosniff');
+    expect(hits.get('/page')).toBe(1);
+    expect(caches.enabled).toBe(true);
+    expect(caches.purge('C.test/page')).toBe(true);
+    expect(caches.purge('c.test/page')).toBe(false);
+    expect((await get('/page')).headers['x-cache']).toBe('MISS');
+    expect(hits.get('/page')).toBe(2);
+  });
+
+  it('keys on the query string, and HEAD reads GET entries without filling the cache', async () => {
+    const { hits, get, caches } = await setup(() => ({ 'cache-control': 'max-age=60' }));
+    await get('/q?a=1');
+    expect((await get('/q?a=2')).headers['x-cache']).toBe('MISS');
+    const head = await get('/q?a=1', {}, 'HEAD');
+    expect(head.headers['x-cache']).toBe('HIT');
+    expect(head.body).toBe('');
+    await get('/h', {}, 'HEAD');
+    expect((await get('/h')).headers['x-cache']).toBe('MISS');
+    expect(caches.purge('c.test/q?a=1')).toBe(true);
+    expect(hits.get('/q?a=1')).toBe(1);
+  });
+
+  it('never stores private, no-store, Set-Cookie or Authorization requests', async () => {
+    const { hits, get } = await setup((url) =>
+      url === '/private'
+        ? { 'cache-control': 'private, max-age=60' }
+        : url === '/nostore'
+          ? { 'cache-control': 'no-store' }
+          : url === '/cookie'
+            ? { 'cache-control': 'max-age=60', 'set-cookie': 'a=b' }
+            : { 'cache-control': 'max-age=60' },
+    );
+    for (const path of ['/private', '/nostore', '/cookie']) {
+      await get(path);
+      expect((await get(path)).headers['x-cache']).toBe('MISS');
+      expect(hits.get(path)).toBe(2);
+    }
+    await get('/auth', { authorization: 'Bearer x' });
+    const second = await get('/auth', { authorization: 'Bearer x' });
+    expect(second.headers['x-cache']).toBeUndefined();
+    expect(hits.get('/auth')).toBe(2);
+  });
+
+  it('does nothing for a site without cache', async () => {
+    const { hits, get } = await setup(() => ({ 'cache-control': 'public, max-age=60' }));
+    await get('/n', {}, 'GET', 'nocache.test');
+    const again = await get('/n', {}, 'GET', 'nocache.test');
+    expect(again.headers['x-cache']).toBeUndefined();
+    expect(hits.get('/n')).toBe(2);
+  });
+});
