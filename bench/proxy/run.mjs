@@ -1,0 +1,386 @@
+// bench/proxy: proxyd against nginx, Caddy and a hand-written node:http proxy
+// (the Node floor), all in front of the same upstream, in one run.
+//
+//   node bench/proxy/run.mjs            (or: pnpm bench proxy)
+//   ROUNDS=3 DURATION=5 node bench/proxy/run.mjs
+//
+// Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
+// Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
+// worker); wrk and the upstream (an nginx worker serving two static files)
+// share core 0. Targets run in alternation, ROUNDS times, for a 30-byte and a
+// 100 KB body; req/s and p50/p99 are averaged over rounds, peak RSS is VmHWM.
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
+const ROUNDS = Number(process.env.ROUNDS ?? 2);
+const DURATION = Number(process.env.DURATION ?? 5);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
+const PROXY_CORE = process.env.PROXY_CORE ?? '1';
+const LOAD_CORE = process.env.LOAD_CORE ?? '0';
+const HOST = 'bench.local';
+const ONLY = process.env.ONLY?.split(',');
+
+for (const bin of ['wrk', 'nginx', 'caddy', 'taskset']) {
+  try {
+    execFileSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' });
+  } catch {
+    console.error(`bench/proxy needs ${bin} (apt-get install wrk nginx caddy util-linux)`);
+    process.exit(2);
+  }
+}
+if (!existsSync(PROXYD)) {
+  console.error('build first: pnpm build');
+  process.exit(2);
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-'));
+// nginx workers may run as nobody: they must read the files served.
+chmodSync(dir, 0o755);
+const children = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function start(name, cmd, args, env = {}) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    out += d;
+  });
+  child.on('exit', (code) => {
+    if (!stopping) console.error(`${name} exited early (${code}):\n${out.slice(-2000)}`);
+  });
+  children.push(child);
+  return child;
+}
+
+async function waitFor(port, hostHeader = HOST) {
+  const end = Date.now() + 15_000;
+  while (Date.now() < end) {
+    const ok = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.write(`GET /small HTTP/1.1\r\nHost: ${hostHeader}\r\nConnection: close\r\n\r\n`);
+      });
+      let data = '';
+      s.on('data', (d) => {
+        data += d;
+      });
+      s.on('end', () => resolve(data.startsWith('HTTP/1.1 200')));
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing answers 200 on port ${port}`);
+}
+
+/** The pid whose memory counts: nginx's single worker, else the process itself. */
+function memoryPid(child, name) {
+  if (name !== 'nginx') return child.pid;
+  try {
+    return Number(
+      execFileSync('pgrep', ['-P', String(child.pid)])
+        .toString()
+        .trim()
+        .split('\n')[0],
+    );
+  } catch {
+    return child.pid;
+  }
+}
+
+function peakRssMb(pid) {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmHWM:'));
+    return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function toMs(v) {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
+  if (!m) return Number.NaN;
+  const n = Number(m[1]);
+  return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
+}
+
+function wrk(port, file, seconds) {
+  const out = execFileSync(
+    'taskset',
+    [
+      '-c',
+      LOAD_CORE,
+      'wrk',
+      '-t1',
+      `-c${CONNECTIONS}`,
+      `-d${seconds}s`,
+      '--latency',
+      '-H',
+      `Host: ${HOST}`,
+      `http://127.0.0.1:${port}/${file}`,
+    ],
+    { encoding: 'utf8' },
+  );
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
+  const p50 = toMs(/\n\s+50%\s+(\S+)/.exec(out)?.[1] ?? '');
+  const p99 = toMs(/\n\s+99%\s+(\S+)/.exec(out)?.[1] ?? '');
+  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+  if (errors) console.error(`  ! ${errors} non-2xx responses on port ${port}`);
+  return { rps, p50, p99 };
+}
+
+let stopping = false;
+function stopAll() {
+  stopping = true;
+  for (const c of children) {
+    try {
+      c.kill('SIGTERM');
+    } catch {}
+  }
+}
+process.on('exit', () => {
+  stopAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+process.on('SIGINT', () => process.exit(130));
+
+// --- upstream: one nginx worker serving a 30-byte and a 100 KB file --------
+const upPort = await freePort();
+writeFileSync(path.join(dir, 'small'), 'x'.repeat(29) + '\n');
+writeFileSync(path.join(dir, 'large'), 'y'.repeat(100 * 1024));
+const nginxConf = (name, port, body) => {
+  const conf = path.join(dir, `${name}.conf`);
+  writeFileSync(
+    conf,
+    `daemon off;
+worker_processes 1;
+pid ${dir}/${name}.pid;
+error_log ${dir}/${name}.err warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/${name}-body;
+  proxy_temp_path ${dir}/${name}-proxy;
+  fastcgi_temp_path ${dir}/${name}-fcgi;
+  uwsgi_temp_path ${dir}/${name}-uwsgi;
+  scgi_temp_path ${dir}/${name}-scgi;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:${port};
+    ${body}
+  }
+  ${name === 'nginx' ? `upstream up { server 127.0.0.1:${upPort}; keepalive 64; }` : ''}
+}
+`,
+  );
+  return conf;
+};
+start('upstream', 'taskset', [
+  '-c',
+  LOAD_CORE,
+  'nginx',
+  '-c',
+  nginxConf('upstream', upPort, `root ${dir}; location / { default_type text/plain; }`),
+  '-p',
+  dir,
+]);
+await waitFor(upPort);
+
+// --- the proxies, each pinned to PROXY_CORE ---------------------------------
+const targets = [];
+async function addTarget(name, port, child) {
+  await waitFor(port);
+  targets.push({ name, port, child, pid: child ? memoryPid(child, name) : null });
+}
+targets.push({ name: 'direct', port: upPort, child: null, pid: null });
+
+const nginxPort = await freePort();
+const nginx = start('nginx', 'taskset', [
+  '-c',
+  PROXY_CORE,
+  'nginx',
+  '-c',
+  nginxConf(
+    'nginx',
+    nginxPort,
+    `location / {
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+      add_header X-Content-Type-Options nosniff always;
+      add_header X-Frame-Options SAMEORIGIN always;
+    }`,
+  ),
+  '-p',
+  dir,
+]);
+await addTarget('nginx', nginxPort, nginx);
+
+const caddyPort = await freePort();
+writeFileSync(
+  path.join(dir, 'Caddyfile'),
+  `{
+\tadmin off
+\tauto_https off
+}
+
+http://:${caddyPort} {
+\treverse_proxy 127.0.0.1:${upPort}
+\theader {
+\t\tX-Content-Type-Options nosniff
+\t\tX-Frame-Options SAMEORIGIN
+\t}
+}
+`,
+);
+const caddy = start(
+  'caddy',
+  'taskset',
+  ['-c', PROXY_CORE, 'caddy', 'run', '--config', path.join(dir, 'Caddyfile'), '--adapter', 'caddyfile'],
+  { GOMAXPROCS: '1', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+);
+await addTarget('caddy', caddyPort, caddy);
+
+// The Node floor: the smallest correct keep-alive node:http proxy.
+const floorPort = await freePort();
+const floorFile = path.join(dir, 'floor.mjs');
+writeFileSync(
+  floorFile,
+  `import http from 'node:http';
+const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 256 });
+const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-connection']);
+http.createServer((req, res) => {
+  const headers = {};
+  for (const k in req.headers) if (!HOP.has(k)) headers[k] = req.headers[k];
+  headers['x-forwarded-for'] = req.socket.remoteAddress;
+  const up = http.request({ host: '127.0.0.1', port: ${upPort}, method: req.method, path: req.url, headers, agent }, (ur) => {
+    const out = {};
+    for (const k in ur.headers) if (!HOP.has(k)) out[k] = ur.headers[k];
+    out['x-content-type-options'] = 'nosniff';
+    out['x-frame-options'] = 'SAMEORIGIN';
+    res.writeHead(ur.statusCode, out);
+    ur.pipe(res);
+  });
+  up.on('error', () => { if (!res.headersSent) res.writeHead(502); res.end(); });
+  res.on('close', () => { if (!res.writableFinished) up.destroy(); });
+  req.pipe(up);
+}).listen(${floorPort}, '127.0.0.1');
+`,
+);
+const floor = start('node floor', 'taskset', ['-c', PROXY_CORE, process.execPath, floorFile]);
+await addTarget('node floor', floorPort, floor);
+
+const proxydPort = await freePort();
+const adminPort = await freePort();
+writeFileSync(
+  path.join(dir, 'Proxyfile'),
+  `{
+\thttp_port ${proxydPort}
+\tadmin 127.0.0.1:${adminPort}
+}
+
+http://${HOST} {
+\treverse_proxy 127.0.0.1:${upPort}
+}
+`,
+);
+const proxyd = start(
+  'proxyd',
+  'taskset',
+  [
+    '-c',
+    PROXY_CORE,
+    process.execPath,
+    ...(process.env.PROXYD_NODE_ARGS ? process.env.PROXYD_NODE_ARGS.split(' ') : []),
+    PROXYD,
+    'run',
+    '--config',
+    path.join(dir, 'Proxyfile'),
+    '--state-dir',
+    path.join(dir, 'state'),
+  ],
+  { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench' },
+);
+await addTarget('proxyd', proxydPort, proxyd);
+
+// --- measure, in alternation ------------------------------------------------
+const chosen = ONLY ? targets.filter((t) => ONLY.includes(t.name)) : targets;
+const results = new Map();
+console.log(
+  `wrk -t1 -c${CONNECTIONS} -d${DURATION}s, proxies on core ${PROXY_CORE}, wrk + upstream on core ${LOAD_CORE}, ${ROUNDS} rounds`,
+);
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const file of ['small', 'large']) {
+    for (const t of chosen) {
+      wrk(t.port, file, 1); // warm-up (JIT, keep-alive pools)
+      const r = wrk(t.port, file, DURATION);
+      const key = `${file}|${t.name}`;
+      const list = results.get(key) ?? [];
+      list.push(r);
+      results.set(key, list);
+      console.log(
+        `  round ${round} ${file.padEnd(5)} ${t.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`,
+      );
+    }
+  }
+}
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+for (const [file, label] of [
+  ['small', '30-byte body'],
+  ['large', '100 KB body'],
+]) {
+  console.log(`\n${label}`);
+  console.log('target       req/s     p50 ms   p99 ms   peak RSS MB   ×Caddy   ×floor');
+  const summary = (name) => {
+    const list = results.get(`${file}|${name}`);
+    return list
+      ? { rps: mean(list.map((r) => r.rps)), p50: mean(list.map((r) => r.p50)), p99: mean(list.map((r) => r.p99)) }
+      : null;
+  };
+  const caddyS = summary('caddy');
+  const floorS = summary('node floor');
+  for (const t of chosen) {
+    const s = summary(t.name);
+    if (!s) continue;
+    const rss = t.pid ? peakRssMb(t.pid).toFixed(1) : '-';
+    const vsCaddy = caddyS ? (s.rps / caddyS.rps).toFixed(2) : '-';
+    const vsFloor = floorS ? (s.rps / floorS.rps).toFixed(2) : '-';
+    console.log(
+      `${t.name.padEnd(10)} ${s.rps.toFixed(0).padStart(7)}   ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}   ${rss.padStart(11)}   ${vsCaddy.padStart(6)}   ${vsFloor.padStart(6)}`,
+    );
+  }
+}
+const proxydSmall = results.get('small|proxyd');
+const caddySmall = results.get('small|caddy');
+if (proxydSmall && caddySmall) {
+  const p = mean(proxydSmall.map((r) => r.rps));
+  const c = mean(caddySmall.map((r) => r.rps));
+  console.log(`\nproxyd / Caddy (30 B): ${(p / c).toFixed(2)}×  (target ≥ 1.00×)`);
+}
+stopAll();
+process.exit(0);
