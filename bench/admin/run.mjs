@@ -1,7 +1,7 @@
 // Admin write throughput and route propagation latency.
 //
 // Composes proxyd's control plane in-process exactly as the daemon does
-// (RouteStore with its durable state file → RouteTable → ProxyServer; the
+// (RouteStore with its durable state file → ProxyServer.setRoutes; the
 // Fastify admin app on a real TCP listener) from the built packages, with the
 // admin rate limit lifted (the daemon's 60 requests/minute would make a
 // throughput number meaningless). Every request goes over loopback TCP.
@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const root = new URL('../../packages/', import.meta.url);
-const { RouteStore, RouteTable, ProxyServer } = await import(new URL('proxy-core/dist/index.js', root).href);
+const { RouteStore, ProxyServer } = await import(new URL('proxy-core/dist/index.js', root).href);
 const { createAdminApp } = await import(new URL('admin-api/dist/index.js', root).href);
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -62,8 +62,8 @@ const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)
 async function setup(persist) {
   const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-bench-admin-'));
   const { store } = await RouteStore.open({ stateFile: persist ? path.join(dir, 'routes.json') : null });
-  const proxy = new ProxyServer({ table: new RouteTable(store.routes, store.version) });
-  store.subscribe((routes, version) => proxy.setTable(new RouteTable(routes, version)));
+  const proxy = new ProxyServer({ routes: store.routes, version: store.version });
+  store.subscribe((routes, version) => proxy.setRoutes(routes, version));
   const data = await proxy.listen(0, '127.0.0.1');
   const app = createAdminApp({ routes: store, token: TOKEN, rateLimit: { max: 1e12, windowMs: 60_000 } });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -211,8 +211,9 @@ export class RouteStore {
   }
 
   async #flush(): Promise<void> {
-    // Yield once: the caller stores this promise before it settles, and writes of the same tick join the batch.
-    await undefined;
+    // Yield to the check phase: the caller stores this promise before it settles, and the writes of every
+    // request read in the same event-loop turn join the batch (one file write, one table publish).
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.splice(0);
