@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, logLines, socketCall } from './support/admin.js';
-import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
+import { PROXYD_MAIN, type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
 type Upstream = Awaited<ReturnType<typeof startUpstream>>;
 const named = (name: string) =>
@@ -200,6 +200,30 @@ describe('admin API over TCP and the Unix socket: routes drive real traffic and 
 });
 
 describe('admin API flags and logging', () => {
+  it('`proxyd openapi` prints the OpenAPI 3.1 document, the same one GET /openapi.json serves', async () => {
+    const printed = spawnSync(process.execPath, [PROXYD_MAIN, 'openapi'], { encoding: 'utf8' });
+    expect(printed.status).toBe(0);
+    const doc = JSON.parse(printed.stdout) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/health', '/routes', '/routes/snapshot', '/reload']),
+    );
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-openapi-'));
+    const proxyd = await startProxyd({
+      sites: '',
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+      args: ['--state-dir', stateDir],
+    });
+    try {
+      const served = await adminCall(proxyd.adminPort, 'GET', '/openapi.json');
+      expect(served.status).toBe(200);
+      expect(JSON.parse(served.body)).toEqual(doc);
+    } finally {
+      await proxyd.stop();
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
   it('--no-metrics answers 404 on GET /metrics', async () => {
     const proxyd = await startProxyd({
       sites: '',
