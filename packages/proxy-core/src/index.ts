@@ -5,12 +5,14 @@ export { compileFallbackSite } from './fallback-site.js';
 export { AgentPool, ConnectTimeoutError } from './forward/agents.js';
 export { HttpForwarder, type HttpForwarderOptions } from './forward/forwarder.js';
 export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
+export { CHALLENGE_PATH, CLEARANCE_COOKIE } from './middleware/under-attack.js';
 export * from './model/index.js';
 export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
 export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
 export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
 export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
 export { routesFromConfig } from './routes.js';
+export { compileSite, type SiteDeps } from './site-handler.js';
 export {
   type AdminRouteView,
   type ApiRouteRecord,

@@ -1,0 +1,117 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import bcrypt from 'bcryptjs';
+import type { BasicAuth } from '../model/index.js';
+
+/** Checks a password against a bcrypt hash (injectable for tests). */
+export type PasswordVerifier = (password: string, hash: string) => Promise<boolean>;
+
+/** Options of {@link BasicAuthenticator}. */
+export interface BasicAuthOptions {
+  /** Default: bcryptjs `compare` (asynchronous, yields to the event loop). */
+  verify?: PasswordVerifier;
+  /** The clock, ms since the epoch (default `Date.now`). */
+  now?: () => number;
+  /** How long a successful verification is remembered, ms (default 300,000). */
+  cacheTtlMs?: number;
+  /** How many successful verifications are remembered (default 1,024). */
+  cacheSize?: number;
+}
+
+/** Outcome of {@link BasicAuthenticator.check} when known at once. */
+export const AUTH_OK = 0;
+/** Outcome: no, or malformed, credentials — answer 401 without any bcrypt. */
+export const AUTH_DENIED = 1;
+
+interface User {
+  /** SHA-256 of the user name (fixed length, for a constant-time compare). */
+  readonly nameDigest: Buffer;
+  readonly hash: string;
+}
+
+/**
+ * `basic_auth "<realm>" { <user> <bcrypt_hash> }`.
+ *
+ * Constant-time user lookup: the SHA-256 of the given name is compared with
+ * every user's (no early exit), and exactly one bcrypt runs whether the user
+ * exists or not (an unknown name is checked against the first user's hash
+ * and refused whatever the result), so timing does not reveal user names.
+ *
+ * A successful verification is remembered, keyed by the SHA-256 of the
+ * whole `Authorization` value (the credentials themselves are not kept),
+ * for `cacheTtlMs`, at most `cacheSize` entries (oldest dropped first), so a
+ * correct password costs one bcrypt per TTL, not one per request. Failures
+ * are not remembered.
+ */
+export class BasicAuthenticator {
+  /** The `WWW-Authenticate` value: `Basic realm="…"` with `"` and `\` escaped. */
+  readonly challenge: string;
+  readonly #users: readonly User[];
+  readonly #verify: PasswordVerifier;
+  readonly #now: () => number;
+  readonly #ttl: number;
+  readonly #size: number;
+  /** Authorization digest (base64) → expiry, ms. Insertion order = age. */
+  readonly #cache = new Map<string, number>();
+
+  constructor(config: BasicAuth, options: BasicAuthOptions = {}) {
+    this.challenge = `Basic realm="${config.realm.replace(/["\\]/g, '\\$&')}"`;
+    this.#users = config.users.map((u) => ({ nameDigest: sha256(u.user), hash: u.hash }));
+    this.#verify = options.verify ?? ((password, hash) => bcrypt.compare(password, hash));
+    this.#now = options.now ?? Date.now;
+    this.#ttl = options.cacheTtlMs ?? 300_000;
+    this.#size = options.cacheSize ?? 1024;
+  }
+
+  /**
+   * Checks an `Authorization` header: {@link AUTH_OK} (remembered success),
+   * {@link AUTH_DENIED} (absent or malformed), or a promise of the bcrypt
+   * verdict.
+   */
+  check(authorization: string | undefined): typeof AUTH_OK | typeof AUTH_DENIED | Promise<boolean> {
+    if (authorization === undefined || authorization.length < 7) return AUTH_DENIED;
+    if (authorization.slice(0, 6).toLowerCase() !== 'basic ') return AUTH_DENIED;
+    const key = createHash('sha256').update(authorization).digest('base64');
+    const expires = this.#cache.get(key);
+    if (expires !== undefined) {
+      if (expires > this.#now()) return AUTH_OK;
+      this.#cache.delete(key);
+    }
+    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return AUTH_DENIED;
+    const nameDigest = sha256(decoded.slice(0, colon));
+    const password = decoded.slice(colon + 1);
+    let found: User | undefined;
+    for (const user of this.#users) {
+      if (timingSafeEqual(user.nameDigest, nameDigest) && found === undefined) found = user;
+    }
+    const hash = (found ?? (this.#users[0] as User)).hash;
+    return this.#verify(password, hash).then(
+      (ok) => {
+        if (!ok || found === undefined) return false;
+        this.#remember(key);
+        return true;
+      },
+      () => false,
+    );
+  }
+
+  #remember(key: string): void {
+    this.#cache.delete(key);
+    while (this.#cache.size >= this.#size) {
+      const oldest = this.#cache.keys().next();
+      if (oldest.done === true) break;
+      this.#cache.delete(oldest.value);
+    }
+    this.#cache.set(key, this.#now() + this.#ttl);
+  }
+
+  /** Remembered verifications (for tests). */
+  get cached(): number {
+    return this.#cache.size;
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
