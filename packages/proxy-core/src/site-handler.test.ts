@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   defaultReverseProxy,
@@ -234,5 +238,229 @@ describe('handle / handle_path', () => {
     expect((await get(port, '/keep/x')).body).toBe('up /keep/x');
     expect((await get(port, '/elsewhere')).status).toBe(404);
     expect(up.seen).toEqual(['/users?id=3', '/', '/keep/x']);
+  });
+});
+
+function basic(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}
+
+describe('basic_auth', () => {
+  const hash = bcrypt.hashSync('s3cret', 4);
+
+  it('answers 401 with the realm until the right password, then reaches the upstream; bcrypt once', async () => {
+    const up = await upstream();
+    let verifications = 0;
+    const port = await serve(
+      newSite((s) => {
+        s.handler = defaultReverseProxy([up.address]);
+        s.basic_auth = { realm: 'Staff "only"', users: [{ user: 'ann', hash }] };
+      }),
+      {
+        verifyPassword: (password, h) => {
+          verifications++;
+          return bcrypt.compare(password, h);
+        },
+      },
+    );
+    const none = await get(port, '/');
+    expect(none.status).toBe(401);
+    expect(none.headers['www-authenticate']).toBe('Basic realm="Staff \\"only\\""');
+    expect(none.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect((await get(port, '/', { authorization: basic('ann', 'nope') })).status).toBe(401);
+    expect((await get(port, '/', { authorization: basic('bob', 's3cret') })).status).toBe(401);
+    expect(up.seen).toEqual([]);
+    const ok = await get(port, '/in', { authorization: basic('ann', 's3cret') });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toBe('up /in');
+    const before = verifications;
+    expect((await get(port, '/again', { authorization: basic('ann', 's3cret') })).status).toBe(200);
+    expect(verifications).toBe(before);
+  });
+
+  it('guards only its handle block, and an encoded path cannot slip past it', async () => {
+    const port = await serve(
+      newSite((s) => {
+        s.handles = [
+          block('handle', '/admin/*', (b) => {
+            b.basic_auth = { realm: 'admin', users: [{ user: 'ann', hash }] };
+            b.handler = { kind: 'respond', body: 'admin area', status: 200 };
+          }),
+          block('handle', null, (b) => (b.handler = { kind: 'respond', body: 'public', status: 200 })),
+        ];
+      }),
+    );
+    expect((await get(port, '/')).body).toBe('public');
+    for (const path of ['/admin/x', '/%61dmin/x', '/ADMIN/x', '//admin/x', '/./admin/x']) {
+      const r = await get(port, path);
+      expect(r.status, path).toBe(401);
+      expect(r.headers['www-authenticate']).toBe('Basic realm="admin"');
+    }
+    expect((await get(port, '/admin/x', { authorization: basic('ann', 's3cret') })).body).toBe('admin area');
+  });
+});
+
+describe('rate_limit', () => {
+  it('answers 429 with Retry-After: 1 over the limit, per client IP and per domain', async () => {
+    const up = await upstream();
+    const clock = { t: 5_000 };
+    const s = newSite((x) => {
+      x.handler = defaultReverseProxy([up.address]);
+      x.rate_limit = 3;
+    });
+    const routes: RouteSpec[] = ['app.test', 'other.test'].map((domain) => ({
+      domain,
+      origin: 'proxyfile',
+      source: null,
+      site: s,
+    }));
+    const server = new ProxyServer({
+      routes,
+      compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), now: () => clock.t, forwarder }),
+    });
+    const { port } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await get(port, '/')).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    const limited = await get(port, '/');
+    expect(limited.headers['retry-after']).toBe('1');
+    expect(limited.headers['x-content-type-options']).toBe('nosniff');
+    expect(limited.body).toBe('rate limit exceeded\n');
+    expect(up.seen).toHaveLength(3);
+    expect((await get(port, '/', { host: 'other.test' })).status).toBe(200);
+    clock.t = 7_000;
+    expect((await get(port, '/')).status).toBe(200);
+  });
+});
+
+describe('file_server', () => {
+  function tree(): { base: string; root: string } {
+    const base = mkdtempSync(join(tmpdir(), 'proxyd-fs-'));
+    cleanups.push(() => rmSync(base, { recursive: true, force: true }));
+    const root = join(base, 'www');
+    mkdirSync(join(root, 'sub'), { recursive: true });
+    mkdirSync(join(root, 'empty'));
+    writeFileSync(join(root, 'index.html'), '<h1>home</h1>');
+    writeFileSync(join(root, 'a.txt'), '0123456789');
+    writeFileSync(join(root, 'style.css'), 'body{}');
+    writeFileSync(join(root, 'sub', 'index.html'), 'sub home');
+    writeFileSync(join(base, 'secret.txt'), 'TOP SECRET');
+    symlinkSync(join(base, 'secret.txt'), join(root, 'link-out'));
+    symlinkSync(base, join(root, 'dir-out'));
+    symlinkSync(join(root, 'a.txt'), join(root, 'link-in'));
+    return { base, root };
+  }
+
+  async function fileSite(root: string): Promise<number> {
+    return serve(newSite((s) => (s.handler = { kind: 'file_server', root })));
+  }
+
+  it('serves files with content types, index.html and the directory redirect', async () => {
+    const { root } = tree();
+    const port = await fileSite(root);
+    const home = await get(port, '/');
+    expect(home.status).toBe(200);
+    expect(home.body).toBe('<h1>home</h1>');
+    expect(home.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(home.headers['x-content-type-options']).toBe('nosniff');
+    expect((await get(port, '/style.css')).headers['content-type']).toBe('text/css; charset=utf-8');
+    expect((await get(port, '/a.txt')).body).toBe('0123456789');
+    expect((await get(port, '/link-in')).body).toBe('0123456789');
+    const dir = await get(port, '/sub?x=1');
+    expect(dir.status).toBe(308);
+    expect(dir.headers.location).toBe('/sub/?x=1');
+    expect((await get(port, '/sub/')).body).toBe('sub home');
+    expect((await get(port, '/empty/')).status).toBe(404);
+    expect((await get(port, '/missing.txt')).status).toBe(404);
+  });
+
+  it('refuses every traversal attempt and never serves what is outside the root', async () => {
+    const { root } = tree();
+    const port = await fileSite(root);
+    const attempts = [
+      '/../secret.txt',
+      '/sub/../../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/%2E%2E/secret.txt',
+      '/..%2fsecret.txt',
+      '/sub%2f..%2f..%2fsecret.txt',
+      '/..%5csecret.txt',
+      '/a.txt%00.html',
+      '/%00',
+      '/link-out',
+      '/dir-out/secret.txt',
+      '/%zz',
+    ];
+    for (const path of attempts) {
+      const r = await get(port, path);
+      expect(r.body, path).not.toContain('SECRET');
+      expect([400, 403, 404], path).toContain(r.status);
+    }
+    expect((await get(port, '/../secret.txt')).status).toBe(403);
+    expect((await get(port, '/a.txt%00.html')).status).toBe(400);
+    expect((await get(port, '/link-out')).status).toBe(403);
+  });
+
+  it('answers 304 to If-None-Match and If-Modified-Since', async () => {
+    const { root } = tree();
+    const port = await fileSite(root);
+    const first = await get(port, '/a.txt');
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"[0-9a-f]+-[0-9a-f]+"$/);
+    const byTag = await get(port, '/a.txt', { 'if-none-match': `"nope", ${etag}` });
+    expect(byTag.status).toBe(304);
+    expect(byTag.body).toBe('');
+    expect(byTag.headers.etag).toBe(etag);
+    const lastModified = first.headers['last-modified'] as string;
+    expect((await get(port, '/a.txt', { 'if-modified-since': lastModified })).status).toBe(304);
+    expect((await get(port, '/a.txt', { 'if-modified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status).toBe(200);
+    expect((await get(port, '/a.txt', { 'if-none-match': '"other"' })).status).toBe(200);
+  });
+
+  it('serves one Range with 206, an unsatisfiable one with 416, several as the whole file', async () => {
+    const { root } = tree();
+    const port = await fileSite(root);
+    const mid = await get(port, '/a.txt', { range: 'bytes=2-5' });
+    expect(mid.status).toBe(206);
+    expect(mid.body).toBe('2345');
+    expect(mid.headers['content-range']).toBe('bytes 2-5/10');
+    expect(mid.headers['content-length']).toBe('4');
+    expect((await get(port, '/a.txt', { range: 'bytes=7-' })).body).toBe('789');
+    expect((await get(port, '/a.txt', { range: 'bytes=-3' })).body).toBe('789');
+    const bad = await get(port, '/a.txt', { range: 'bytes=10-20' });
+    expect(bad.status).toBe(416);
+    expect(bad.headers['content-range']).toBe('bytes */10');
+    const multi = await get(port, '/a.txt', { range: 'bytes=0-1,4-5' });
+    expect(multi.status).toBe(200);
+    expect(multi.body).toBe('0123456789');
+    const stale = await get(port, '/a.txt', { range: 'bytes=0-1', 'if-range': '"old"' });
+    expect(stale.status).toBe(200);
+  });
+
+  it('answers HEAD without a body and 405 to other methods', async () => {
+    const { root } = tree();
+    const port = await fileSite(root);
+    const head = await get(port, '/a.txt', {}, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.headers['content-length']).toBe('10');
+    expect(head.body).toBe('');
+    const post = await get(port, '/a.txt', {}, 'POST');
+    expect(post.status).toBe(405);
+    expect(post.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('serves below a handle_path prefix', async () => {
+    const { root } = tree();
+    const port = await serve(
+      newSite((s) => {
+        s.handles = [block('handle_path', '/static/*', (b) => (b.handler = { kind: 'file_server', root }))];
+      }),
+    );
+    expect((await get(port, '/static/a.txt')).body).toBe('0123456789');
+    expect((await get(port, '/static/sub/')).body).toBe('sub home');
+    const redirect = await get(port, '/static/sub');
+    expect(redirect.headers.location).toBe('/static/sub/');
+    expect((await get(port, '/static/%2e%2e/secret.txt')).body).not.toContain('SECRET');
   });
 });

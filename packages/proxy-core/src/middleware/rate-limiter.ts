@@ -1,11 +1,15 @@
-/** One client's counters: the current 1-second window and the one before. */
+/** One client's counts: requests admitted in the previous and in the current 1-second window. */
 interface Counter {
+  previous: number;
+  current: number;
+}
+
+/** One domain's keys, in two generations: seen in the current window, and in the one before. */
+interface Generations {
   /** Index of the current window (floor(ms / 1000)). */
   window: number;
-  /** Requests admitted in the previous window. */
-  previous: number;
-  /** Requests admitted in the current window. */
-  current: number;
+  current: Map<string, Counter>;
+  previous: Map<string, Counter>;
 }
 
 /** Options of {@link RateLimiter}. */
@@ -19,27 +23,28 @@ export interface RateLimiterOptions {
 }
 
 const WINDOW_MS = 1000;
-/** Idle keys removed from the front of a map per request (amortised sweeping, no timer). */
-const SWEEP_PER_CALL = 2;
 
 /**
  * `rate_limit <n>/s`: per domain, per client IP, a sliding-window estimator
- * over 1-second windows (the previous window's count weighted by how much of
- * it still overlaps the last second, plus the current window's count). A
- * request is admitted when `previous × (1 − elapsed/1000) + current + 1 ≤ n`;
- * refused requests are not counted.
+ * over 1-second windows: the previous window's count weighted by how much of
+ * it still overlaps the last second, plus the current window's count. A
+ * request is admitted when `previous × (1 − elapsed/1000) + current + 1 ≤ n`
+ * (computed in integers, exact at the window edges); refused requests are
+ * not counted.
  *
- * Memory: each domain's map is kept in order of last activity (a key moves
- * to the end when it enters a new window, at most once a second), so idle
- * keys — whose estimate is 0, at least two windows old — are swept from the
- * front, a few per call, with no timer. At `maxKeys` the least recently
- * active key is dropped to admit a new one (that client starts afresh).
+ * Memory: keys live in two generations (seen in the current window / in the
+ * previous one). When a window ends the older generation is dropped whole,
+ * so a key idle for two windows — whose estimate is 0 — costs nothing and
+ * needs no sweeping timer. At `maxKeys` (both generations together) the
+ * previous generation is dropped early; if the current one alone is full, a
+ * new key's request is admitted untracked (fail open: a flood of fresh IPs
+ * cannot evict or lock out the clients already tracked).
  */
 export class RateLimiter {
   readonly limit: number;
   readonly #now: () => number;
   readonly #maxKeys: number;
-  readonly #domains = new Map<string, Map<string, Counter>>();
+  readonly #domains = new Map<string, Generations>();
 
   constructor(options: RateLimiterOptions) {
     this.limit = options.limit;
@@ -49,50 +54,43 @@ export class RateLimiter {
 
   /** Counts a request of `ip` on `domain`; false when it is over the limit. */
   admit(domain: string, ip: string): boolean {
-    let keys = this.#domains.get(domain);
-    if (keys === undefined) {
-      keys = new Map();
-      this.#domains.set(domain, keys);
-    }
     const now = this.#now();
     const window = Math.floor(now / WINDOW_MS);
-    this.#sweep(keys, window, SWEEP_PER_CALL);
-    let counter = keys.get(ip);
-    if (counter === undefined) {
-      if (keys.size >= this.#maxKeys) {
-        this.#sweep(keys, window, keys.size);
-        if (keys.size >= this.#maxKeys) {
-          const oldest = keys.keys().next();
-          if (oldest.done !== true) keys.delete(oldest.value);
-        }
+    let gens = this.#domains.get(domain);
+    if (gens === undefined) {
+      gens = { window, current: new Map(), previous: new Map() };
+      this.#domains.set(domain, gens);
+    } else if (gens.window !== window) {
+      if (gens.window === window - 1) {
+        gens.previous = gens.current;
+        gens.current = new Map();
+      } else {
+        gens.previous.clear();
+        gens.current.clear();
       }
-      counter = { window, previous: 0, current: 0 };
-      keys.set(ip, counter);
-    } else if (counter.window !== window) {
-      counter.previous = counter.window === window - 1 ? counter.current : 0;
-      counter.current = 0;
-      counter.window = window;
-      keys.delete(ip);
-      keys.set(ip, counter);
+      gens.window = window;
     }
-    const weight = (WINDOW_MS - (now - window * WINDOW_MS)) / WINDOW_MS;
-    if (counter.previous * weight + counter.current + 1 > this.limit) return false;
+    let counter = gens.current.get(ip);
+    if (counter === undefined) {
+      const old = gens.previous.get(ip);
+      if (gens.current.size + gens.previous.size >= this.#maxKeys) {
+        gens.previous.clear();
+        if (gens.current.size >= this.#maxKeys) return true;
+      }
+      counter = { previous: old === undefined ? 0 : old.current, current: 0 };
+      if (old !== undefined) gens.previous.delete(ip);
+      gens.current.set(ip, counter);
+    }
+    // previous × (1 − elapsed/1000) + current + 1 ≤ limit, scaled by 1000 to stay in integers.
+    const remaining = WINDOW_MS - (now - window * WINDOW_MS);
+    if (counter.previous * remaining + (counter.current + 1) * WINDOW_MS > this.limit * WINDOW_MS) return false;
     counter.current++;
     return true;
   }
 
-  /** Keys tracked for `domain` (for tests and metrics). */
+  /** Keys tracked for `domain`, both generations (for tests and metrics). */
   size(domain: string): number {
-    return this.#domains.get(domain)?.size ?? 0;
-  }
-
-  /** Removes up to `max` idle keys (last active two or more windows ago) from the front. */
-  #sweep(keys: Map<string, Counter>, window: number, max: number): void {
-    let removed = 0;
-    for (const [ip, counter] of keys) {
-      if (removed >= max || counter.window >= window - 1) return;
-      keys.delete(ip);
-      removed++;
-    }
+    const gens = this.#domains.get(domain);
+    return gens === undefined ? 0 : gens.current.size + gens.previous.size;
   }
 }
