@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CHALLENGE_PATH, CLEARANCE_COOKIE, leadingZeroBits } from './middleware/under-attack.js';
 import {
   defaultReverseProxy,
   emptySite,
@@ -81,7 +82,13 @@ interface Reply {
   body: string;
 }
 
-function get(port: number, path: string, headers: http.OutgoingHttpHeaders = {}, method = 'GET'): Promise<Reply> {
+function get(
+  port: number,
+  path: string,
+  headers: http.OutgoingHttpHeaders = {},
+  method = 'GET',
+  body?: string,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port, path, method, headers: { host: 'app.test', ...headers }, agent: false },
@@ -95,7 +102,7 @@ function get(port: number, path: string, headers: http.OutgoingHttpHeaders = {},
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -462,5 +469,92 @@ describe('file_server', () => {
     const redirect = await get(port, '/static/sub');
     expect(redirect.headers.location).toBe('/static/sub/');
     expect((await get(port, '/static/%2e%2e/secret.txt')).body).not.toContain('SECRET');
+  });
+});
+
+describe('under_attack', () => {
+  async function attacked(difficulty: number) {
+    const up = await upstream();
+    const s = newSite((x) => {
+      x.handler = defaultReverseProxy([up.address]);
+      x.under_attack = { enabled: true, difficulty };
+      x.header = [{ op: 'set', name: 'X-Site', value: 'guarded' }];
+    });
+    const routes: RouteSpec[] = ['app.test', 'other.test'].map((domain) => ({
+      domain,
+      origin: 'proxyfile',
+      source: null,
+      site: s,
+    }));
+    const server = new ProxyServer({
+      routes,
+      trustedProxies: ['127.0.0.1/32'],
+      compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), forwarder }),
+    });
+    const { port } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    return { up, port };
+  }
+
+  function solveFrom(page: string): { token: string; counter: string; difficulty: number } {
+    const token = /var T="([^"]+)",D=(\d+)/.exec(page);
+    if (token === null) throw new Error('no challenge in the page');
+    const t = token[1] as string;
+    const difficulty = Number(token[2]);
+    for (let n = 0; ; n++) {
+      if (leadingZeroBits(createHash('sha256').update(`${t}:${n}`).digest()) >= difficulty) {
+        return { token: t, counter: String(n), difficulty };
+      }
+    }
+  }
+
+  const form = 'application/x-www-form-urlencoded';
+
+  it('shows the challenge to a plain client, which never reaches the upstream', async () => {
+    const { up, port } = await attacked(10);
+    for (const method of ['GET', 'POST', 'HEAD']) {
+      const r = await get(port, '/page', {}, method);
+      expect(r.status).toBe(503);
+      expect(r.headers['cache-control']).toBe('no-store');
+      expect(r.headers['x-site']).toBe('guarded');
+    }
+    const page = await get(port, '/page');
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body).toContain('crypto.subtle');
+    expect(page.body).toContain(CHALLENGE_PATH);
+    expect((await get(port, '/', { cookie: `${CLEARANCE_COOKIE}=99999999999.forged` })).status).toBe(503);
+    expect(up.seen).toEqual([]);
+  });
+
+  it('sets a cookie for a solved challenge that lets this client, on this domain only, through', async () => {
+    const { up, port } = await attacked(10);
+    const { token, counter } = solveFrom((await get(port, '/page')).body);
+    const body = `token=${encodeURIComponent(token)}&counter=${counter}`;
+    expect((await get(port, CHALLENGE_PATH, { 'content-type': form }, 'POST', 'token=x&counter=1')).status).toBe(403);
+    expect((await get(port, CHALLENGE_PATH, { 'content-type': form }, 'POST', 'nothing=1')).status).toBe(400);
+    expect((await get(port, CHALLENGE_PATH)).status).toBe(405);
+    // Solved for 127.0.0.1 on app.test: not valid when posted from another client IP.
+    const elsewhere = await get(
+      port,
+      CHALLENGE_PATH,
+      { 'content-type': form, 'x-forwarded-for': '198.51.100.4' },
+      'POST',
+      body,
+    );
+    expect(elsewhere.status).toBe(403);
+    const solved = await get(port, CHALLENGE_PATH, { 'content-type': form }, 'POST', body);
+    expect(solved.status).toBe(204);
+    const setCookie = (solved.headers['set-cookie'] ?? [])[0] as string;
+    expect(setCookie).toContain('HttpOnly');
+    expect(setCookie).toContain('SameSite=Lax');
+    expect(setCookie).not.toContain('Secure');
+    const cookie = setCookie.slice(0, setCookie.indexOf(';'));
+    const through = await get(port, '/page?q=1', { cookie });
+    expect(through.status).toBe(200);
+    expect(through.body).toBe('up /page?q=1');
+    expect(through.headers['x-site']).toBe('guarded');
+    expect((await get(port, '/page', { cookie, 'x-forwarded-for': '198.51.100.4' })).status).toBe(503);
+    expect((await get(port, '/page', { cookie, host: 'other.test' })).status).toBe(503);
+    expect(up.seen).toEqual(['/page?q=1']);
   });
 });
