@@ -1,0 +1,125 @@
+import { type Config, defaultGlobalOptions, emptySite, type SiteAddress } from '@proxyd/proxy-core/model';
+import type { BlockState } from './directives/directive.js';
+import { DIRECTIVE_BY_NAME, DIRECTIVES } from './directives/index.js';
+import { Dispenser } from './dispenser.js';
+import { ProxyfileErrorCode } from './errors.js';
+import { compileGlobal } from './global-options.js';
+import { setHandler } from './handler.js';
+import { show, type Token } from './lexer.js';
+import type { Document } from './parser.js';
+import { nearest } from './suggest.js';
+import { parseSiteAddresses } from './values.js';
+
+const DIRECTIVE_NAMES = DIRECTIVES.map((d) => d.name);
+
+function compileBlock(lines: Dispenser[], state: BlockState): void {
+  for (const d of lines) {
+    const name = d.name;
+    const directive = name.quoted ? undefined : DIRECTIVE_BY_NAME.get(name.text);
+    if (directive === undefined) {
+      if (d.hasBlock() && /[.:]/.test(name.text) && !name.text.startsWith('/')) {
+        throw d.error(
+          name,
+          ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+          `unexpected site block ${show(name)} inside another block: is a "}" missing above it?`,
+        );
+      }
+      if (/^\(.+\)$/.test(name.text)) {
+        throw d.error(
+          name,
+          ProxyfileErrorCode.UNEXPECTED_TOKEN,
+          `unexpected snippet definition ${show(name)} inside a block: define snippets at the top level of a file`,
+        );
+      }
+      const near = nearest(name.text, DIRECTIVE_NAMES);
+      throw d.error(
+        name,
+        ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+        `unknown directive ${show(name)}${near ? `, did you mean "${near}"?` : ''}`,
+      );
+    }
+    if (directive.scope === 'site' && state.scope === 'handle') {
+      throw d.error(
+        name,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        `"${directive.name}" applies to a whole site: move it out of the handle block to the site block`,
+      );
+    }
+    if (directive.once) {
+      const first = state.seen.get(directive.name);
+      if (first) {
+        throw d.error(
+          name,
+          ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+          `"${directive.name}" appears twice in one block (first at ${first.file}:${first.line}:${first.column})`,
+        );
+      }
+      state.seen.set(directive.name, name);
+    }
+    directive.parse(d, state);
+  }
+  if (state.fileServerAt !== null) {
+    const at = state.fileServerAt;
+    const d = new Dispenser({ tokens: [at], block: null });
+    if (state.root === null) {
+      throw d.error(
+        at,
+        ProxyfileErrorCode.UNEXPECTED_END,
+        'file_server has no directory: add "root <dir>" to the block',
+      );
+    }
+    setHandler(d, state, { kind: 'file_server', root: state.root.dir }, at);
+  } else if (state.root !== null) {
+    const at = state.root.at;
+    throw new Dispenser({ tokens: [at], block: null }).error(
+      at,
+      ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+      '"root" has no effect without "file_server": add file_server to the block',
+    );
+  }
+}
+
+/** Compiles a parsed document into the config model; semantic errors carry positions. */
+export function compile(doc: Document): Config {
+  const config: Config = { global: defaultGlobalOptions(), sites: [] };
+  if (doc.global) compileGlobal(doc.global, config.global);
+  const hosts = new Map<string, Token>();
+  for (const block of doc.sites) {
+    const keys = new Dispenser({ tokens: block.keys as [Token, ...Token[]], block: null });
+    const addresses: SiteAddress[] = [];
+    for (const key of block.keys) {
+      for (const { address, token } of parseSiteAddresses(keys, key)) {
+        const first = hosts.get(address.host);
+        if (first) {
+          throw keys.error(
+            token,
+            ProxyfileErrorCode.DUPLICATE_SITE_ADDRESS,
+            `duplicate site address ${show(token)}: host "${address.host}" is already served by the site at ${first.file}:${first.line}:${first.column}`,
+          );
+        }
+        hosts.set(address.host, token);
+        addresses.push(address);
+      }
+    }
+    if (addresses.length === 0) {
+      throw keys.unexpected(block.keys[0] as Token, 'a site address', ProxyfileErrorCode.INVALID_SITE_ADDRESS);
+    }
+    const site = emptySite(addresses);
+    compileBlock(
+      block.block.lines.map((l) => new Dispenser(l)),
+      {
+        scope: 'site',
+        target: site,
+        site,
+        seen: new Map(),
+        handlerAt: null,
+        root: null,
+        fileServerAt: null,
+        handlePatterns: new Map(),
+        compileBlock,
+      },
+    );
+    config.sites.push(site);
+  }
+  return config;
+}

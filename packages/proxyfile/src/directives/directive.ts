@@ -1,0 +1,36 @@
+import type { HandleBlock, Site } from '@proxyd/proxy-core/model';
+import type { Dispenser } from '../dispenser.js';
+import type { Token } from '../lexer.js';
+
+/** What a directive writes into while a block (a site or a `handle`) compiles. */
+export interface BlockState {
+  /** `site` for a site block, `handle` inside `handle` / `handle_path`. */
+  readonly scope: 'site' | 'handle';
+  /** The block's fields (the site itself, or the handle block). */
+  readonly target: Site | HandleBlock;
+  /** The enclosing site. */
+  readonly site: Site;
+  /** Directives that may appear once per block, by name → where they first appeared. */
+  readonly seen: Map<string, Token>;
+  /** The directive that set the terminal handler, if any. */
+  handlerAt: Token | null;
+  /** `root <dir>` of this block, waiting for `file_server`. */
+  root: { dir: string; at: Token } | null;
+  /** `file_server` of this block, waiting for a root. */
+  fileServerAt: Token | null;
+  /** `handle` patterns of the site, to reject duplicates. */
+  readonly handlePatterns: Map<string, Token>;
+  /** Compiles the lines of a nested block into another state (used by `handle`). */
+  readonly compileBlock: (lines: Dispenser[], state: BlockState) => void;
+}
+
+/** One directive: its name, where it may stand, and its parser. */
+export interface Directive {
+  readonly name: string;
+  /** `site`: only directly in a site block; `any`: also inside `handle` / `handle_path`. */
+  readonly scope: 'site' | 'any';
+  /** Whether a second occurrence in one block is an error. */
+  readonly once: boolean;
+  /** Reads the line (and block) at the dispenser into the state. */
+  parse(d: Dispenser, state: BlockState): void;
+}

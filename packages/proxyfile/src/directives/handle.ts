@@ -1,0 +1,75 @@
+import type { HandleBlock } from '@proxyd/proxy-core/model';
+import type { Dispenser } from '../dispenser.js';
+import { ProxyfileErrorCode } from '../errors.js';
+import type { Token } from '../lexer.js';
+import type { BlockState, Directive } from './directive.js';
+import { checkPathPattern } from './redir.js';
+
+function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockState): void {
+  let pattern: Token | null = null;
+  const arg = d.nextArg();
+  if (arg !== null) pattern = arg;
+  if (kind === 'handle_path' && pattern === null) throw d.missing('a path pattern such as /api/*');
+  d.end();
+  const path = pattern === null ? null : checkPathPattern(d, pattern);
+  if (!d.hasBlock()) throw d.missing(`"{" to open the ${kind} block`);
+  const key = path ?? '';
+  const where = pattern ?? d.name;
+  const first = state.handlePatterns.get(key);
+  if (first) {
+    throw d.error(
+      where,
+      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+      path === null
+        ? `a fallback handle block (without a pattern) already exists at ${first.line}:${first.column}`
+        : `a handle block for ${JSON.stringify(path)} already exists at ${first.line}:${first.column}`,
+    );
+  }
+  state.handlePatterns.set(key, where);
+  const block: HandleBlock = { kind, path, header: [], basic_auth: null, redirects: [], handler: null };
+  state.compileBlock(d.blockLines(), {
+    scope: 'handle',
+    target: block,
+    site: state.site,
+    seen: new Map(),
+    handlerAt: null,
+    root: null,
+    fileServerAt: null,
+    handlePatterns: state.handlePatterns,
+    compileBlock: state.compileBlock,
+  });
+  state.site.handles.push(block);
+}
+
+/**
+ * ```
+ * handle [<path-pattern>] {
+ *     <directives...>
+ * }
+ * ```
+ * Routes by path: `/exact`, `/prefix/*`, `*.suffix`. The most specific
+ * pattern wins; a `handle` without a pattern is the fallback. Blocks do not
+ * nest; site-level directives (header, basic_auth, redir) apply first.
+ */
+export const handle: Directive = {
+  name: 'handle',
+  scope: 'site',
+  once: false,
+  parse: (d, state) => compileHandle('handle', d, state),
+};
+
+/**
+ * ```
+ * handle_path <path-pattern> {
+ *     <directives...>
+ * }
+ * ```
+ * Like `handle`, but strips the matched prefix (`/api/*` → `/api`) before
+ * the upstream sees the request.
+ */
+export const handlePath: Directive = {
+  name: 'handle_path',
+  scope: 'site',
+  once: false,
+  parse: (d, state) => compileHandle('handle_path', d, state),
+};

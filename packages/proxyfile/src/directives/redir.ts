@@ -1,0 +1,92 @@
+import type { Redirect } from '@proxyd/proxy-core/model';
+import type { Dispenser } from '../dispenser.js';
+import { ProxyfileErrorCode } from '../errors.js';
+import { show, type Token } from '../lexer.js';
+import type { Directive } from './directive.js';
+
+const STATUSES: Record<string, Redirect['status']> = {
+  '301': 301,
+  '302': 302,
+  '303': 303,
+  '307': 307,
+  '308': 308,
+  permanent: 301,
+  temporary: 302,
+};
+const PLACEHOLDER = /\{[^}]*\}/g;
+const REMAINDER = '{http.request.uri.path.remainder}';
+
+function looksLikeStatus(t: Token): boolean {
+  return /^\d+$/.test(t.text) || t.text in STATUSES;
+}
+
+function readStatus(d: Dispenser, t: Token): Redirect['status'] {
+  const status = Object.hasOwn(STATUSES, t.text) ? STATUSES[t.text] : undefined;
+  if (status === undefined) {
+    throw d.error(
+      t,
+      ProxyfileErrorCode.INVALID_REDIRECT_STATUS,
+      `unsupported redirect status ${show(t)}: expected 301, 302, 303, 307 or 308 (or permanent / temporary)`,
+    );
+  }
+  return status;
+}
+
+/** A path pattern: `/exact`, `/prefix/*`, `*.suffix` or `*`. */
+export function checkPathPattern(d: Dispenser, t: Token): string {
+  const p = t.text;
+  const ok =
+    p === '*' ||
+    (p.startsWith('/') && !p.slice(0, -1).includes('*')) ||
+    (p.startsWith('*') && !p.slice(1).includes('*'));
+  if (!ok) {
+    throw d.unexpected(t, 'a path pattern: /exact, /prefix/* or *.suffix', ProxyfileErrorCode.INVALID_VALUE);
+  }
+  return p;
+}
+
+/**
+ * ```
+ * redir <from> <to> <status>
+ * redir <from> <to>          # 302
+ * redir <to> [<status>]      # every path
+ * ```
+ * `<from>` is a path pattern (`/old`, `/old/*`); `<to>` a path or URL that
+ * may hold `{http.request.uri.path.remainder}` (what `*` matched); status
+ * 301, 302 (default), 303, 307, 308, or `permanent` (301) / `temporary` (302).
+ */
+export const redir: Directive = {
+  name: 'redir',
+  scope: 'any',
+  once: false,
+  parse(d, state) {
+    const args = d.remainingArgs();
+    d.noBlock();
+    if (args.length === 0) throw d.missing('a target: redir [<from>] <to> [<status>]');
+    if (args.length > 3) throw d.unexpected(args[3] as Token, 'the end of the line (redir [<from>] <to> [<status>])');
+    let from: Token | null = null;
+    let to: Token;
+    let status: Redirect['status'] = 302;
+    if (args.length === 3) {
+      [from, to] = args as [Token, Token];
+      status = readStatus(d, args[2] as Token);
+    } else if (args.length === 2 && looksLikeStatus(args[1] as Token)) {
+      to = args[0] as Token;
+      status = readStatus(d, args[1] as Token);
+    } else if (args.length === 2) {
+      [from, to] = args as [Token, Token];
+    } else to = args[0] as Token;
+    if (from !== null) checkPathPattern(d, from);
+    for (const m of to.text.matchAll(PLACEHOLDER)) {
+      if (m[0] !== REMAINDER) {
+        throw d.error(
+          to,
+          ProxyfileErrorCode.INVALID_VALUE,
+          `unknown placeholder ${JSON.stringify(m[0])} in redirect target: the supported placeholder is ${REMAINDER}`,
+        );
+      }
+    }
+    if (to.text === '') throw d.unexpected(to, 'a redirect target (a path or URL)', ProxyfileErrorCode.INVALID_VALUE);
+    state.target.redirects.push({ from: from?.text ?? null, to: to.text, status });
+  },
+};

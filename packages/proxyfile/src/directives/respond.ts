@@ -1,0 +1,42 @@
+import { ProxyfileErrorCode } from '../errors.js';
+import { setHandler } from '../handler.js';
+import type { Token } from '../lexer.js';
+import type { Directive } from './directive.js';
+
+const STATUS = /^[1-9]\d\d$/;
+
+/**
+ * ```
+ * respond [<body>] [<status>]
+ * ```
+ * A fixed response. One argument that is a three-digit number is a status
+ * with an empty body; otherwise the body, answered with 200 unless a status
+ * follows.
+ */
+export const respond: Directive = {
+  name: 'respond',
+  scope: 'any',
+  once: false,
+  parse(d, state) {
+    const args = d.remainingArgs();
+    d.noBlock();
+    if (args.length > 2) throw d.unexpected(args[2] as Token, 'the end of the line (respond [<body>] [<status>])');
+    let body = '';
+    let status = 200;
+    const readStatus = (t: Token) => {
+      if (!STATUS.test(t.text)) {
+        throw d.unexpected(t, 'an HTTP status code (100-999)', ProxyfileErrorCode.INVALID_VALUE);
+      }
+      return Number(t.text);
+    };
+    if (args.length === 2) {
+      body = (args[0] as Token).text;
+      status = readStatus(args[1] as Token);
+    } else if (args.length === 1) {
+      const t = args[0] as Token;
+      if (!t.quoted && STATUS.test(t.text)) status = Number(t.text);
+      else body = t.text;
+    }
+    setHandler(d, state, { kind: 'respond', body, status });
+  },
+};

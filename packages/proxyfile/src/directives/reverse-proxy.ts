@@ -1,0 +1,188 @@
+import { defaultReverseProxy, type HeaderOp, type LbPolicy, type UpstreamAddress } from '@proxyd/proxy-core/model';
+import type { Dispenser } from '../dispenser.js';
+import { ProxyfileErrorCode } from '../errors.js';
+import { setHandler } from '../handler.js';
+import type { Token } from '../lexer.js';
+import { parseUpstream, readDuration } from '../values.js';
+import type { Directive } from './directive.js';
+import { readHeaderOp } from './header.js';
+
+const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random', 'ip_hash', 'first'];
+
+/**
+ * ```
+ * reverse_proxy [<upstream>...] {
+ *     to <upstream>...
+ *     lb_policy round_robin|least_conn|random|ip_hash|first
+ *     health_uri <path>
+ *     health_interval <duration>
+ *     health_timeout <duration>
+ *     fail_duration <duration>
+ *     header_up [+|-]<name> [<value>]
+ *     transport tls {                   # or: transport http { tls ... }
+ *         tls_insecure_skip_verify
+ *         tls_server_name <name>
+ *         tls_trusted_ca_certs <pem_file>
+ *     }
+ * }
+ * ```
+ * `<upstream>` is `host:port`, `[::1]:port`, or `http(s)://host[:port]`
+ * (`https://` connects with TLS; default ports 80 / 443). Several upstreams
+ * form one pool.
+ */
+export const reverseProxy: Directive = {
+  name: 'reverse_proxy',
+  scope: 'any',
+  once: false,
+  parse(d, state) {
+    const upstreams: UpstreamAddress[] = [];
+    let scheme: { tls: boolean; at: Token } | null = null;
+    const addUpstream = (sub: Dispenser, t: Token) => {
+      const u = parseUpstream(sub, t);
+      if (u.tls !== null) {
+        if (scheme !== null && scheme.tls !== u.tls) {
+          throw sub.error(
+            t,
+            ProxyfileErrorCode.INVALID_UPSTREAM,
+            `upstream ${JSON.stringify(t.text)} mixes http:// and https:// upstreams in one pool (the first was ${JSON.stringify(scheme.at.text)})`,
+          );
+        }
+        scheme ??= { tls: u.tls, at: t };
+      }
+      upstreams.push(u.address);
+    };
+    for (const t of d.remainingArgs()) addUpstream(d, t);
+    const handler = defaultReverseProxy(upstreams);
+    let transportTls = false;
+    const headerUp: HeaderOp[] = [];
+    const once = new Map<string, Token>();
+    for (const sub of d.blockLines()) {
+      const name = sub.name.text;
+      if (name !== 'to' && name !== 'header_up') {
+        const first = once.get(name);
+        if (first) {
+          throw sub.error(
+            sub.name,
+            ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+            `"${name}" is already set at ${first.line}:${first.column}`,
+          );
+        }
+        once.set(name, sub.name);
+      }
+      switch (name) {
+        case 'to': {
+          const args = sub.remainingArgs();
+          if (args.length === 0) throw sub.missing('an upstream address (host:port)');
+          for (const t of args) addUpstream(sub, t);
+          sub.noBlock();
+          break;
+        }
+        case 'lb_policy': {
+          const t = sub.arg(`a load-balancing policy (${LB_POLICIES.join(', ')})`);
+          const policy = LB_POLICIES.find((p) => p === t.text);
+          if (!policy) {
+            throw sub.unexpected(
+              t,
+              `a load-balancing policy (${LB_POLICIES.join(', ')})`,
+              ProxyfileErrorCode.INVALID_VALUE,
+            );
+          }
+          handler.lb_policy = policy;
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'health_uri': {
+          const t = sub.arg('a path such as /health');
+          if (!t.text.startsWith('/'))
+            throw sub.unexpected(t, 'a path starting with "/"', ProxyfileErrorCode.INVALID_VALUE);
+          handler.health.uri = t.text;
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'health_interval':
+          handler.health.interval_ms = readDuration(sub, 1);
+          sub.end();
+          sub.noBlock();
+          break;
+        case 'health_timeout':
+          handler.health.timeout_ms = readDuration(sub, 1);
+          sub.end();
+          sub.noBlock();
+          break;
+        case 'fail_duration':
+          handler.health.fail_duration_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
+        case 'header_up':
+          headerUp.push(...readHeaderOp(sub));
+          break;
+        case 'transport': {
+          const t = sub.arg('a transport (tls or http)');
+          if (t.text !== 'tls' && t.text !== 'http') {
+            throw sub.unexpected(t, 'a transport (tls or http)', ProxyfileErrorCode.INVALID_VALUE);
+          }
+          sub.end();
+          if (t.text === 'tls') transportTls = true;
+          for (const opt of sub.blockLines()) {
+            switch (opt.name.text) {
+              case 'tls':
+                transportTls = true;
+                break;
+              case 'tls_insecure_skip_verify':
+                transportTls = true;
+                handler.tls.insecure_skip_verify = true;
+                break;
+              case 'tls_server_name':
+                transportTls = true;
+                handler.tls.server_name = opt.arg('a server name').text;
+                break;
+              case 'tls_trusted_ca_certs':
+                transportTls = true;
+                handler.tls.ca_file = opt.arg('a PEM file of trusted CA certificates').text;
+                break;
+              default:
+                throw opt.unexpected(
+                  opt.name,
+                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs)',
+                  ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+                );
+            }
+            opt.end();
+            opt.noBlock();
+          }
+          break;
+        }
+        default:
+          throw sub.unexpected(
+            sub.name,
+            'a reverse_proxy option (to, lb_policy, health_uri, health_interval, health_timeout, fail_duration, header_up, transport)',
+            ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+          );
+      }
+    }
+    if (upstreams.length === 0) {
+      if (d.hasBlock()) {
+        throw d.error(
+          d.name,
+          ProxyfileErrorCode.UNEXPECTED_END,
+          'reverse_proxy has no upstream: expected an upstream address (host:port) after "reverse_proxy" or a "to" line in its block',
+        );
+      }
+      throw d.missing('an upstream address (host:port)');
+    }
+    const schemeTls = (scheme as { tls: boolean } | null)?.tls ?? false;
+    if ((scheme as { tls: boolean } | null)?.tls === false && transportTls) {
+      throw d.error(
+        d.name,
+        ProxyfileErrorCode.INVALID_UPSTREAM,
+        'reverse_proxy: http:// upstreams cannot use transport tls (write https:// or drop the scheme)',
+      );
+    }
+    handler.tls.enabled = schemeTls || transportTls;
+    handler.header_up = headerUp;
+    setHandler(d, state, handler);
+  },
+};

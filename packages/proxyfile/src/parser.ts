@@ -1,0 +1,404 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join } from 'node:path';
+import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
+import {
+  isClose,
+  isOpen,
+  type Lexed,
+  positionAfter,
+  positionOf,
+  sameLine,
+  show,
+  type Token,
+  tokenize,
+} from './lexer.js';
+import { nearest } from './suggest.js';
+
+/** One directive line: its tokens (name first, without a trailing `{`) and its block, if any. */
+export interface Line {
+  tokens: [Token, ...Token[]];
+  block: Block | null;
+}
+
+/** A `{ … }` block: the lines between the braces. */
+export interface Block {
+  open: Token;
+  lines: Line[];
+  close: Token;
+}
+
+/** A site block: its address tokens and its body. */
+export interface SiteBlock {
+  keys: Token[];
+  block: Block;
+}
+
+/** A parsed Proxyfile (imports, snippets and env placeholders resolved). */
+export interface Document {
+  /** The global options block, when the file starts with a bare `{`. */
+  global: Block | null;
+  sites: SiteBlock[];
+}
+
+/** How the parser reaches files and the environment. */
+export interface SourceOptions {
+  /** Name of the main file, shown in errors; imports resolve relative to its directory (default `Proxyfile`). */
+  filename?: string;
+  /** Reads an imported file (default: synchronous `fs.readFileSync(path, 'utf8')`). */
+  readFile?: (path: string) => string;
+  /** Lists the entries of a directory, for glob imports (default: synchronous `fs.readdirSync`). */
+  readDir?: (path: string) => string[];
+  /** Values of `{$VAR}` placeholders (default `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Upper bound on tokens after every import is expanded. */
+const MAX_TOKENS = 1_000_000;
+const ENV_PLACEHOLDER = /\{\$([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g;
+const SNIPPET_NAME = /^\((.+)\)$/;
+const SITE_LIKE = /^(?:https?:\/\/)?[\w*-]+(?:\.[\w-]+)+(?::\d+)?,?$/;
+const GLOB_CHARS = /[*?[]/;
+
+interface Frame {
+  tokens: Token[];
+  pos: number;
+  end: Position;
+}
+
+function unexpected(t: Token, expected: string, code: ProxyfileErrorCode = ProxyfileErrorCode.UNEXPECTED_TOKEN) {
+  return new ProxyfileError(code, positionOf(t), `unexpected ${show(t)}, expected ${expected}`);
+}
+
+function at(t: Token): string {
+  return `${t.line}:${t.column}`;
+}
+
+/** Replaces `{$VAR}` / `{$VAR:default}` in every token; an unquoted token that becomes empty is dropped. */
+function replaceEnv(tokens: Token[], env: Readonly<Record<string, string | undefined>>): Token[] {
+  let dropped = false;
+  for (const t of tokens) {
+    if (!t.text.includes('{$')) continue;
+    t.text = t.text.replace(ENV_PLACEHOLDER, (_m, name: string, fallback: string | undefined) => {
+      return env[name] ?? fallback ?? '';
+    });
+    if (t.text === '' && !t.quoted) dropped = true;
+  }
+  return dropped ? tokens.filter((t) => t.quoted || t.text !== '') : tokens;
+}
+
+function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (const ch of glob) {
+    if (ch === '*') re += '[^/]*';
+    else if (ch === '?') re += '[^/]';
+    else re += ch.replace(/[\\^$.+()|{}[\]]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+/**
+ * Groups tokens into the global block, snippets and site blocks, expanding
+ * `import` lines and `{$VAR}` placeholders on the way (Caddy's parser stage).
+ * Every line that begins with an unquoted `import` is replaced by the tokens
+ * of the snippet or file(s) it names, wherever it stands.
+ */
+class Parser {
+  readonly #frames: Frame[] = [];
+  readonly #snippets = new Map<string, { tokens: Token[]; at: Token }>();
+  readonly #options: Required<SourceOptions>;
+  readonly #mainEnd: Position;
+  #seg = 1;
+  #suspect: Token | null = null;
+  #total = 0;
+
+  constructor(main: Lexed, options: Required<SourceOptions>) {
+    this.#options = options;
+    this.#mainEnd = main.end;
+    this.#total = main.tokens.length;
+    this.#frames.push({ tokens: replaceEnv(main.tokens, options.env), pos: 0, end: main.end });
+  }
+
+  parse(): Document {
+    const doc: Document = { global: null, sites: [] };
+    let first = true;
+    for (let line = this.#nextLine(); line !== null; line = this.#nextLine()) {
+      const head = line[0] as Token;
+      if (isOpen(head) && line.length === 1) {
+        if (!first) {
+          throw unexpected(head, 'a site address (the global options block "{" must come first in the file)');
+        }
+        doc.global = this.#block(head);
+        first = false;
+        continue;
+      }
+      first = false;
+      if (isClose(head)) throw unexpected(head, 'a site address or the end of the file (no block is open)');
+      const snippet = head.quoted ? null : SNIPPET_NAME.exec(head.text);
+      if (snippet) {
+        this.#defineSnippet(snippet[1] as string, line);
+        continue;
+      }
+      doc.sites.push(this.#siteBlock(line));
+    }
+    return doc;
+  }
+
+  #siteBlock(line: Token[]): SiteBlock {
+    const keys = [...line];
+    for (;;) {
+      const last = keys[keys.length - 1] as Token;
+      if (isOpen(last)) break;
+      if (last.text.endsWith(',') && !last.quoted) {
+        const more = this.#nextLine();
+        if (more !== null) {
+          keys.push(...more);
+          continue;
+        }
+      }
+      if (!last.quoted && last.text.endsWith('{')) {
+        throw unexpected(last, 'a space before "{" (write "<address> {")');
+      }
+      throw new ProxyfileError(
+        ProxyfileErrorCode.UNEXPECTED_END,
+        positionAfter(last),
+        `unexpected end of line after ${show(last)}, expected "{" to open the site block`,
+      );
+    }
+    const open = keys.pop() as Token;
+    for (const k of keys) {
+      if (isOpen(k)) throw unexpected(k, 'the end of the line ("{" opens a block and ends its line)');
+      if (isClose(k)) throw unexpected(k, 'a site address');
+    }
+    if (keys.length === 0) throw unexpected(open, 'a site address before "{"');
+    return { keys, block: this.#block(open) };
+  }
+
+  #block(open: Token): Block {
+    const lines: Line[] = [];
+    for (;;) {
+      const line = this.#nextLine();
+      if (line === null) {
+        throw new ProxyfileError(
+          ProxyfileErrorCode.UNEXPECTED_END,
+          this.#mainEnd,
+          `unexpected end of file, expected "}" to close the block opened at ${open.file}:${at(open)}${
+            this.#suspect
+              ? ` (is a "}" missing before ${show(this.#suspect)} at ${this.#suspect.file}:${at(this.#suspect)}?)`
+              : ''
+          }`,
+        );
+      }
+      const head = line[0] as Token;
+      if (isClose(head)) {
+        const extra = line[1];
+        if (extra) throw unexpected(extra, 'a new line after "}"');
+        return { open, lines, close: head };
+      }
+      const last = line[line.length - 1] as Token;
+      for (let i = 0; i < line.length - 1; i++) {
+        const t = line[i] as Token;
+        if (isOpen(t)) throw unexpected(t, 'the end of the line ("{" opens a block and ends its line)');
+        if (isClose(t)) throw unexpected(t, 'the end of the line ("}" closes a block on a line of its own)');
+      }
+      if (isClose(last)) throw unexpected(last, 'the end of the line ("}" closes a block on a line of its own)');
+      if (isOpen(last)) {
+        if (line.length === 1) throw unexpected(last, 'a directive name before "{"');
+        if (this.#suspect === null && SITE_LIKE.test(head.text)) this.#suspect = head;
+        lines.push({ tokens: line.slice(0, -1) as [Token, ...Token[]], block: this.#block(last) });
+      } else {
+        lines.push({ tokens: line as [Token, ...Token[]], block: null });
+      }
+    }
+  }
+
+  #defineSnippet(name: string, line: Token[]): void {
+    const head = line[0] as Token;
+    const open = line[1];
+    if (open === undefined || !isOpen(open) || line.length !== 2) {
+      const bad = line[1];
+      if (bad && !isOpen(bad)) throw unexpected(bad, `"{" to open the snippet (${name})`);
+      if (line[2]) throw unexpected(line[2], 'the end of the line after "{"');
+      throw new ProxyfileError(
+        ProxyfileErrorCode.UNEXPECTED_END,
+        positionAfter(head),
+        `unexpected end of line after ${show(head)}, expected "{" to open the snippet`,
+      );
+    }
+    const previous = this.#snippets.get(name);
+    if (previous) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.DUPLICATE_SNIPPET,
+        positionOf(head),
+        `snippet (${name}) is already defined at ${previous.at.file}:${at(previous.at)}`,
+      );
+    }
+    const body: Token[] = [];
+    let depth = 1;
+    for (;;) {
+      const l = this.#rawLine();
+      if (l === null) {
+        throw new ProxyfileError(
+          ProxyfileErrorCode.UNEXPECTED_END,
+          this.#mainEnd,
+          `unexpected end of file, expected "}" to close the snippet (${name}) opened at ${open.file}:${at(open)}`,
+        );
+      }
+      if (isClose(l[0]) && l.length === 1) {
+        depth--;
+        if (depth === 0) break;
+      } else if (isOpen(l[l.length - 1])) depth++;
+      body.push(...l);
+    }
+    this.#snippets.set(name, { tokens: body, at: head });
+  }
+
+  /** The next line of tokens from the innermost import, without expanding it. */
+  #rawLine(): Token[] | null {
+    for (;;) {
+      const frame = this.#frames[this.#frames.length - 1];
+      if (frame === undefined) return null;
+      const { tokens } = frame;
+      let i = frame.pos;
+      if (i >= tokens.length) {
+        this.#frames.pop();
+        continue;
+      }
+      const start = i;
+      i++;
+      while (i < tokens.length && sameLine(tokens[i - 1] as Token, tokens[i] as Token)) i++;
+      frame.pos = i;
+      return tokens.slice(start, i);
+    }
+  }
+
+  /** The next line, with `import` lines replaced by what they import. */
+  #nextLine(): Token[] | null {
+    for (;;) {
+      const line = this.#rawLine();
+      if (line === null) return null;
+      const head = line[0] as Token;
+      if (head.quoted || head.text !== 'import') return line;
+      this.#import(head, line);
+    }
+  }
+
+  #import(head: Token, line: Token[]): void {
+    const arg = line[1];
+    if (arg === undefined || isOpen(arg)) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.UNEXPECTED_END,
+        positionAfter(head),
+        'unexpected end of line after "import", expected a file, a glob or a snippet name',
+      );
+    }
+    const extra = line[2];
+    if (extra) throw unexpected(extra, 'the end of the line (import takes one file, glob or snippet name)');
+    const chain = head.via;
+    const snippet = this.#snippets.get(arg.text);
+    if (snippet) {
+      const target = `(${arg.text})`;
+      this.#checkCycle(arg, chain, target);
+      const via = [...chain, target];
+      const seg = this.#seg++;
+      const copies = snippet.tokens.map((t) => ({ ...t, seg, via }));
+      this.#push(arg, copies, this.#mainEnd);
+      return;
+    }
+    const base = isAbsolute(arg.text) ? arg.text : join(dirname(arg.file), arg.text);
+    let paths: string[];
+    if (GLOB_CHARS.test(arg.text)) {
+      if (GLOB_CHARS.test(dirname(arg.text))) {
+        throw new ProxyfileError(
+          ProxyfileErrorCode.INVALID_VALUE,
+          positionOf(arg),
+          `import ${show(arg)}: wildcards are allowed in the file name only, not in directories`,
+        );
+      }
+      const dir = dirname(base);
+      const pattern = globToRegExp(basename(base));
+      let entries: string[];
+      try {
+        entries = this.#options.readDir(dir);
+      } catch (err) {
+        throw new ProxyfileError(
+          ProxyfileErrorCode.IMPORT_FAILED,
+          positionOf(arg),
+          `import ${show(arg)}: cannot list directory "${dir}" (${reason(err)})`,
+          { cause: err },
+        );
+      }
+      paths = entries
+        .filter((e) => pattern.test(e) && !e.startsWith('.'))
+        .sort()
+        .map((e) => join(dir, e));
+    } else paths = [base];
+    for (const path of paths.reverse()) {
+      this.#checkCycle(arg, chain, path);
+      let text: string;
+      try {
+        text = this.#options.readFile(path);
+      } catch (err) {
+        const near = nearest(arg.text, this.#snippets.keys());
+        const what =
+          GLOB_CHARS.test(arg.text) || /[./]/.test(arg.text)
+            ? ''
+            : `no snippet (${arg.text}) is defined above${near ? ` (did you mean (${near})?)` : ''}, and `;
+        throw new ProxyfileError(
+          ProxyfileErrorCode.IMPORT_FAILED,
+          positionOf(arg),
+          `import ${show(arg)}: ${what}cannot read file "${path}" (${reason(err)})`,
+          { cause: err },
+        );
+      }
+      const lexed = tokenize(text, path, this.#seg++, [...chain, path]);
+      this.#push(arg, replaceEnv(lexed.tokens, this.#options.env), lexed.end);
+    }
+  }
+
+  #checkCycle(arg: Token, chain: readonly string[], target: string): void {
+    if (chain.includes(target)) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.IMPORT_CYCLE,
+        positionOf(arg),
+        `import cycle: ${[...chain, target].join(' -> ')}`,
+      );
+    }
+  }
+
+  #push(arg: Token, tokens: Token[], end: Position): void {
+    this.#total += tokens.length;
+    if (this.#total > MAX_TOKENS) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.TOO_LARGE,
+        positionOf(arg),
+        `import ${show(arg)}: the configuration expands to more than ${MAX_TOKENS} tokens`,
+      );
+    }
+    if (tokens.length > 0) this.#frames.push({ tokens, pos: 0, end });
+  }
+}
+
+function reason(err: unknown): string {
+  if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string') return err.code;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function defaultReadDir(path: string): string[] {
+  return readdirSync(path);
+}
+
+function defaultReadFile(path: string): string {
+  return readFileSync(path, 'utf8');
+}
+
+/** Lexes and parses Proxyfile text into a {@link Document}; throws {@link ProxyfileError}. */
+export function parseDocument(text: string, options: SourceOptions = {}): Document {
+  const filename = options.filename ?? 'Proxyfile';
+  const resolved: Required<SourceOptions> = {
+    filename,
+    readFile: options.readFile ?? defaultReadFile,
+    readDir: options.readDir ?? defaultReadDir,
+    env: options.env ?? process.env,
+  };
+  return new Parser(tokenize(text, filename, 0, [filename]), resolved).parse();
+}

@@ -1,0 +1,219 @@
+import { isIP } from 'node:net';
+import type { SiteAddress, UpstreamAddress } from '@proxyd/proxy-core/model';
+import type { Dispenser } from './dispenser.js';
+import { ProxyfileErrorCode } from './errors.js';
+import { show, type Token } from './lexer.js';
+
+const DOMAIN_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HOST_PORT = /^(\[[^\]]*\]|[^:/[\]]+)(?::(\d{1,5}))?$/;
+
+/** Whether `host` (lowercase, without brackets) is a domain name, `*.domain`, or an IP address. */
+export function isValidHost(host: string, allowWildcard: boolean): boolean {
+  if (isIP(host) !== 0) return true;
+  if (host.length > 253) return false;
+  const labels = host.split('.');
+  if (allowWildcard && labels[0] === '*' && labels.length > 1) labels.shift();
+  return labels.every((l) => DOMAIN_LABEL.test(l));
+}
+
+/** Parses a port number (1–65535) or returns null. */
+export function portOf(text: string): number | null {
+  if (!/^\d{1,5}$/.test(text)) return null;
+  const port = Number(text);
+  return port >= 1 && port <= 65535 ? port : null;
+}
+
+/** Reads a `port` argument (1–65535). */
+export function readPort(d: Dispenser, what: string): number {
+  const t = d.arg(`${what} (1-65535)`);
+  const port = portOf(t.text);
+  if (port === null) throw d.unexpected(t, `${what} (1-65535)`, ProxyfileErrorCode.INVALID_VALUE);
+  return port;
+}
+
+/**
+ * Splits one address token (`a.com,b.com` may share a token) into site
+ * addresses: `[http://|https://]host[:port]`, host a domain, `*.domain` or an IP.
+ */
+export function parseSiteAddresses(d: Dispenser, t: Token): { address: SiteAddress; token: Token }[] {
+  const out: { address: SiteAddress; token: Token }[] = [];
+  let offset = 0;
+  for (const part of t.text.split(',')) {
+    const token = { ...t, text: part, raw: part, column: t.column + offset };
+    offset += part.length + 1;
+    if (part === '') continue;
+    out.push({ address: parseSiteAddress(d, token), token });
+  }
+  return out;
+}
+
+function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
+  const bad = (why: string) =>
+    d.error(t, ProxyfileErrorCode.INVALID_SITE_ADDRESS, `invalid site address ${show(t)}: ${why}`);
+  let rest = t.text;
+  let scheme: SiteAddress['scheme'] = null;
+  const schemeMatch = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(rest);
+  if (schemeMatch) {
+    const s = (schemeMatch[1] as string).toLowerCase();
+    if (s !== 'http' && s !== 'https') throw bad(`unsupported scheme "${s}" (use http:// or https://)`);
+    scheme = s;
+    rest = rest.slice(schemeMatch[0].length);
+  }
+  const slash = rest.indexOf('/');
+  if (slash !== -1) throw bad('a site address has no path (route paths with handle <path> inside the block)');
+  const m = HOST_PORT.exec(rest);
+  if (!m) {
+    if (rest.startsWith(':') || rest === '') throw bad('expected a host name before the port, e.g. example.com:8080');
+    throw bad('expected [http://|https://]host[:port]');
+  }
+  let host = (m[1] as string).toLowerCase();
+  if (host.startsWith('[')) {
+    host = host.slice(1, -1);
+    if (isIP(host) !== 6) throw bad(`"${host}" is not an IPv6 address`);
+  } else if (!isValidHost(host, true)) {
+    throw bad(
+      `"${host}" is not a valid domain (labels of letters, digits, "-" or "_", at most 63 characters each; "*." only as the first label)`,
+    );
+  }
+  let port: number | null = null;
+  if (m[2] !== undefined) {
+    port = portOf(m[2]);
+    if (port === null) throw bad(`port "${m[2]}" is not 1-65535`);
+  }
+  return { scheme, host, port };
+}
+
+/** An upstream as written: the address and whether its scheme asked for TLS. */
+export interface ParsedUpstream {
+  address: UpstreamAddress;
+  /** `https://` → true, `http://` → false, no scheme → null. */
+  tls: boolean | null;
+}
+
+const UPSTREAM_EXPECTED = 'an upstream address (host:port)';
+
+/** Parses `host:port`, `[v6]:port`, or `http(s)://host[:port]` (default port 80 / 443). */
+export function parseUpstream(d: Dispenser, t: Token): ParsedUpstream {
+  const fail = () => d.unexpected(t, UPSTREAM_EXPECTED, ProxyfileErrorCode.INVALID_UPSTREAM);
+  let rest = t.text;
+  let tls: boolean | null = null;
+  const lower = rest.toLowerCase();
+  if (lower.startsWith('https://')) {
+    tls = true;
+    rest = rest.slice(8);
+  } else if (lower.startsWith('http://')) {
+    tls = false;
+    rest = rest.slice(7);
+  }
+  if (rest.endsWith('/')) rest = rest.slice(0, -1);
+  const m = HOST_PORT.exec(rest);
+  if (!m) throw fail();
+  let host = (m[1] as string).toLowerCase();
+  if (host.startsWith('[')) {
+    host = host.slice(1, -1);
+    if (isIP(host) !== 6) throw fail();
+  } else if (!isValidHost(host, false)) throw fail();
+  let port: number | null;
+  if (m[2] === undefined) {
+    if (tls === null) throw fail();
+    port = tls ? 443 : 80;
+  } else {
+    port = portOf(m[2]);
+    if (port === null) {
+      throw d.error(
+        t,
+        ProxyfileErrorCode.INVALID_UPSTREAM,
+        `invalid upstream ${show(t)}: port "${m[2]}" is not 1-65535, expected ${UPSTREAM_EXPECTED}`,
+      );
+    }
+  }
+  return { address: { host, port }, tls };
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+const DURATION_PART = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)/y;
+
+/** Parses a Go/Caddy duration (`500ms`, `10s`, `1m30s`, `1.5h`, `2d`; bare `0`) into whole milliseconds. */
+export function parseDuration(text: string): number | null {
+  if (text === '0') return 0;
+  if (text === '') return null;
+  let total = 0;
+  DURATION_PART.lastIndex = 0;
+  let pos = 0;
+  while (pos < text.length) {
+    DURATION_PART.lastIndex = pos;
+    const m = DURATION_PART.exec(text);
+    if (!m) return null;
+    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    pos = DURATION_PART.lastIndex;
+  }
+  const ms = Math.round(total);
+  return Number.isSafeInteger(ms) ? ms : null;
+}
+
+/** Reads a duration argument; `min` is the smallest allowed value in ms. */
+export function readDuration(d: Dispenser, min: number): number {
+  const expected = 'a duration such as 500ms, 10s or 1m';
+  const t = d.arg(expected);
+  const ms = parseDuration(t.text);
+  if (ms === null) throw d.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+  if (ms < min)
+    throw d.error(t, ProxyfileErrorCode.INVALID_VALUE, `duration ${show(t)} is too short: at least ${min}ms`);
+  return ms;
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+};
+
+/** Parses a byte size: `1048576`, `512KB`, `10MB`, `1GB` (powers of 1000) or `10MiB`, `1GiB` (powers of 1024). */
+export function parseSize(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)([a-z]*)$/i.exec(text);
+  if (!m) return null;
+  const unit = SIZE_UNITS[(m[2] as string).toLowerCase()];
+  if (unit === undefined) return null;
+  const bytes = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : null;
+}
+
+/** Checks a header field name (RFC 9110 token characters). */
+export function checkHeaderName(d: Dispenser, t: Token, name: string): void {
+  if (!HEADER_NAME.test(name)) {
+    throw d.unexpected(t, "a header name (letters, digits and !#$%&'*+-.^_`|~)", ProxyfileErrorCode.INVALID_VALUE);
+  }
+}
+
+/** Whether `text` is an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
+export function isCidr(text: string): boolean {
+  const slash = text.indexOf('/');
+  if (slash === -1) return isIP(text) !== 0;
+  const ip = text.slice(0, slash);
+  const bits = text.slice(slash + 1);
+  const v = isIP(ip);
+  if (v === 0 || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (v === 4 ? 32 : 128);
+}
+
+/** Whether a string is a plausible email address (`local@domain`). */
+export function isEmail(text: string): boolean {
+  return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text);
+}
