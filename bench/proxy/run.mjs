@@ -25,6 +25,7 @@ const PROXY_CORE = process.env.PROXY_CORE ?? '1';
 const LOAD_CORE = process.env.LOAD_CORE ?? '0';
 const HOST = 'bench.local';
 const ONLY = process.env.ONLY?.split(',');
+const FILES = process.env.FILES?.split(',') ?? ['small', 'large'];
 
 for (const bin of ['wrk', 'nginx', 'caddy', 'taskset']) {
   try {
@@ -112,6 +113,17 @@ function peakRssMb(pid) {
       .split('\n')
       .find((l) => l.startsWith('VmHWM:'));
     return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return Number.NaN;
   }
@@ -291,7 +303,13 @@ http.createServer((req, res) => {
 }).listen(${floorPort}, '127.0.0.1');
 `,
 );
-const floor = start('node floor', 'taskset', ['-c', PROXY_CORE, process.execPath, floorFile]);
+const floor = start('node floor', 'taskset', [
+  '-c',
+  PROXY_CORE,
+  process.execPath,
+  ...(process.env.FLOOR_NODE_ARGS ? process.env.FLOOR_NODE_ARGS.split(' ') : []),
+  floorFile,
+]);
 await addTarget('node floor', floorPort, floor);
 
 const proxydPort = await freePort();
@@ -334,16 +352,19 @@ console.log(
   `wrk -t1 -c${CONNECTIONS} -d${DURATION}s, proxies on core ${PROXY_CORE}, wrk + upstream on core ${LOAD_CORE}, ${ROUNDS} rounds`,
 );
 for (let round = 1; round <= ROUNDS; round++) {
-  for (const file of ['small', 'large']) {
+  for (const file of FILES) {
     for (const t of chosen) {
       wrk(t.port, file, 1); // warm-up (JIT, keep-alive pools)
+      const cpuBefore = t.pid ? cpuSeconds(t.pid) : Number.NaN;
       const r = wrk(t.port, file, DURATION);
+      // CPU time per request: robust to other load on the machine, unlike req/s.
+      r.cpuUs = ((cpuSeconds(t.pid) - cpuBefore) * 1e6) / (r.rps * DURATION);
       const key = `${file}|${t.name}`;
       const list = results.get(key) ?? [];
       list.push(r);
       results.set(key, list);
       console.log(
-        `  round ${round} ${file.padEnd(5)} ${t.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`,
+        `  round ${round} ${file.padEnd(5)} ${t.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  cpu ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs.toFixed(1)} µs/req`,
       );
     }
   }
@@ -355,7 +376,7 @@ for (const [file, label] of [
   ['large', '100 KB body'],
 ]) {
   console.log(`\n${label}`);
-  console.log('target       req/s     p50 ms   p99 ms   peak RSS MB   ×Caddy   ×floor');
+  console.log('target       req/s     p50 ms   p99 ms   peak RSS MB   ×Caddy   ×floor   CPU µs/req');
   const summary = (name) => {
     const list = results.get(`${file}|${name}`);
     return list
@@ -371,7 +392,7 @@ for (const [file, label] of [
     const vsCaddy = caddyS ? (s.rps / caddyS.rps).toFixed(2) : '-';
     const vsFloor = floorS ? (s.rps / floorS.rps).toFixed(2) : '-';
     console.log(
-      `${t.name.padEnd(10)} ${s.rps.toFixed(0).padStart(7)}   ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}   ${rss.padStart(11)}   ${vsCaddy.padStart(6)}   ${vsFloor.padStart(6)}`,
+      `${t.name.padEnd(10)} ${s.rps.toFixed(0).padStart(7)}   ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}   ${rss.padStart(11)}   ${vsCaddy.padStart(6)}   ${vsFloor.padStart(6)}   ${Number.isNaN(s.cpuUs) ? '-' : s.cpuUs.toFixed(1)}`,
     );
   }
 }

@@ -300,7 +300,7 @@ export class ProxyServer {
       startedAt: Date.now(),
     };
     (res as ServerResponse & { [kRecord]?: PendingRecord })[kRecord] = pending;
-    res.once('close', emitRecord);
+    res.on('close', emitRecord);
   }
 }
 
@@ -311,15 +311,16 @@ export class ProxyServer {
 class CountingResponse<Request extends IncomingMessage = IncomingMessage> extends http.ServerResponse<Request> {
   bodyBytes = 0;
 
-  override write(chunk: unknown, ...rest: unknown[]): boolean {
-    this.bodyBytes += byteLength(chunk, rest[0]);
-    return (super.write as (...args: unknown[]) => boolean)(chunk, ...rest);
+  override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    this.bodyBytes += byteLength(chunk, encoding);
+    return (super.write as (c: unknown, e: unknown, cb: unknown) => boolean)(chunk, encoding, callback);
   }
 
-  override end(...args: unknown[]): this {
-    const chunk = args[0];
-    if (chunk !== undefined && typeof chunk !== 'function') this.bodyBytes += byteLength(chunk, args[1]);
-    return (super.end as (...a: unknown[]) => this)(...args);
+  override end(chunk?: unknown, encoding?: unknown, callback?: unknown): this {
+    if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
+      this.bodyBytes += byteLength(chunk, encoding);
+    }
+    return (super.end as (c: unknown, e: unknown, cb: unknown) => this)(chunk, encoding, callback);
   }
 }
 

@@ -15,6 +15,14 @@ export class ConnectTimeoutError extends Error {
   }
 }
 
+/** The error an upstream socket that stays silent too long fails with (mapped to 504). */
+export class IdleTimeoutError extends Error {
+  readonly code = 'PROXY_IDLE_TIMEOUT';
+  constructor(ms: number) {
+    super(`upstream idle for ${ms} ms`);
+  }
+}
+
 /** Options shared by every upstream agent. */
 export interface AgentPoolOptions {
   /** Connect timeout, ms (default 5000). */
@@ -71,7 +79,6 @@ export class AgentPool {
     const base = {
       keepAlive: true,
       maxFreeSockets: this.#options.maxFreeSockets ?? 256,
-      timeout: this.#options.idleTimeoutMs,
       scheduling: 'lifo' as const,
     };
     let agent: http.Agent;
@@ -103,6 +110,7 @@ export class AgentPool {
       agent = new http.Agent(base);
     }
     const ms = this.#options.connectTimeoutMs;
+    const idleMs = this.#options.idleTimeoutMs;
     const connectEvent = tls.enabled ? 'secureConnect' : 'connect';
     type CreateConnection = (options: object, callback?: (err: Error | null, socket: Duplex) => void) => Duplex;
     const withCreate = agent as unknown as { createConnection: CreateConnection };
@@ -113,6 +121,11 @@ export class AgentPool {
       const clear = () => clearTimeout(timer);
       socket.once(connectEvent, clear);
       socket.once('close', clear);
+      // One idle timer per socket, refreshed by its own traffic: no per-request
+      // setTimeout. It fires while waiting for a response (→ 504) or when a
+      // pooled socket sat idle (the agent drops it).
+      (socket as Duplex & { setTimeout(ms: number): void }).setTimeout(idleMs);
+      socket.on('timeout', () => socket.destroy(new IdleTimeoutError(idleMs)));
       return socket;
     };
     return agent;

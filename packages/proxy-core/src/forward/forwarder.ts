@@ -294,10 +294,6 @@ export class HttpForwarder implements Forwarder {
  */
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
-class IdleTimeoutError extends Error {
-  readonly code = 'PROXY_IDLE_TIMEOUT';
-}
-
 function transformFor(
   hooks: DataPlaneHooks,
   ctx: RequestContext,
@@ -335,21 +331,9 @@ function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exch
   (exchange.res as Emitter & ServerResponse)[kExchange] = exchange;
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);
-  proxyReq.on('timeout', onUpstreamTimeout);
   exchange.res.on('close', onClientClose);
-  const headers = req.headers;
-  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
-    // No body: end now (the common GET) instead of piping an empty stream.
-    proxyReq.end();
-    if (!req.complete) req.resume();
-  } else {
-    req.pipe(proxyReq);
-  }
+  req.pipe(proxyReq);
   return true;
-}
-
-function onUpstreamTimeout(this: Emitter & http.ClientRequest): void {
-  this.destroy(new IdleTimeoutError('upstream idle timeout'));
 }
 
 function onUpstreamError(this: Emitter & http.ClientRequest, err: NodeJS.ErrnoException): void {
@@ -386,8 +370,8 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   const status = proxyRes.statusCode ?? 502;
   const headers = stripHopByHop(proxyRes.headers);
   (proxyRes as Emitter & IncomingMessage)[kExchange] = exchange;
+  // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
-  proxyRes.on('aborted', onUpstreamBodyError);
   const cache = exchange.cache;
   if (cache !== null) {
     const lifetime = cacheLifetimeMs(status, headers, cache.ttlMs);

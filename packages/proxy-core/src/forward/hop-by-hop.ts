@@ -13,6 +13,8 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+const HOP_LIST = [...HOP_BY_HOP];
+
 /** Whether a lowercase header name is hop-by-hop. */
 export function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name);
@@ -30,6 +32,9 @@ export function stripHopByHop<T extends IncomingHttpHeaders>(headers: T): T {
       if (name.length > 0) delete headers[name];
     }
   }
-  for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
+  for (let i = 0; i < HOP_LIST.length; i++) {
+    const name = HOP_LIST[i] as string;
+    if (headers[name] !== undefined) delete headers[name];
+  }
   return headers;
 }
