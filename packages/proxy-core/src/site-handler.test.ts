@@ -558,3 +558,80 @@ describe('under_attack', () => {
     expect(up.seen).toEqual(['/page?q=1']);
   });
 });
+
+describe('WebSocket upgrades', () => {
+  /** An upstream that accepts every upgrade and records its URL. */
+  async function wsUpstream(): Promise<{ address: UpstreamAddress; seen: string[] }> {
+    const seen: string[] = [];
+    const server = http.createServer((_q, s) => s.end('plain'));
+    const sockets = new Set<Socket>();
+    server.on('upgrade', (req, socket: Socket) => {
+      seen.push(req.url ?? '');
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          for (const s of sockets) s.destroy();
+          server.close(() => r());
+          server.closeAllConnections();
+        }),
+    );
+    return { address: { host: '127.0.0.1', port: (server.address() as AddressInfo).port }, seen };
+  }
+
+  /** Sends an upgrade request; resolves the status (101 when upgraded). */
+  function upgrade(port: number, path: string, headers: http.OutgoingHttpHeaders = {}): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        path,
+        agent: false,
+        headers: { host: 'app.test', connection: 'Upgrade', upgrade: 'websocket', ...headers },
+      });
+      req.on('upgrade', (res, socket: Socket) => {
+        socket.destroy();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('checks basic_auth before forwarding, and strips a handle_path prefix', async () => {
+    const up = await wsUpstream();
+    const hash = bcrypt.hashSync('pw', 4);
+    const port = await serve(
+      newSite((s) => {
+        s.basic_auth = { realm: 'ws', users: [{ user: 'u', hash }] };
+        s.handles = [block('handle_path', '/ws/*', (b) => (b.handler = defaultReverseProxy([up.address])))];
+      }),
+    );
+    expect(await upgrade(port, '/ws/chat')).toBe(401);
+    expect(await upgrade(port, '/ws/chat', { authorization: basic('u', 'bad') })).toBe(401);
+    expect(up.seen).toEqual([]);
+    expect(await upgrade(port, '/ws/chat?room=1', { authorization: basic('u', 'pw') })).toBe(101);
+    expect(up.seen).toEqual(['/chat?room=1']);
+    expect(await upgrade(port, '/other', { authorization: basic('u', 'pw') })).toBe(403);
+  });
+
+  it('refuses an upgrade without the under_attack clearance', async () => {
+    const up = await wsUpstream();
+    const port = await serve(
+      newSite((s) => {
+        s.handler = defaultReverseProxy([up.address]);
+        s.under_attack = { enabled: true, difficulty: 8 };
+      }),
+    );
+    expect(await upgrade(port, '/socket')).toBe(403);
+    expect(up.seen).toEqual([]);
+  });
+});
