@@ -12,7 +12,7 @@ export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
 export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
 export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
 export { routesFromConfig } from './routes.js';
-export { compileSite, type SiteDeps } from './site-handler.js';
+export { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
 export {
   type AdminRouteView,
   type ApiRouteRecord,

@@ -16,7 +16,7 @@ import {
   type UpstreamAddress,
 } from './model/index.js';
 import { ProxyServer } from './proxy-server.js';
-import { compileSite, type SiteDeps } from './site-handler.js';
+import { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -323,7 +323,7 @@ describe('rate_limit', () => {
     }));
     const server = new ProxyServer({
       routes,
-      compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), now: () => clock.t, forwarder }),
+      compileSite: createSiteCompiler({ secret: randomBytes(32), now: () => clock.t }),
     });
     const { port } = await server.listen(0, '127.0.0.1');
     cleanups.push(() => server.close());

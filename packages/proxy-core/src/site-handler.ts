@@ -27,6 +27,16 @@ export interface SiteDeps {
 
 const TEXT = 'text/plain; charset=utf-8';
 
+/**
+ * `compileSite` in the shape `ProxyServer`'s `compileSite` option takes:
+ * `new ProxyServer({ compileSite: createSiteCompiler({ secret }) })`.
+ */
+export function createSiteCompiler(
+  deps: Omit<SiteDeps, 'forwarder'>,
+): (site: Site, forwarder: Forwarder) => CompiledSite {
+  return (site, forwarder) => compileSite(site, { ...deps, forwarder });
+}
+
 /** Precomputed answer: the same headers object is handed to every `writeHead` (Node only reads it). */
 interface Canned {
   readonly status: number;
