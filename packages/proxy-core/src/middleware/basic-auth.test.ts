@@ -78,6 +78,17 @@ describe('BasicAuthenticator', () => {
     expect(v.calls).toHaveLength(4);
   });
 
+  it('shares one bcrypt among parallel requests with the same header', async () => {
+    const v = counting();
+    const auth = new BasicAuthenticator({ realm: 'r', users: [{ user: 'alice', hash: alice }] }, { verify: v.verify });
+    const verdicts = await Promise.all(Array.from({ length: 20 }, () => auth.check(basic('alice', 'wonderland'))));
+    expect(verdicts.every((x) => x === true)).toBe(true);
+    expect(v.calls).toHaveLength(1);
+    const wrong = await Promise.all(Array.from({ length: 5 }, () => auth.check(basic('alice', 'x'))));
+    expect(wrong).toEqual([false, false, false, false, false]);
+    expect(v.calls).toHaveLength(2);
+  });
+
   it('bounds the cache of verifications', async () => {
     const hashes = Array.from({ length: 5 }, (_, i) => ({ user: `u${i}`, hash: bcrypt.hashSync(`p${i}`, 4) }));
     const auth = new BasicAuthenticator({ realm: 'r', users: hashes }, { cacheSize: 3 });

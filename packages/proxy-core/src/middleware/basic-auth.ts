@@ -39,8 +39,9 @@ interface User {
  * A successful verification is remembered, keyed by the SHA-256 of the
  * whole `Authorization` value (the credentials themselves are not kept),
  * for `cacheTtlMs`, at most `cacheSize` entries (oldest dropped first), so a
- * correct password costs one bcrypt per TTL, not one per request. Failures
- * are not remembered.
+ * correct password costs one bcrypt per TTL, not one per request; parallel
+ * requests with the same header while it is being verified share that one
+ * bcrypt (a page and its assets on first load). Failures are not remembered.
  */
 export class BasicAuthenticator {
   /** The `WWW-Authenticate` value: `Basic realm="…"` with `"` and `\` escaped. */
@@ -52,6 +53,8 @@ export class BasicAuthenticator {
   readonly #size: number;
   /** Authorization digest (base64) → expiry, ms. Insertion order = age. */
   readonly #cache = new Map<string, number>();
+  /** Verifications in flight by Authorization digest: parallel requests share one bcrypt. */
+  readonly #pending = new Map<string, Promise<boolean>>();
 
   constructor(config: BasicAuth, options: BasicAuthOptions = {}) {
     this.challenge = `Basic realm="${config.realm.replace(/["\\]/g, '\\$&')}"`;
@@ -76,6 +79,8 @@ export class BasicAuthenticator {
       if (expires > this.#now()) return AUTH_OK;
       this.#cache.delete(key);
     }
+    const pending = this.#pending.get(key);
+    if (pending !== undefined) return pending;
     const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) return AUTH_DENIED;
@@ -86,14 +91,20 @@ export class BasicAuthenticator {
       if (timingSafeEqual(user.nameDigest, nameDigest) && found === undefined) found = user;
     }
     const hash = (found ?? (this.#users[0] as User)).hash;
-    return this.#verify(password, hash).then(
+    const verdict = this.#verify(password, hash).then(
       (ok) => {
+        this.#pending.delete(key);
         if (!ok || found === undefined) return false;
         this.#remember(key);
         return true;
       },
-      () => false,
+      () => {
+        this.#pending.delete(key);
+        return false;
+      },
     );
+    this.#pending.set(key, verdict);
+    return verdict;
   }
 
   #remember(key: string): void {
