@@ -55,6 +55,7 @@ describe('under_attack tokens and cookies', () => {
     expect(guard.cleared(cookie, ctx({ clientIp: '192.0.2.9' }))).toBe(false);
     expect(guard.cleared(cookie, ctx({ domain: 'b.test' }))).toBe(false);
     expect(guard.cleared(`x${cookie}`, ctx())).toBe(false);
+    expect(guard.cleared(`x${cookie};${cookie}`, ctx())).toBe(true);
     expect(
       guard.cleared(
         cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),

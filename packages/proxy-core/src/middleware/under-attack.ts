@@ -11,6 +11,7 @@ export const CLEARANCE_COOKIE = '__proxyd_clearance';
 /** Status of the challenge page (as Cloudflare's: the content is not served yet). */
 export const CHALLENGE_STATUS = 503;
 
+const COOKIE_PREFIX = `${CLEARANCE_COOKIE}=`;
 const TEXT = 'text/plain; charset=utf-8';
 const MAX_BODY = 1024;
 
@@ -85,9 +86,12 @@ export class UnderAttackGuard {
   /** Whether the `Cookie` header holds a valid clearance for this client and domain. */
   cleared(cookieHeader: string | undefined, ctx: RequestContext): boolean {
     if (cookieHeader === undefined) return false;
-    const at = cookieHeader.indexOf(`${CLEARANCE_COOKIE}=`);
-    if (at < 0 || (at > 0 && cookieHeader[at - 1] !== ' ' && cookieHeader[at - 1] !== ';')) return false;
-    const start = at + CLEARANCE_COOKIE.length + 1;
+    let at = cookieHeader.indexOf(COOKIE_PREFIX);
+    while (at > 0 && cookieHeader[at - 1] !== ' ' && cookieHeader[at - 1] !== ';') {
+      at = cookieHeader.indexOf(COOKIE_PREFIX, at + 1);
+    }
+    if (at < 0) return false;
+    const start = at + COOKIE_PREFIX.length;
     const semi = cookieHeader.indexOf(';', start);
     const value = cookieHeader.slice(start, semi < 0 ? undefined : semi).trim();
     const dot = value.indexOf('.');
