@@ -7,6 +7,12 @@ interface Item {
   token: Token | null;
 }
 
+/** Options of {@link format}. */
+export interface FormatOptions {
+  /** Name shown in an error position (default `Proxyfile`). */
+  filename?: string;
+}
+
 /**
  * Formats Proxyfile text canonically (like `caddy fmt`): one tab of indent
  * per open block, tokens separated by one space, comments kept, at most one
@@ -15,8 +21,8 @@ interface Item {
  * and stay on their lines, so the formatted file means the same thing.
  * Idempotent. Throws `ProxyfileError` only for an unterminated quote.
  */
-export function format(text: string): string {
-  const { tokens, comments } = tokenize(text, 'Proxyfile');
+export function format(text: string, options: FormatOptions = {}): string {
+  const { tokens, comments } = tokenize(text, options.filename ?? 'Proxyfile');
   const items = merge(tokens, comments);
   const out: string[] = [];
   let depth = 0;

@@ -1,6 +1,6 @@
 export { DIRECTIVES } from './directives/index.js';
 export { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
-export { format, isFormatted } from './format.js';
+export { type FormatOptions, format, isFormatted } from './format.js';
 export { GLOBAL_OPTION_NAMES } from './global-options.js';
 export { type ParseOptions, parse } from './parse.js';
 export { type ConfigSummary, summarize } from './summary.js';

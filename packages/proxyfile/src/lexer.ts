@@ -83,7 +83,7 @@ export function tokenize(text: string, file: string, seg = 0, via: readonly stri
     if (c === HASH) {
       while (i < n && text.charCodeAt(i) !== LF) i++;
       col += i - start;
-      comments.push({ text: text.slice(start, i).replace(/\r$/, ''), line: startLine, column: startCol });
+      comments.push({ text: text.slice(start, i).replace(/\s+$/, ''), line: startLine, column: startCol });
       continue;
     }
     if (c === QUOTE || c === BACKTICK) {
