@@ -1,6 +1,8 @@
 import { Command } from 'commander';
+import { registerFmt } from './commands/fmt.js';
 import { registerOpenapi } from './commands/openapi.js';
 import { registerReload } from './commands/reload.js';
+import { registerValidate } from './commands/validate.js';
 
 /** Options of `proxyd run`. */
 export interface RunOptions {
@@ -60,6 +62,8 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
 
   registerReload(program);
   registerOpenapi(program);
+  registerValidate(program);
+  registerFmt(program);
 
   return program;
 }
