@@ -39,6 +39,13 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
       );
     }
     if (directive.scope === 'site' && state.scope === 'handle') {
+      if (directive.name === 'handle' || directive.name === 'handle_path') {
+        throw d.error(
+          name,
+          ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+          `"${directive.name}" blocks do not nest: write each path pattern as its own block in the site`,
+        );
+      }
       throw d.error(
         name,
         ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,

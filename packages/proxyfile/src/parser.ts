@@ -62,7 +62,6 @@ const GLOB_CHARS = /[*?[]/;
 interface Frame {
   tokens: Token[];
   pos: number;
-  end: Position;
 }
 
 function unexpected(t: Token, expected: string, code: ProxyfileErrorCode = ProxyfileErrorCode.UNEXPECTED_TOKEN) {
@@ -115,7 +114,7 @@ class Parser {
     this.#options = options;
     this.#mainEnd = main.end;
     this.#total = main.tokens.length;
-    this.#frames.push({ tokens: replaceEnv(main.tokens, options.env), pos: 0, end: main.end });
+    this.#frames.push({ tokens: replaceEnv(main.tokens, options.env), pos: 0 });
   }
 
   parse(): Document {
@@ -301,7 +300,7 @@ class Parser {
       const via = [...chain, target];
       const seg = this.#seg++;
       const copies = snippet.tokens.map((t) => ({ ...t, seg, via }));
-      this.#push(arg, copies, this.#mainEnd);
+      this.#push(arg, copies);
       return;
     }
     const base = isAbsolute(arg.text) ? arg.text : join(dirname(arg.file), arg.text);
@@ -351,7 +350,7 @@ class Parser {
         );
       }
       const lexed = tokenize(text, path, this.#seg++, [...chain, path]);
-      this.#push(arg, replaceEnv(lexed.tokens, this.#options.env), lexed.end);
+      this.#push(arg, replaceEnv(lexed.tokens, this.#options.env));
     }
   }
 
@@ -365,7 +364,7 @@ class Parser {
     }
   }
 
-  #push(arg: Token, tokens: Token[], end: Position): void {
+  #push(arg: Token, tokens: Token[]): void {
     this.#total += tokens.length;
     if (this.#total > MAX_TOKENS) {
       throw new ProxyfileError(
@@ -374,7 +373,7 @@ class Parser {
         `import ${show(arg)}: the configuration expands to more than ${MAX_TOKENS} tokens`,
       );
     }
-    if (tokens.length > 0) this.#frames.push({ tokens, pos: 0, end });
+    if (tokens.length > 0) this.#frames.push({ tokens, pos: 0 });
   }
 }
 
