@@ -1,0 +1,111 @@
+import type { RequestRecord } from '@proxyd/proxy-core';
+import { DomainCollector, type VitalName } from './domain-collector.js';
+import { hashString } from './hash.js';
+import type { AnalyticsSnapshot } from './snapshot.js';
+
+/** Domains tracked at most; requests for further domains are not counted. */
+export const DEFAULT_MAX_DOMAINS = 1000;
+/** The aggregation cycle (spec §8), ms. */
+export const DEFAULT_CYCLE_MS = 60_000;
+/** The reserved path prefix of the analytics script and beacon (never counted). */
+export const RESERVED_PREFIX = '/_proxyd/';
+
+/** Looks up the country (ISO 3166-1 alpha-2) of a client IP; null when unknown. */
+export type CountryLookup = (ip: string, ipHash: number) => string | null;
+
+/** Options of {@link AnalyticsCollector}. */
+export interface CollectorOptions {
+  /** Clock, ms since the epoch (default `Date.now`; tests inject one). */
+  now?: () => number;
+  /** Domains tracked at most (default {@link DEFAULT_MAX_DOMAINS}). */
+  maxDomains?: number;
+  /** Country lookup (default: none, `countries` stays empty). */
+  country?: CountryLookup;
+}
+
+/**
+ * Every domain's collectors, keyed by lowercase host. What counts as a
+ * request: every request the data plane routed (`record.domain !== null`),
+ * any method and status, bots included, except the analytics script and
+ * beacon (`/_proxyd/*`). Unrouted requests are not counted, so arbitrary Host
+ * headers cannot create domains. Past `maxDomains` tracked domains, requests
+ * and beacons for new domains are dropped (counted in `droppedRequests`);
+ * tracked domains keep counting.
+ */
+export class AnalyticsCollector {
+  readonly #domains = new Map<string, DomainCollector>();
+  readonly #now: () => number;
+  readonly #maxDomains: number;
+  readonly #country: CountryLookup | undefined;
+  #dropped = 0;
+
+  constructor(options: CollectorOptions = {}) {
+    this.#now = options.now ?? Date.now;
+    this.#maxDomains = options.maxDomains ?? DEFAULT_MAX_DOMAINS;
+    this.#country = options.country;
+  }
+
+  /** Requests not counted because the domain cap was reached. */
+  get droppedRequests(): number {
+    return this.#dropped;
+  }
+
+  /** Number of tracked domains. */
+  get size(): number {
+    return this.#domains.size;
+  }
+
+  #collector(host: string): DomainCollector | undefined {
+    let collector = this.#domains.get(host);
+    if (collector === undefined) {
+      if (this.#domains.size >= this.#maxDomains || host.length === 0) return undefined;
+      collector = new DomainCollector(host);
+      this.#domains.set(host, collector);
+    }
+    return collector;
+  }
+
+  /** Counts one finished request (the data plane's `onRequest` hook). O(1). */
+  record(record: RequestRecord): void {
+    if (record.domain === null || record.path.startsWith(RESERVED_PREFIX)) return;
+    const collector = this.#collector(record.host);
+    if (collector === undefined) {
+      this.#dropped++;
+      return;
+    }
+    const ipHash = hashString(record.clientIp);
+    collector.count(
+      {
+        host: record.host,
+        path: record.path,
+        status: record.status,
+        bytesSent: record.bytesSent,
+        referer: record.referer,
+        ipHash,
+        country: this.#country === undefined ? null : this.#country(record.clientIp, ipHash),
+      },
+      this.#now(),
+    );
+  }
+
+  /** Buffers one validated Web Vitals observation for `host`. */
+  observe(host: string, metric: VitalName, value: number): void {
+    this.#collector(host)?.observe(metric, value);
+  }
+
+  /** Merges every domain's pending Web Vitals (the aggregation cycle). */
+  flush(): void {
+    for (const collector of this.#domains.values()) collector.flush();
+  }
+
+  /** Snapshots of every domain with traffic, sorted by domain (never flushes). */
+  list(): AnalyticsSnapshot[] {
+    const now = this.#now();
+    return [...this.#domains.keys()].sort().map((d) => (this.#domains.get(d) as DomainCollector).snapshot(now));
+  }
+
+  /** The snapshot of one domain (lowercased), or undefined (never flushes). */
+  get(domain: string): AnalyticsSnapshot | undefined {
+    return this.#domains.get(domain.toLowerCase())?.snapshot(this.#now());
+  }
+}

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { SpaceSaving } from './space-saving.js';
+
+describe('SpaceSaving', () => {
+  it('keeps exact counts while keys fit, sorted by count then key', () => {
+    const s = new SpaceSaving(32);
+    for (let i = 1; i <= 12; i++) for (let j = 0; j < i; j++) s.add(`/p${i}`);
+    s.add('/a');
+    s.add('/b');
+    const top = s.top(10);
+    expect(top).toHaveLength(10);
+    expect(top[0]).toEqual({ key: '/p12', count: 12 });
+    expect(top.map((t) => t.count)).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3]);
+  });
+
+  it('finds the heavy hitters (over total/capacity) in a long tail of 100,000 distinct keys', () => {
+    const s = new SpaceSaving(32);
+    const heavy = Array.from({ length: 10 }, (_, i) => `/heavy/${i}`);
+    // Each heavy key gets ~8,300 of ~188,000 requests (> 188,000 / 32 ≈ 5,900).
+    for (let i = 0; i < 100_000; i++) {
+      s.add(`/tail/${i}`);
+      if (i % 2 === 0) s.add(heavy[(i / 2) % 10] as string);
+      if (i % 3 === 0) s.add(heavy[(i / 3) % 10] as string);
+      if (i % 20 === 0) s.add(heavy[0] as string);
+    }
+    const top = s.top(10).map((t) => t.key);
+    expect(new Set(top)).toEqual(new Set(heavy));
+    expect(s.top(1)[0]?.key).toBe('/heavy/0');
+    expect(s.top(100)).toHaveLength(32);
+  });
+});

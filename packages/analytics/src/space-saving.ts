@@ -1,0 +1,65 @@
+/** One item of a top list: a key and its guaranteed (lower-bound) count. */
+export interface TopItem {
+  key: string;
+  count: number;
+}
+
+/**
+ * Space-saving heavy hitters (Metwally et al. 2005) with a fixed capacity:
+ * a key already tracked is incremented; a new key takes a free slot or
+ * replaces the key with the smallest count and inherits that count + 1.
+ * Each slot keeps the inherited count as its error, so `count - error` is a
+ * guaranteed lower bound (exact for a key never evicted); `top` ranks and
+ * reports that lower bound, so a long tail of one-off keys (whose inherited
+ * counts are all error) never outranks a real heavy hitter. Any key whose true
+ * count exceeds total / capacity is guaranteed to be tracked. Update is O(1)
+ * for a tracked key and O(capacity) for an eviction (capacity is fixed).
+ */
+export class SpaceSaving {
+  readonly #capacity: number;
+  readonly #index = new Map<string, number>();
+  readonly #keys: string[] = [];
+  readonly #counts: Float64Array;
+  readonly #errors: Float64Array;
+
+  /** @param capacity the number of keys tracked */
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+    this.#counts = new Float64Array(capacity);
+    this.#errors = new Float64Array(capacity);
+  }
+
+  /** Counts one occurrence of `key`. */
+  add(key: string): void {
+    const slot = this.#index.get(key);
+    if (slot !== undefined) {
+      this.#counts[slot] = (this.#counts[slot] as number) + 1;
+      return;
+    }
+    if (this.#keys.length < this.#capacity) {
+      this.#index.set(key, this.#keys.length);
+      this.#counts[this.#keys.length] = 1;
+      this.#keys.push(key);
+      return;
+    }
+    const counts = this.#counts;
+    let min = 0;
+    for (let i = 1; i < this.#capacity; i++) if ((counts[i] as number) < (counts[min] as number)) min = i;
+    this.#index.delete(this.#keys[min] as string);
+    this.#keys[min] = key;
+    this.#index.set(key, min);
+    this.#errors[min] = counts[min] as number;
+    counts[min] = (counts[min] as number) + 1;
+  }
+
+  /** The `n` keys with the highest counts, highest first (ties by key). */
+  top(n: number): TopItem[] {
+    const items: TopItem[] = [];
+    for (let i = 0; i < this.#keys.length; i++) {
+      const count = (this.#counts[i] as number) - (this.#errors[i] as number);
+      items.push({ key: this.#keys[i] as string, count });
+    }
+    items.sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return items.slice(0, n);
+  }
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { PENDING_LIMIT, VitalDigest } from './vital-digest.js';
+
+function lognormal(rand: () => number, median: number, sigma: number): number {
+  const u1 = rand() || 1e-12;
+  const u2 = rand();
+  const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+  return median * Math.exp(sigma * z);
+}
+
+function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1_664_525) + 1_013_904_223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function exact(sorted: number[], q: number): number {
+  const pos = q * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (pos - lo);
+}
+
+describe('VitalDigest', () => {
+  const cases = [
+    { name: 'LCP (ms, log-normal, median 2000)', median: 2000, sigma: 0.6 },
+    { name: 'CLS (score, log-normal, median 0.05)', median: 0.05, sigma: 1.0 },
+    { name: 'INP (ms, log-normal, median 150)', median: 150, sigma: 0.8 },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: p50/p75/p95/p99 within 5 % of exact over 100,000 samples`, () => {
+      const rand = seeded(7);
+      const d = new VitalDigest();
+      const values: number[] = [];
+      for (let i = 0; i < 100_000; i++) {
+        const v = lognormal(rand, c.median, c.sigma);
+        values.push(v);
+        d.observe(v);
+      }
+      d.flush();
+      values.sort((a, b) => a - b);
+      const p = d.percentiles();
+      for (const [key, q] of [
+        ['p50', 0.5],
+        ['p75', 0.75],
+        ['p95', 0.95],
+        ['p99', 0.99],
+      ] as const) {
+        const want = exact(values, q);
+        expect(Math.abs(p[key] - want) / want, `${key}: ${p[key]} vs ${want}`).toBeLessThan(0.05);
+      }
+    });
+  }
+
+  it('percentiles are 0.0 until flushed; reads never flush; the buffer flushes at 100', () => {
+    const d = new VitalDigest();
+    expect(d.percentiles()).toEqual({ p50: 0, p75: 0, p95: 0, p99: 0 });
+    for (let i = 1; i < PENDING_LIMIT; i++) d.observe(1000);
+    expect(d.percentiles().p50).toBe(0);
+    expect(d.pending).toBe(99);
+    expect(d.percentiles().p50).toBe(0);
+    d.observe(1000);
+    expect(d.pending).toBe(0);
+    expect(d.flushed).toBe(100);
+    expect(d.percentiles().p50).toBeCloseTo(1000);
+    // Lag: 50 new observations stay invisible until the cycle flushes them.
+    for (let i = 0; i < 50; i++) d.observe(5000);
+    expect(d.percentiles().p99).toBeCloseTo(1000);
+    d.flush();
+    expect(d.percentiles().p99).toBeGreaterThan(4000);
+  });
+});
