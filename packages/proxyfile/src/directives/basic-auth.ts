@@ -70,7 +70,7 @@ export const basicAuth: Directive = {
         throw sub.error(
           user,
           ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-          `user ${show(user)} is already listed at ${first.line}:${first.column}`,
+          `user ${show(user)} is already listed at ${first.file}:${first.line}:${first.column}`,
         );
       }
       users.set(user.text, user);

@@ -38,7 +38,7 @@ export const fileServer: Directive = {
       if (state.root !== null) {
         throw sub.unexpected(
           sub.name,
-          `one root per block (root is already set at ${state.root.at.line}:${state.root.at.column})`,
+          `one root per block (root is already set at ${state.root.at.file}:${state.root.at.line}:${state.root.at.column})`,
         );
       }
       state.root = { dir: t.text, at: sub.name };

@@ -21,8 +21,8 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
       where,
       ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
       path === null
-        ? `a fallback handle block (without a pattern) already exists at ${first.line}:${first.column}`
-        : `a handle block for ${JSON.stringify(path)} already exists at ${first.line}:${first.column}`,
+        ? `a fallback handle block (without a pattern) already exists at ${first.file}:${first.line}:${first.column}`
+        : `a handle block for ${JSON.stringify(path)} already exists at ${first.file}:${first.line}:${first.column}`,
     );
   }
   state.handlePatterns.set(key, where);

@@ -3,10 +3,21 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import type { Token } from '../lexer.js';
+import { nearest } from '../suggest.js';
 import { parseUpstream, readDuration } from '../values.js';
 import type { Directive } from './directive.js';
 import { readHeaderOp } from './header.js';
 
+const OPTIONS = [
+  'to',
+  'lb_policy',
+  'health_uri',
+  'health_interval',
+  'health_timeout',
+  'fail_duration',
+  'header_up',
+  'transport',
+];
 const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random', 'ip_hash', 'first'];
 
 /**
@@ -64,7 +75,7 @@ export const reverseProxy: Directive = {
           throw sub.error(
             sub.name,
             ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-            `"${name}" is already set at ${first.line}:${first.column}`,
+            `"${name}" is already set at ${first.file}:${first.line}:${first.column}`,
           );
         }
         once.set(name, sub.name);
@@ -155,12 +166,14 @@ export const reverseProxy: Directive = {
           }
           break;
         }
-        default:
+        default: {
+          const near = nearest(name, OPTIONS);
           throw sub.unexpected(
             sub.name,
-            'a reverse_proxy option (to, lb_policy, health_uri, health_interval, health_timeout, fail_duration, header_up, transport)',
+            `a reverse_proxy option${near ? ` (did you mean "${near}"?)` : ''}: ${OPTIONS.join(', ')}`,
             ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
           );
+        }
       }
     }
     if (upstreams.length === 0) {
