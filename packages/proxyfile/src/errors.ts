@@ -37,7 +37,7 @@ export const ProxyfileErrorCode = {
   IMPORT_CYCLE: 'PROXYFILE_IMPORT_CYCLE',
   /** A snippet `(name)` defined twice. */
   DUPLICATE_SNIPPET: 'PROXYFILE_DUPLICATE_SNIPPET',
-  /** Imports that expand past the size limit (1,000,000 tokens). */
+  /** Imports that expand past 1,000,000 tokens, or blocks nested more than 100 deep. */
   TOO_LARGE: 'PROXYFILE_TOO_LARGE',
 } as const;
 export type ProxyfileErrorCode = (typeof ProxyfileErrorCode)[keyof typeof ProxyfileErrorCode];

@@ -185,5 +185,10 @@ export function positionAfter(t: Token): Position {
 
 /** How a token is quoted in messages: `"text"`. */
 export function show(t: Token): string {
-  return JSON.stringify(t.text.length > 60 ? `${t.text.slice(0, 57)}...` : t.text);
+  return quoteText(t.text);
+}
+
+/** Quotes text for a message, cut to 60 characters. */
+export function quoteText(text: string): string {
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
 }

@@ -43,4 +43,19 @@ describe('parse', () => {
     );
     expect(summarize(config)).toEqual({ sites: 2, upstreams: 3 });
   });
+
+  it('pathological input (deep nesting, huge tokens, brace floods) fails with ProxyfileError, quickly', () => {
+    const inputs = [
+      `a.test {\n${'x {\n'.repeat(100_000)}${'}\n'.repeat(100_001)}`,
+      `${'a'.repeat(5_000_000)} {\n}\n`,
+      '{\n'.repeat(100_000),
+      '}\n'.repeat(100_000),
+      `a.test {\n\trespond "${'x'.repeat(1_000_000)}`,
+    ];
+    for (const text of inputs) {
+      const started = performance.now();
+      expect(() => parse(text, { env: {} })).toThrow(ProxyfileError);
+      expect(performance.now() - started).toBeLessThan(2000);
+    }
+  });
 });

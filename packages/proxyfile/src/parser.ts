@@ -54,6 +54,8 @@ export interface SourceOptions {
 
 /** Upper bound on tokens after every import is expanded. */
 const MAX_TOKENS = 1_000_000;
+/** Upper bound on block nesting (a real Proxyfile nests 3 or 4 deep). */
+const MAX_DEPTH = 100;
 const ENV_PLACEHOLDER = /\{\$([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g;
 const SNIPPET_NAME = /^\((.+)\)$/;
 const SITE_LIKE = /^(?:https?:\/\/)?[\w*-]+(?:\.[\w-]+)+(?::\d+)?,?$/;
@@ -172,7 +174,14 @@ class Parser {
     return { keys, block: this.#block(open) };
   }
 
-  #block(open: Token): Block {
+  #block(open: Token, depth = 1): Block {
+    if (depth > MAX_DEPTH) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.TOO_LARGE,
+        positionOf(open),
+        `blocks nest more than ${MAX_DEPTH} levels deep here: is a "}" missing?`,
+      );
+    }
     const lines: Line[] = [];
     for (;;) {
       const line = this.#nextLine();
@@ -203,7 +212,7 @@ class Parser {
       if (isOpen(last)) {
         if (line.length === 1) throw unexpected(last, 'a directive name before "{"');
         if (this.#suspect === null && SITE_LIKE.test(head.text)) this.#suspect = head;
-        lines.push({ tokens: line.slice(0, -1) as [Token, ...Token[]], block: this.#block(last) });
+        lines.push({ tokens: line.slice(0, -1) as [Token, ...Token[]], block: this.#block(last, depth + 1) });
       } else {
         lines.push({ tokens: line as [Token, ...Token[]], block: null });
       }

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { SiteAddress, UpstreamAddress } from '@proxyd/proxy-core/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
-import { show, type Token } from './lexer.js';
+import { quoteText, show, type Token } from './lexer.js';
 
 const DOMAIN_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -56,7 +56,7 @@ function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   const schemeMatch = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(rest);
   if (schemeMatch) {
     const s = (schemeMatch[1] as string).toLowerCase();
-    if (s !== 'http' && s !== 'https') throw bad(`unsupported scheme "${s}" (use http:// or https://)`);
+    if (s !== 'http' && s !== 'https') throw bad(`unsupported scheme ${quoteText(s)} (use http:// or https://)`);
     scheme = s;
     rest = rest.slice(schemeMatch[0].length);
   }
@@ -70,10 +70,10 @@ function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   let host = (m[1] as string).toLowerCase();
   if (host.startsWith('[')) {
     host = host.slice(1, -1);
-    if (isIP(host) !== 6) throw bad(`"${host}" is not an IPv6 address`);
+    if (isIP(host) !== 6) throw bad(`${quoteText(host)} is not an IPv6 address`);
   } else if (!isValidHost(host, true)) {
     throw bad(
-      `"${host}" is not a valid domain (labels of letters, digits, "-" or "_", at most 63 characters each; "*." only as the first label)`,
+      `${quoteText(host)} is not a valid domain (labels of letters, digits, "-" or "_", at most 63 characters each; "*." only as the first label)`,
     );
   }
   let port: number | null = null;

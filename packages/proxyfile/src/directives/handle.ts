@@ -1,7 +1,7 @@
 import type { HandleBlock } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
-import type { Token } from '../lexer.js';
+import { quoteText, type Token } from '../lexer.js';
 import type { BlockState, Directive } from './directive.js';
 import { checkPathPattern } from './redir.js';
 
@@ -22,7 +22,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
       ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
       path === null
         ? `a fallback handle block (without a pattern) already exists at ${first.file}:${first.line}:${first.column}`
-        : `a handle block for ${JSON.stringify(path)} already exists at ${first.file}:${first.line}:${first.column}`,
+        : `a handle block for ${quoteText(path)} already exists at ${first.file}:${first.line}:${first.column}`,
     );
   }
   state.handlePatterns.set(key, where);

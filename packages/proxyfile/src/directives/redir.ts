@@ -1,7 +1,7 @@
 import type { Redirect } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
-import { show, type Token } from '../lexer.js';
+import { quoteText, show, type Token } from '../lexer.js';
 import type { Directive } from './directive.js';
 
 const STATUSES: Record<string, Redirect['status']> = {
@@ -82,7 +82,7 @@ export const redir: Directive = {
         throw d.error(
           to,
           ProxyfileErrorCode.INVALID_VALUE,
-          `unknown placeholder ${JSON.stringify(m[0])} in redirect target: the supported placeholder is ${REMAINDER}`,
+          `unknown placeholder ${quoteText(m[0])} in redirect target: the supported placeholder is ${REMAINDER}`,
         );
       }
     }

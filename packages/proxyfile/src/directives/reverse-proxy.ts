@@ -2,7 +2,7 @@ import { defaultReverseProxy, type HeaderOp, type LbPolicy, type UpstreamAddress
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
-import type { Token } from '../lexer.js';
+import { quoteText, type Token } from '../lexer.js';
 import { nearest } from '../suggest.js';
 import { parseUpstream, readDuration } from '../values.js';
 import type { Directive } from './directive.js';
@@ -55,7 +55,7 @@ export const reverseProxy: Directive = {
           throw sub.error(
             t,
             ProxyfileErrorCode.INVALID_UPSTREAM,
-            `upstream ${JSON.stringify(t.text)} mixes http:// and https:// upstreams in one pool (the first was ${JSON.stringify(scheme.at.text)})`,
+            `upstream ${quoteText(t.text)} mixes http:// and https:// upstreams in one pool (the first was ${quoteText(scheme.at.text)})`,
           );
         }
         scheme ??= { tls: u.tls, at: t };
