@@ -103,6 +103,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const analytics = await createAnalyticsWiring(config);
   const hooks = composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined);
   const dataPlane = await startDataPlane(config, store.routes, hooks);
+  metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
   const unsubscribe = store.subscribe((routes, version) => {
     dataPlane.setRoutes(routes, version);
     metrics?.setRouteCounts(store.countByOrigin());

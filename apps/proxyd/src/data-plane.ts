@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import {
   type CacheRegistry,
   type CompiledSite,
   type Config,
+  compileSite,
   type DataPlaneHooks,
   type Forwarder,
   loadManualCertificates,
@@ -21,6 +23,8 @@ export interface DataPlane {
   cache: Pick<CacheRegistry, 'enabled' | 'purge'>;
   /** The certificates the HTTPS listener serves by SNI (manual `tls` files; ACME adds to it). */
   certificates: MemoryCertificateStore;
+  /** Pool members and whether each is in rotation (for `proxyd_upstream_healthy`). */
+  upstreamHealth(): Iterable<{ upstream: string; healthy: boolean }>;
   /** Publishes a new route set; requests in flight finish on the old table. */
   setRoutes(routes: readonly RouteSpec[], version: number): void;
   close(): Promise<void>;
@@ -28,8 +32,10 @@ export interface DataPlane {
 
 /** Extra knobs of {@link startDataPlane}. */
 export interface DataPlaneOptions {
-  /** The site middleware's compiler; default: proxy-core's fallback (terminal handler only). */
+  /** Builds each Site's handler; default proxy-core's `compileSite` (every directive). */
   compileSite?: (site: Site, forwarder: Forwarder) => CompiledSite;
+  /** HMAC key of `under_attack` clearance cookies; default 32 random bytes per process. */
+  secret?: Buffer;
   /** Address the listeners bind (default 0.0.0.0). */
   bindHost?: string;
   /** Reports certificate files that could not be loaded. */
@@ -61,12 +67,13 @@ export async function startDataPlane(
   };
   loadCerts(routes);
   const https = servesHttps(config);
+  const secret = options.secret ?? randomBytes(32);
   const proxy = new ProxyServer({
     routes,
     version: 1,
     hooks,
     trustedProxies: config.global.trusted_proxies,
-    ...(options.compileSite ? { compileSite: options.compileSite } : {}),
+    compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
     ...(https ? { certificates, httpsPort: config.global.https_port } : {}),
   });
   const bindHost = options.bindHost ?? '0.0.0.0';
@@ -84,6 +91,7 @@ export async function startDataPlane(
         purge: (key) => caches.purge(key),
       },
       certificates,
+      upstreamHealth: () => proxy.forwarder.upstreamHealth(),
       setRoutes: (next, version) => {
         loadCerts(next);
         proxy.setRoutes(next, version);

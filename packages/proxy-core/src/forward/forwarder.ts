@@ -104,6 +104,18 @@ export class HttpForwarder implements Forwarder {
     return this.#compile(handler).pool;
   }
 
+  /**
+   * Every pool member of the live pools: `host:port` (IPv6 in brackets) and
+   * whether it is in rotation now. A member in several pools appears once
+   * per pool.
+   */
+  *upstreamHealth(): Iterable<{ upstream: string; healthy: boolean }> {
+    const now = Date.now();
+    for (const { pool } of this.#handlers.values()) {
+      for (const m of pool.members) yield { upstream: m.label, healthy: m.healthy && m.downUntil <= now };
+    }
+  }
+
   /** Sockets held by the upstream agents, in use or idle (for leak tests and metrics). */
   upstreamSocketCount(): number {
     return this.#agents.socketCount();
