@@ -21,6 +21,14 @@ describe('lexer', () => {
     expect(comments.map((c) => c.text)).toEqual(['# c']);
   });
 
+  it('ignores a byte order mark', () => {
+    const { tokens } = tokenize('\uFEFFa.test {', 'F');
+    expect(tokens.map((t) => [t.text, t.column])).toEqual([
+      ['a.test', 1],
+      ['{', 8],
+    ]);
+  });
+
   it('tracks the end line of a multi-line quoted token', () => {
     const { tokens } = tokenize('"a\nb" c', 'F');
     expect(tokens.map((t) => [t.line, t.endLine])).toEqual([

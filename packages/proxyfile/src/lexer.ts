@@ -61,7 +61,8 @@ export function tokenize(text: string, file: string, seg = 0, via: readonly stri
   const tokens: Token[] = [];
   const comments: Comment[] = [];
   const n = text.length;
-  let i = 0;
+  // A UTF-8 byte order mark is not part of the first token.
+  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   let line = 1;
   let col = 1;
   while (i < n) {

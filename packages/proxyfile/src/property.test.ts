@@ -114,7 +114,7 @@ const handles: fc.Arbitrary<readonly Node[]> = fc
       ? fc.tuple(
           ...patterns.map((p) =>
             fc.tuple(fc.boolean(), middle, handler).map(([strip, mid, h]): Node => {
-              const kind = p !== null && strip ? 'handle_path' : 'handle';
+              const kind = p?.startsWith('/') && strip ? 'handle_path' : 'handle';
               return { tokens: p === null ? [kind] : [kind, p], block: [...mid, ...h] };
             }),
           ),

@@ -12,6 +12,13 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
   if (kind === 'handle_path' && pattern === null) throw d.missing('a path pattern such as /api/*');
   d.end();
   const path = pattern === null ? null : checkPathPattern(d, pattern);
+  if (kind === 'handle_path' && pattern !== null && !pattern.text.startsWith('/')) {
+    throw d.unexpected(
+      pattern,
+      'a path prefix such as /api/* (handle_path strips the prefix it matched)',
+      ProxyfileErrorCode.INVALID_VALUE,
+    );
+  }
   if (!d.hasBlock()) throw d.missing(`"{" to open the ${kind} block`);
   const key = path ?? '';
   const where = pattern ?? d.name;
