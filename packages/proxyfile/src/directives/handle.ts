@@ -20,15 +20,15 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     );
   }
   if (!d.hasBlock()) throw d.missing(`"{" to open the ${kind} block`);
-  const key = path ?? '';
+  const key = path === null || path === '*' ? '' : path;
   const where = pattern ?? d.name;
   const first = state.handlePatterns.get(key);
   if (first) {
     throw d.error(
       where,
       ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-      path === null
-        ? `a fallback handle block (without a pattern) already exists at ${first.file}:${first.line}:${first.column}`
+      key === ''
+        ? `a fallback handle block (no pattern, or *) already exists at ${first.file}:${first.line}:${first.column}`
         : `a handle block for ${quoteText(path)} already exists at ${first.file}:${first.line}:${first.column}`,
     );
   }
