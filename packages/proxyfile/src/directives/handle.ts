@@ -29,7 +29,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
       ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
       key === ''
         ? `a fallback handle block (no pattern, or *) already exists at ${first.file}:${first.line}:${first.column}`
-        : `a handle block for ${quoteText(path)} already exists at ${first.file}:${first.line}:${first.column}`,
+        : `a handle block for ${quoteText(key)} already exists at ${first.file}:${first.line}:${first.column}`,
     );
   }
   state.handlePatterns.set(key, where);
