@@ -128,7 +128,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       reloader,
       metrics,
       cache: dataPlane.cache,
-      analytics: undefined,
+      analytics: analytics.reader,
       logging,
       startedAt,
     });

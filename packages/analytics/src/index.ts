@@ -1,3 +1,5 @@
+export { type Analytics, type AnalyticsOptions, createAnalytics } from './analytics.js';
+export { BEACON_RATE_PER_SECOND, COLLECT_PATH, MAX_BEACON_BYTES, parseBeacon, VITAL_LIMITS } from './beacon.js';
 export {
   AnalyticsCollector,
   type CollectorOptions,
@@ -8,7 +10,11 @@ export {
 } from './collector.js';
 export { TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
 export { ANALYTICS_ERRORS, AnalyticsError, type AnalyticsErrorCode } from './errors.js';
+export { defaultGeoipPath, openCountryLookup } from './geoip.js';
 export { HyperLogLog } from './hyperloglog.js';
+export { type Coding, createInjector, DEFAULT_INJECT_LIMITS, type InjectLimits, injectableCoding } from './inject.js';
+export { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
 export { SpaceSaving, type TopItem } from './space-saving.js';
+export { BeaconTokens, TOKEN_WINDOW_MS } from './token.js';
 export { PENDING_LIMIT, type Percentiles, VitalDigest } from './vital-digest.js';

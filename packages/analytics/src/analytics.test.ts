@@ -1,0 +1,225 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { emptySite, type RequestContext, type Site } from '@proxyd/proxy-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Analytics, createAnalytics } from './analytics.js';
+
+// A small in-test data plane: it calls the hooks the way proxy-core does
+// (onRequest per finished request, intercept, then transformResponse on the
+// upstream body). The client IP comes from `x-test-ip` (this harness only).
+const ON: Site = emptySite([]);
+const OFF: Site = { ...emptySite([]), analytics: false };
+const PAGE = '<!doctype html><html><head><title>t</title></head><body>hi</body></html>';
+
+let analytics: Analytics;
+let upstream: http.Server;
+let proxy: http.Server;
+let base = '';
+
+function listen(server: http.Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+}
+
+beforeAll(async () => {
+  analytics = await createAnalytics({ cycleMs: 60_000 });
+  upstream = http.createServer((req, res) => {
+    if (req.url === '/gz') {
+      res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(zlib.gzipSync(PAGE));
+      return;
+    }
+    if (req.url === '/json') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(PAGE) }).end(PAGE);
+  });
+  const upPort = await listen(upstream);
+  proxy = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const url = req.url ?? '/';
+    const path = url.split('?')[0] as string;
+    const clientIp = String(req.headers['x-test-ip'] ?? '127.0.0.1');
+    const site = host.startsWith('off.') ? OFF : ON;
+    const ctx: RequestContext = { domain: host, host, path, clientIp, secure: false, site };
+    let bytes = 0;
+    const write = res.write.bind(res);
+    res.write = ((chunk: Buffer, ...rest: never[]) => {
+      bytes += chunk.length;
+      return write(chunk, ...rest);
+    }) as typeof res.write;
+    res.on('close', () =>
+      analytics.hooks.onRequest?.({
+        host,
+        domain: host,
+        method: req.method ?? 'GET',
+        path,
+        status: res.statusCode,
+        bytesSent: bytes,
+        durationMs: 0,
+        clientIp,
+        referer: req.headers.referer,
+        userAgent: req.headers['user-agent'],
+        contentType: undefined,
+        startedAt: Date.now(),
+      }),
+    );
+    if (analytics.hooks.intercept?.(req, res, ctx)) return;
+    const up = http.request(
+      { host: '127.0.0.1', port: upPort, path: url, method: req.method, headers: req.headers },
+      (upRes) => {
+        const headers = { ...upRes.headers };
+        const t = analytics.hooks.transformResponse?.(ctx, req, upRes.statusCode ?? 502, headers) ?? null;
+        res.writeHead(upRes.statusCode ?? 502, headers);
+        if (t) upRes.pipe(t).pipe(res);
+        else upRes.pipe(res);
+      },
+    );
+    req.pipe(up);
+  });
+  base = `http://127.0.0.1:${await listen(proxy)}`;
+});
+
+afterAll(async () => {
+  await analytics.close();
+  await new Promise((r) => proxy.close(r));
+  await new Promise((r) => upstream.close(r));
+});
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text(): Promise<string>;
+}
+
+function request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Reply> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const buf = Buffer.concat(chunks);
+        const decoded = res.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(buf) : buf;
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: async () => decoded.toString() });
+      });
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+function get(path: string, host: string, headers: Record<string, string> = {}): Promise<Reply> {
+  return request('GET', path, { host, ...headers });
+}
+
+function post(host: string, body: string, ip = '198.51.100.1'): Promise<Reply> {
+  return request('POST', '/_proxyd/collect', { host, 'x-test-ip': ip, 'content-type': 'text/plain' }, body);
+}
+
+async function tokenFor(host: string): Promise<string> {
+  const html = await (await get('/', host)).text();
+  const m = /data-t="([^"]+)"/.exec(html);
+  if (!m) throw new Error(`no token in ${html}`);
+  return m[1] as string;
+}
+
+describe('analytics hooks', () => {
+  it('injects the script tag into HTML (identity and gzip) and drops Content-Length', async () => {
+    const res = await get('/', 'site.test');
+    expect(res.headers['content-length']).toBeUndefined();
+    const html = await res.text();
+    expect(html).toMatch(/<script src="\/_proxyd\/a\.js\?v=[\w-]+" data-t="\d+\.[\w-]{22}" defer><\/script><\/head>/);
+    const gz = await get('/gz', 'site.test');
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(await gz.text()).toContain('defer></script></head>');
+    expect(await (await get('/json', 'site.test')).text()).toBe('{"a":1}');
+    expect(await (await get('/', 'off.test')).text()).toBe(PAGE);
+  });
+
+  it('serves the script long-cacheable with a content-hashed ETag and answers 304', async () => {
+    const res = await get('/_proxyd/a.js', 'site.test');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    const etag = res.headers.etag as string;
+    const body = await res.text();
+    expect(body).toContain('/_proxyd/collect');
+    expect(body.length).toBeLessThan(12_000);
+    expect((await get('/_proxyd/a.js', 'site.test', { 'if-none-match': etag })).status).toBe(304);
+    // analytics off: the path belongs to the upstream.
+    expect(await (await get('/_proxyd/a.js', 'off.test')).text()).toBe(PAGE);
+  });
+
+  it('accepts a valid beacon (204), percentiles appear after the cycle flush', async () => {
+    const t = await tokenFor('vitals.test');
+    const ok = await post(
+      'vitals.test',
+      JSON.stringify({
+        t,
+        m: [
+          { n: 'LCP', v: 1800 },
+          { n: 'CLS', v: 0.12 },
+          { n: 'INP', v: 210 },
+        ],
+      }),
+    );
+    expect(ok.status).toBe(204);
+    expect(analytics.get('vitals.test')?.web_vitals.lcp.p50).toBe(0);
+    analytics.flush();
+    const v = analytics.get('vitals.test')?.web_vitals;
+    expect(v?.lcp.p50).toBeCloseTo(1800);
+    expect(v?.cls.p50).toBeCloseTo(0.12);
+    expect(v?.inp.p50).toBeCloseTo(210);
+    // Script and beacon requests are not page views.
+    expect(analytics.get('vitals.test')?.top_pages).toEqual([{ path: '/', views: 1 }]);
+  });
+
+  it('rejects a forged or foreign token (403), bad values (400), oversize (413), wrong method (405)', async () => {
+    const other = await tokenFor('other.test');
+    const m = [{ n: 'LCP', v: 1000 }];
+    expect((await post('victim.test', JSON.stringify({ t: other, m }), '198.51.100.2')).status).toBe(403);
+    expect(
+      (await post('victim.test', JSON.stringify({ t: '999.AAAAAAAAAAAAAAAAAAAAAA', m }), '198.51.100.2')).status,
+    ).toBe(403);
+    const t = await tokenFor('victim.test');
+    for (const bad of [
+      [{ n: 'FID', v: 10 }],
+      [{ n: 'LCP', v: -1 }],
+      [{ n: 'LCP', v: 500_000 }],
+      [{ n: 'CLS', v: 11 }],
+      [{ n: 'INP', v: '100' }],
+      [],
+    ]) {
+      expect((await post('victim.test', JSON.stringify({ t, m: bad }), '198.51.100.3')).status).toBe(400);
+    }
+    expect((await post('victim.test', 'not json', '198.51.100.4')).status).toBe(400);
+    expect((await post('victim.test', JSON.stringify({ t, m, pad: 'x'.repeat(5000) }), '198.51.100.4')).status).toBe(
+      413,
+    );
+    expect((await get('/_proxyd/collect', 'victim.test')).status).toBe(405);
+    analytics.flush();
+    expect(analytics.get('victim.test')?.web_vitals.lcp.p50).toBe(0);
+  });
+
+  it('rate limits beacons per client IP (429)', async () => {
+    const t = await tokenFor('rl.test');
+    const body = JSON.stringify({ t, m: [{ n: 'INP', v: 100 }] });
+    const statuses: number[] = [];
+    for (let i = 0; i < 15; i++) statuses.push((await post('rl.test', body, '198.51.100.9')).status);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 204).length).toBeLessThanOrEqual(20);
+    expect((await post('rl.test', body, '198.51.100.10')).status).toBe(204);
+  });
+
+  it('counts countries from the embedded database; private IPs are not counted', async () => {
+    await get('/', 'geo.test', { 'x-test-ip': '8.8.8.8' });
+    await get('/', 'geo.test', { 'x-test-ip': '81.2.69.142' });
+    await get('/', 'geo.test', { 'x-test-ip': '2a00:1450:4001::1' });
+    await get('/', 'geo.test', { 'x-test-ip': '10.1.2.3' });
+    await get('/', 'geo.test', { 'x-test-ip': '127.0.0.1' });
+    const s = analytics.get('geo.test');
+    expect(s?.countries.map((c) => c.country).sort()).toEqual(['DE', 'GB', 'US']);
+    expect(s?.unique_visitors).toBe(5);
+  });
+});

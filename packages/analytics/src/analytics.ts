@@ -1,0 +1,177 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
+import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
+import {
+  answer,
+  BEACON_RATE_PER_SECOND,
+  BeaconRateLimiter,
+  COLLECT_PATH,
+  MAX_BEACON_BYTES,
+  parseBeacon,
+  readBody,
+} from './beacon.js';
+import { AnalyticsCollector, DEFAULT_CYCLE_MS, DEFAULT_MAX_DOMAINS, RESERVED_PREFIX } from './collector.js';
+import { AnalyticsError } from './errors.js';
+import { openCountryLookup } from './geoip.js';
+import {
+  createInjector,
+  DEFAULT_INJECT_LIMITS,
+  editInjectedHeaders,
+  type InjectLimits,
+  injectableCoding,
+} from './inject.js';
+import { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
+import type { AnalyticsSnapshot } from './snapshot.js';
+import { BeaconTokens } from './token.js';
+
+/** Options of {@link createAnalytics}. */
+export interface AnalyticsOptions {
+  /** MaxMind-format country database; undefined or null: the embedded DB-IP Lite; false: no countries. */
+  geoipDb?: string | null | false;
+  /** Aggregation cycle (Web Vitals flush), ms; default 60,000. */
+  cycleMs?: number;
+  /** Domains tracked at most; default 1,000. */
+  maxDomains?: number;
+  /** Beacons per client IP per second; default 10. */
+  beaconRatePerSecond?: number;
+  /** Injection bounds; default {@link DEFAULT_INJECT_LIMITS}. */
+  injectLimits?: InjectLimits;
+  /** Clock, ms since the epoch (tests). */
+  now?: () => number;
+  /** Token HMAC key (default: random per process). */
+  secret?: Buffer;
+  /** The browser script (default: the built `dist/browser/a.js`). */
+  script?: ScriptAsset;
+}
+
+/** Analytics as the daemon uses it: data-plane hooks, an admin reader and a lifecycle. */
+export interface Analytics {
+  /** The data-plane hooks: `onRequest`, `intercept` (`/_proxyd/*`), `transformResponse` (injection). */
+  readonly hooks: DataPlaneHooks;
+  /** The collectors (tests, bench). */
+  readonly collector: AnalyticsCollector;
+  /** Every domain's snapshot (structurally the admin API's `AnalyticsPort.list`; never flushes). */
+  list(): AnalyticsSnapshot[];
+  /** One domain's snapshot (structurally `AnalyticsPort.get`; never flushes). */
+  get(domain: string): AnalyticsSnapshot | undefined;
+  /** Runs the aggregation cycle now. */
+  flush(): void;
+  /** Stops the cycle timer. */
+  close(): Promise<void>;
+}
+
+const SCRIPT_HEADERS_BASE = {
+  'content-type': 'text/javascript; charset=utf-8',
+  'cache-control': 'public, max-age=31536000, immutable',
+  'x-content-type-options': 'nosniff',
+};
+
+/** Builds the collectors, opens the GeoIP database, loads the script and starts the aggregation cycle. */
+export async function createAnalytics(options: AnalyticsOptions = {}): Promise<Analytics> {
+  const cycleMs = options.cycleMs ?? DEFAULT_CYCLE_MS;
+  if (!Number.isFinite(cycleMs) || cycleMs < 10) throw new AnalyticsError('ANALYTICS_BAD_OPTION', `cycleMs ${cycleMs}`);
+  const now = options.now ?? Date.now;
+  const script = options.script ?? loadScriptAsset();
+  const country = options.geoipDb === false ? undefined : await openCountryLookup(options.geoipDb ?? undefined);
+  const collector = new AnalyticsCollector({
+    now,
+    maxDomains: options.maxDomains ?? DEFAULT_MAX_DOMAINS,
+    ...(country ? { country } : {}),
+  });
+  const tokens = new BeaconTokens(options.secret);
+  const limiter = new BeaconRateLimiter(options.beaconRatePerSecond ?? BEACON_RATE_PER_SECOND);
+  const limits = options.injectLimits ?? DEFAULT_INJECT_LIMITS;
+  const scriptHeaders = { ...SCRIPT_HEADERS_BASE, etag: script.etag, 'content-length': String(script.body.length) };
+  const tagPrefix = `<script src="${SCRIPT_PATH}?v=${script.version}" data-t="`;
+  const timer = setInterval(() => collector.flush(), cycleMs);
+  timer.unref();
+
+  function serveScript(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      answer(res, 405, 'method not allowed', { allow: 'GET, HEAD' });
+      return;
+    }
+    if (req.headers['if-none-match'] === script.etag) {
+      res.writeHead(304, { etag: script.etag, 'cache-control': SCRIPT_HEADERS_BASE['cache-control'] }).end();
+      return;
+    }
+    res.writeHead(200, scriptHeaders);
+    res.end(req.method === 'HEAD' ? undefined : script.body);
+  }
+
+  async function collect(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
+    if (req.method !== 'POST') {
+      answer(res, 405, 'method not allowed', { allow: 'POST' });
+      return;
+    }
+    if (!limiter.allow(ctx.clientIp, now())) {
+      answer(res, 429, 'too many requests', { 'retry-after': '1', connection: 'close' });
+      return;
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_BEACON_BYTES) {
+      answer(res, 413, 'payload too large', { connection: 'close' });
+      return;
+    }
+    const text = await readBody(req, MAX_BEACON_BYTES);
+    if (text === null) {
+      if (!res.headersSent) answer(res, 413, 'payload too large', { connection: 'close' });
+      return;
+    }
+    const beacon = parseBeacon(text);
+    if (beacon === null) {
+      answer(res, 400, 'invalid beacon');
+      return;
+    }
+    if (!tokens.verify(ctx.host, beacon.token, now())) {
+      answer(res, 403, 'forbidden');
+      return;
+    }
+    for (const o of beacon.observations) collector.observe(ctx.host, o.metric, o.value);
+    res.writeHead(204, { 'cache-control': 'no-store' }).end();
+  }
+
+  const hooks: DataPlaneHooks = {
+    onRequest(record: RequestRecord) {
+      collector.record(record);
+    },
+    intercept(req: IncomingMessage, res: ServerResponse, ctx: RequestContext) {
+      if (!ctx.path.startsWith(RESERVED_PREFIX) || ctx.site.analytics === false) return false;
+      if (ctx.path === SCRIPT_PATH) {
+        serveScript(req, res);
+        return true;
+      }
+      if (ctx.path === COLLECT_PATH) {
+        collect(req, res, ctx).catch(() => {
+          if (!res.headersSent) answer(res, 500, 'internal error');
+        });
+        return true;
+      }
+      return false;
+    },
+    transformResponse(
+      ctx: RequestContext,
+      req: IncomingMessage,
+      status: number,
+      headers: OutgoingHttpHeaders,
+    ): Transform | null {
+      if (ctx.site.analytics === false || ctx.path.startsWith(RESERVED_PREFIX)) return null;
+      const coding = injectableCoding(req, status, headers);
+      if (coding === null) return null;
+      editInjectedHeaders(headers);
+      const tag = Buffer.from(`${tagPrefix}${tokens.issue(ctx.host, now())}" defer></script>`);
+      return createInjector(tag, coding, limits);
+    },
+  };
+
+  return {
+    hooks,
+    collector,
+    list: () => collector.list(),
+    get: (domain) => collector.get(domain),
+    flush: () => collector.flush(),
+    async close() {
+      clearInterval(timer);
+    },
+  };
+}
