@@ -51,7 +51,10 @@ describe('under_attack in a real browser (Chromium)', () => {
         const seen: string[] = [];
         page.on('response', (r) => {
           const path = new URL(r.url()).pathname;
-          if (path !== '/favicon.ico') seen.push(`${r.status()} ${r.request().method()} ${path}`);
+          // Only the page and the challenge (not the favicon, nor analytics' script and beacon).
+          if (path.startsWith('/welcome') || path === '/_proxyd/challenge') {
+            seen.push(`${r.status()} ${r.request().method()} ${path}`);
+          }
         });
         const url = `http://${host}:${proxyd.httpPort}/welcome-${host}?from=e2e`;
         const first = await page.goto(url, { waitUntil: 'commit' });
