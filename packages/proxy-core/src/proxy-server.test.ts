@@ -245,6 +245,18 @@ describe('forwarding', () => {
     expect(reply.body).toBe('gateway timeout\n');
   });
 
+  it('answers 504 on a reused keep-alive upstream socket too', async () => {
+    let n = 0;
+    const up = await upstream((_q, s) => {
+      if (n++ === 0) s.end('first');
+    });
+    const { port } = await proxy([site('a.test', [up.port])], { idleTimeoutMs: 200 });
+    expect((await get(port, 'a.test')).body).toBe('first');
+    const second = await get(port, 'a.test');
+    expect(second.status).toBe(504);
+    expect(new Set(up.seen.map((s) => s.socket)).size).toBe(1);
+  });
+
   it('answers 503 with Retry-After when no pool member is healthy', async () => {
     const up = await upstream();
     await up.close();

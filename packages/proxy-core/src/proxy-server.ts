@@ -10,6 +10,7 @@ import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { normalizeHost, type Route, RouteTable } from './route-table.js';
+import { kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
@@ -40,7 +41,6 @@ export interface ProxyServerOptions {
 const TEXT = 'text/plain; charset=utf-8';
 const NO_ROUTE = 'no route for host\n';
 const ACME_PREFIX = '/.well-known/acme-challenge/';
-const kRecord = Symbol('proxyd.record');
 
 /** What the server keeps per request for its `onRequest` record. */
 interface PendingRecord {
@@ -310,6 +310,8 @@ export class ProxyServer {
  */
 class CountingResponse<Request extends IncomingMessage = IncomingMessage> extends http.ServerResponse<Request> {
   bodyBytes = 0;
+  [kExchange]: unknown = undefined;
+  [kRecord]: PendingRecord | undefined = undefined;
 
   override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
     this.bodyBytes += byteLength(chunk, encoding);

@@ -111,6 +111,14 @@ export class AgentPool {
     }
     const ms = this.#options.connectTimeoutMs;
     const idleMs = this.#options.idleTimeoutMs;
+    // Node's default resets a pooled socket's timeout to the agent's (none);
+    // keep ours so the idle timer also covers reused sockets.
+    agent.keepSocketAlive = (socket) => {
+      const tcp = socket as net.Socket;
+      tcp.setKeepAlive(true, 1000);
+      tcp.unref();
+      return true;
+    };
     const connectEvent = tls.enabled ? 'secureConnect' : 'connect';
     type CreateConnection = (options: object, callback?: (err: Error | null, socket: Duplex) => void) => Duplex;
     const withCreate = agent as unknown as { createConnection: CreateConnection };

@@ -15,6 +15,7 @@ import type { DataPlaneHooks, RequestContext } from '../hooks.js';
 import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
+import { kExchange } from '../slots.js';
 import { AgentPool } from './agents.js';
 import { stripHopByHop } from './hop-by-hop.js';
 
@@ -37,8 +38,6 @@ interface CompiledHandler {
   readonly pool: UpstreamPool;
   readonly headerUp: readonly HeaderOp[];
 }
-
-const kExchange = Symbol('proxyd.exchange');
 
 /** The per-request state of one forwarded exchange, reached from emitters through a symbol. */
 interface Exchange {
@@ -381,7 +380,6 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   }
   const status = proxyRes.statusCode ?? 502;
   const headers = stripHopByHop(proxyRes.headers);
-  (proxyRes as Emitter & IncomingMessage)[kExchange] = exchange;
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
   const cache = exchange.cache;
@@ -403,8 +401,9 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
 }
 
 /** The upstream reset mid-body: the client's response cannot be completed, so it is destroyed. */
-function onUpstreamBodyError(this: Emitter & IncomingMessage): void {
-  const exchange = this[kExchange];
+function onUpstreamBodyError(this: IncomingMessage & { req?: Emitter }): void {
+  // A client-side IncomingMessage keeps its ClientRequest in `req`.
+  const exchange = this.req?.[kExchange];
   if (exchange !== undefined && !exchange.res.writableFinished) exchange.res.destroy();
 }
 

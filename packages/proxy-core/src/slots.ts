@@ -1,0 +1,9 @@
+/**
+ * Per-request slots the data plane keeps on Node's own objects (the server
+ * response, the upstream request) instead of allocating closures. The
+ * server's response class declares them up front so every response has one
+ * hidden class.
+ */
+export const kExchange = Symbol('proxyd.exchange');
+/** The pending request record of a response (see proxy-server.ts). */
+export const kRecord = Symbol('proxyd.record');
