@@ -172,6 +172,14 @@ describe('respond', () => {
     expect(head.body).toBe('');
   });
 
+  it('sends no body nor Content-Length with 204', async () => {
+    const port = await serve(newSite((s) => (s.handler = { kind: 'respond', body: 'ignored', status: 204 })));
+    const r = await get(port, '/');
+    expect(r.status).toBe(204);
+    expect(r.headers['content-length']).toBeUndefined();
+    expect(r.body).toBe('');
+  });
+
   it('answers 404 for a site without a handler', async () => {
     const r = await get(await serve(newSite(() => {})), '/');
     expect(r.status).toBe(404);

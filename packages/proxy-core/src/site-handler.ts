@@ -46,8 +46,10 @@ interface Canned {
 }
 
 function canned(plan: HeaderPlan, status: number, body: string, extra: OutgoingHttpHeaders = {}): Canned {
-  const bytes = Buffer.from(body);
-  const base: OutgoingHttpHeaders = { 'content-length': bytes.length, ...extra };
+  // 1xx, 204 and 304 carry neither a body nor Content-Length (RFC 9110 §8.6).
+  const bodiless = status < 200 || status === 204 || status === 304;
+  const bytes = Buffer.from(bodiless ? '' : body);
+  const base: OutgoingHttpHeaders = bodiless ? { ...extra } : { 'content-length': bytes.length, ...extra };
   if (bytes.length > 0 && base['content-type'] === undefined) base['content-type'] = TEXT;
   const plain = { ...base };
   const secure = { ...base };
