@@ -310,8 +310,19 @@ export class ProxyServer {
  */
 class CountingResponse<Request extends IncomingMessage = IncomingMessage> extends http.ServerResponse<Request> {
   bodyBytes = 0;
+  /** Content-Type seen by `writeHead` (a headers object passed there is not kept by Node). */
+  contentType: string | undefined = undefined;
   [kExchange]: unknown = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
+
+  override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+    const obj = typeof reason === 'string' ? headers : reason;
+    if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
+      const type = (obj as Record<string, unknown>)['content-type'];
+      if (typeof type === 'string') this.contentType = type;
+    }
+    return (super.writeHead as (s: number, r: unknown, h: unknown) => this)(statusCode, reason, headers);
+  }
 
   override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
     this.bodyBytes += byteLength(chunk, encoding);
@@ -339,13 +350,18 @@ function byteLength(chunk: unknown, encoding: unknown): number {
  * for a response that never sent its header).
  */
 function emitRecord(
-  this: ServerResponse & { [kRecord]?: PendingRecord; _header?: string | null; bodyBytes?: number },
+  this: ServerResponse & {
+    [kRecord]?: PendingRecord;
+    _header?: string | null;
+    bodyBytes?: number;
+    contentType?: string | undefined;
+  },
 ): void {
   const pending = this[kRecord];
   if (pending === undefined) return;
   const req = this.req;
   const written = req.method === 'HEAD' || !this.headersSent ? 0 : (this.bodyBytes ?? 0);
-  const contentType = this.getHeader('content-type') ?? contentTypeOf(this._header);
+  const contentType = this.contentType ?? this.getHeader('content-type') ?? contentTypeOf(this._header);
   const record: RequestRecord = {
     host: pending.host,
     domain: pending.domain,

@@ -52,6 +52,7 @@ interface Exchange {
   cache: ResponseCache | null;
   cacheKey: string;
   proxyReq: http.ClientRequest | null;
+  proxyRes: IncomingMessage | null;
   /** The client went away before the response finished. */
   aborted: boolean;
   released: boolean;
@@ -182,6 +183,7 @@ export class HttpForwarder implements Forwarder {
       cache,
       cacheKey,
       proxyReq: null,
+      proxyRes: null,
       aborted: false,
       released: false,
     };
@@ -343,7 +345,14 @@ function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exch
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);
   exchange.res.on('close', onClientClose);
-  req.pipe(proxyReq);
+  const headers = req.headers;
+  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
+    // No body (the common GET): end now instead of piping an empty stream;
+    // Node dumps the unread request when the response finishes.
+    proxyReq.end();
+  } else {
+    req.pipe(proxyReq);
+  }
   return true;
 }
 
@@ -396,8 +405,32 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
     transform.on('error', destroyPipedTarget);
     proxyRes.pipe(transform).pipe(res);
   } else {
-    proxyRes.pipe(res);
+    // A two-listener pump instead of pipe() (which adds seven listeners and
+    // removes them again); backpressure through 'drain'.
+    exchange.proxyRes = proxyRes;
+    proxyRes.on('data', pumpData);
+    proxyRes.on('end', pumpEnd);
   }
+}
+
+function pumpData(this: IncomingMessage & { req?: Emitter }, chunk: Buffer): void {
+  const exchange = this.req?.[kExchange];
+  if (exchange === undefined) return;
+  const res = exchange.res;
+  if (res.destroyed) return;
+  if (!res.write(chunk)) {
+    this.pause();
+    res.once('drain', resumeUpstream);
+  }
+}
+
+function resumeUpstream(this: Emitter & ServerResponse): void {
+  this[kExchange]?.proxyRes?.resume();
+}
+
+function pumpEnd(this: IncomingMessage & { req?: Emitter }): void {
+  const exchange = this.req?.[kExchange];
+  if (exchange !== undefined && !exchange.res.destroyed) exchange.res.end();
 }
 
 /** The upstream reset mid-body: the client's response cannot be completed, so it is destroyed. */
