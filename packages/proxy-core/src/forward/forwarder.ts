@@ -249,7 +249,7 @@ export class HttpForwarder implements Forwarder {
   #prepareHeaders(req: IncomingMessage, ctx: RequestContext, headerUp: readonly HeaderOp[]): void {
     const headers = req.headers;
     const chunked = headers['transfer-encoding'] !== undefined;
-    stripHopByHop(headers);
+    stripHopByHop(headers, req.rawHeaders);
     // Without Content-Length a streamed body must stay chunked on the upstream hop.
     if (chunked && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
     const peer = req.socket.remoteAddress ?? '';
@@ -388,7 +388,7 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
     return;
   }
   const status = proxyRes.statusCode ?? 502;
-  const headers = stripHopByHop(proxyRes.headers);
+  const headers = stripHopByHop(proxyRes.headers, proxyRes.rawHeaders);
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
   const cache = exchange.cache;

@@ -20,9 +20,12 @@ export function isHopByHop(name: string): boolean {
 
 /**
  * Deletes the hop-by-hop headers of `headers` in place, including every
- * header that its `Connection` header names. Returns `headers`.
+ * header that its `Connection` header names. `rawHeaders` (the message's
+ * `[name, value, …]` list) is scanned instead of the header object: an array
+ * of strings with a length check per name is cheaper than a for-in over an
+ * object in dictionary mode. Returns `headers`.
  */
-export function stripHopByHop<T extends IncomingHttpHeaders>(headers: T): T {
+export function stripHopByHop<T extends IncomingHttpHeaders>(headers: T, rawHeaders?: readonly string[]): T {
   const connection = headers.connection;
   if (connection !== undefined) {
     for (const token of connection.split(',')) {
@@ -30,20 +33,16 @@ export function stripHopByHop<T extends IncomingHttpHeaders>(headers: T): T {
       if (name.length > 0) delete headers[name];
     }
   }
-  // One pass over the (few) present names instead of nine lookups.
-  for (const name in headers) {
-    switch (name) {
-      case 'connection':
-      case 'keep-alive':
-      case 'proxy-connection':
-      case 'proxy-authenticate':
-      case 'proxy-authorization':
-      case 'te':
-      case 'trailer':
-      case 'transfer-encoding':
-      case 'upgrade':
-        delete headers[name];
-    }
+  if (rawHeaders === undefined) {
+    for (const name in headers) if (HOP_BY_HOP.has(name)) delete headers[name];
+    return headers;
+  }
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const raw = rawHeaders[i] as string;
+    const n = raw.length;
+    if (n !== 2 && n !== 7 && n !== 10 && (n < 16 || n > 19)) continue;
+    const name = raw.toLowerCase();
+    if (HOP_BY_HOP.has(name)) delete headers[name];
   }
   return headers;
 }
