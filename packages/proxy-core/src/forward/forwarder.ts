@@ -53,6 +53,8 @@ interface Exchange {
   cacheKey: string;
   proxyReq: http.ClientRequest | null;
   proxyRes: IncomingMessage | null;
+  /** The response's 'drain' listener is attached (once, on the first backpressure). */
+  drainHooked: boolean;
   /** The client went away before the response finished. */
   aborted: boolean;
   released: boolean;
@@ -184,6 +186,7 @@ export class HttpForwarder implements Forwarder {
       cacheKey,
       proxyReq: null,
       proxyRes: null,
+      drainHooked: false,
       aborted: false,
       released: false,
     };
@@ -420,7 +423,10 @@ function pumpData(this: IncomingMessage & { req?: Emitter }, chunk: Buffer): voi
   if (res.destroyed) return;
   if (!res.write(chunk)) {
     this.pause();
-    res.once('drain', resumeUpstream);
+    if (!exchange.drainHooked) {
+      exchange.drainHooked = true;
+      res.on('drain', resumeUpstream);
+    }
   }
 }
 

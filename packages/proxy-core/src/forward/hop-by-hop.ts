@@ -13,6 +13,8 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
+
 /** Whether a lowercase header name is hop-by-hop. */
 export function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name);
@@ -27,7 +29,8 @@ export function isHopByHop(name: string): boolean {
  */
 export function stripHopByHop<T extends IncomingHttpHeaders>(headers: T, rawHeaders?: readonly string[]): T {
   const connection = headers.connection;
-  if (connection !== undefined) {
+  // `keep-alive`, `close` and `upgrade` name only hop-by-hop headers: skip the token split.
+  if (connection !== undefined && !SIMPLE_CONNECTION.has(connection.toLowerCase())) {
     for (const token of connection.split(',')) {
       const name = token.trim().toLowerCase();
       if (name.length > 0) delete headers[name];
