@@ -10,7 +10,7 @@ import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { normalizeHost, type Route, RouteTable } from './route-table.js';
-import { kExchange, kRecord } from './slots.js';
+import { closeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
@@ -300,7 +300,7 @@ export class ProxyServer {
       startedAt: Date.now(),
     };
     (res as ServerResponse & { [kRecord]?: PendingRecord })[kRecord] = pending;
-    res.on('close', emitRecord);
+    if ((res as { [kCloseOwned]?: boolean })[kCloseOwned] !== true) res.on('close', emitRecord);
   }
 }
 
@@ -314,6 +314,13 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   contentType: string | undefined = undefined;
   [kExchange]: unknown = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
+  /** The server listens for 'close' once per response (records and forwarder aborts). */
+  readonly [kCloseOwned] = true;
+
+  constructor(req: Request) {
+    super(req);
+    this.on('close', onResponseClose);
+  }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
     const obj = typeof reason === 'string' ? headers : reason;
@@ -344,6 +351,12 @@ function byteLength(chunk: unknown, encoding: unknown): number {
   return chunk instanceof Uint8Array ? chunk.byteLength : 0;
 }
 
+/** The one 'close' listener of every response: forwarder abort handling, then the request record. */
+function onResponseClose(this: CountingResponse): void {
+  if (this[kExchange] !== undefined) closeSlot.onClose?.(this);
+  if (this[kRecord] !== undefined) emitRecord.call(this);
+}
+
 /**
  * Emits the request record when the response closes: status 0 when no
  * header went out; `bytesSent` counts the body bytes written (0 for HEAD and
@@ -351,7 +364,7 @@ function byteLength(chunk: unknown, encoding: unknown): number {
  */
 function emitRecord(
   this: ServerResponse & {
-    [kRecord]?: PendingRecord;
+    [kRecord]?: PendingRecord | undefined;
     _header?: string | null;
     bodyBytes?: number;
     contentType?: string | undefined;

@@ -15,7 +15,7 @@ import type { DataPlaneHooks, RequestContext } from '../hooks.js';
 import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
-import { kExchange } from '../slots.js';
+import { closeSlot, kCloseOwned, kExchange } from '../slots.js';
 import { AgentPool } from './agents.js';
 import { stripHopByHop } from './hop-by-hop.js';
 
@@ -347,7 +347,8 @@ function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exch
   (exchange.res as Emitter & ServerResponse)[kExchange] = exchange;
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);
-  exchange.res.on('close', onClientClose);
+  const res = exchange.res as Emitter & ServerResponse & { [kCloseOwned]?: boolean };
+  if (res[kCloseOwned] !== true) res.on('close', onClientClose);
   const headers = req.headers;
   if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
     // No body (the common GET): end now instead of piping an empty stream;
@@ -366,14 +367,20 @@ function onUpstreamError(this: Emitter & http.ClientRequest, err: NodeJS.ErrnoEx
 
 /** The client went away: abort the upstream request so its socket is destroyed, not leaked. */
 function onClientClose(this: Emitter & ServerResponse): void {
-  const exchange = this[kExchange];
+  closeExchange(this);
+}
+
+function closeExchange(res: Emitter & ServerResponse): void {
+  const exchange = res[kExchange];
   if (exchange === undefined) return;
-  if (!this.writableFinished) {
+  if (!res.writableFinished) {
     exchange.aborted = true;
     exchange.proxyReq?.destroy();
   }
   release(exchange);
 }
+
+closeSlot.onClose = closeExchange as (res: object) => void;
 
 function release(exchange: Exchange): void {
   if (!exchange.released) {
