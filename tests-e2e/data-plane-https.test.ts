@@ -1,0 +1,99 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
+
+// The built daemon serving a site with `tls <cert> <key>` (a self-signed
+// certificate made with openssl): HTTPS by SNI on https_port, HTTP → HTTPS
+// redirect, HSTS on HTTPS responses.
+describe('data plane HTTPS (built daemon)', () => {
+  let proxyd: RunningProxyd;
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let dir = '';
+  let httpsPort = 0;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=secure.test',
+        '-addext',
+        'subjectAltName=DNS:secure.test',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
+    proxyd = await startProxyd({
+      sites: `secure.test {
+\ttls ${path.join(dir, 'cert.pem')} ${path.join(dir, 'key.pem')}
+\treverse_proxy 127.0.0.1:${upstream.port}
+}
+`,
+    });
+    const proxyfile = readFileSync(proxyd.configPath, 'utf8');
+    httpsPort = Number(/https_port (\d+)/.exec(proxyfile)?.[1]);
+  });
+
+  afterAll(async () => {
+    await proxyd?.stop();
+    await upstream?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the manual certificate by SNI and forwards with X-Forwarded-Proto https', async () => {
+    const reply = await new Promise<{ status: number; body: string; hsts: string | undefined }>((resolve, reject) => {
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: httpsPort,
+          servername: 'secure.test',
+          headers: { host: 'secure.test' },
+          ca: readFileSync(path.join(dir, 'cert.pem')),
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => {
+            body += c;
+          });
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body,
+              hsts: res.headers['strict-transport-security'] as string | undefined,
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toBe('proto=https');
+    expect(reply.hsts).toMatch(/max-age=\d+/);
+  });
+
+  it('redirects plain HTTP to HTTPS with 308 and the https_port', async () => {
+    const res = await request(proxyd.httpPort, { path: '/a?b=1', headers: { host: 'secure.test' } });
+    expect(res.status).toBe(308);
+    expect(res.headers.location).toBe(`https://secure.test:${httpsPort}/a?b=1`);
+  });
+});
