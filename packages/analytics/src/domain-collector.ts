@@ -7,8 +7,8 @@ import { VitalDigest } from './vital-digest.js';
 
 /** `page_views_1m`: 60 buckets of 1 s (worst-case error: one second of requests). */
 export const WINDOW_1M = { buckets: 60, widthMs: 1000 } as const;
-/** `page_views_60m`: 360 buckets of 10 s (worst-case error: ten seconds of requests). */
-export const WINDOW_60M = { buckets: 360, widthMs: 10_000 } as const;
+/** `page_views_60m`: 120 buckets of 30 s (worst-case error: thirty seconds of requests, 0.83 % of the window at a steady rate). */
+export const WINDOW_60M = { buckets: 120, widthMs: 30_000 } as const;
 /** Keys tracked by the space-saving counters (the snapshot shows the top 10). */
 export const TOP_CAPACITY = { pages: 32, referrers: 16, countries: 16 } as const;
 /** Longest path kept as a `top_pages` key; longer paths are cut to this many characters. */

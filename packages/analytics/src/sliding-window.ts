@@ -9,8 +9,8 @@
 export class SlidingWindowCounter {
   readonly #widthMs: number;
   readonly #counts: Uint32Array;
-  /** The bucket index (time / width) each slot holds; -1 when empty. */
-  readonly #stamps: Float64Array;
+  /** The bucket number (time / width) each slot holds; 0 when empty (fits 32 bits until 2106 at 1 s). */
+  readonly #stamps: Uint32Array;
 
   /**
    * @param buckets number of buckets in the window
@@ -19,7 +19,7 @@ export class SlidingWindowCounter {
   constructor(buckets: number, widthMs: number) {
     this.#widthMs = widthMs;
     this.#counts = new Uint32Array(buckets);
-    this.#stamps = new Float64Array(buckets).fill(-1);
+    this.#stamps = new Uint32Array(buckets);
   }
 
   /** Counts one event at `nowMs` (ms since the epoch). */

@@ -36,6 +36,8 @@ export class SpaceSaving {
       this.#counts[slot] = (this.#counts[slot] as number) + 1;
       return;
     }
+    // A fresh flat copy: a key sliced from a request header would otherwise keep the whole header alive.
+    key = Buffer.from(key, 'utf8').toString('utf8');
     if (this.#keys.length < this.#capacity) {
       this.#index.set(key, this.#keys.length);
       this.#counts[this.#keys.length] = 1;
