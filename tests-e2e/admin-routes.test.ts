@@ -148,6 +148,7 @@ describe('admin API over TCP and the Unix socket: routes drive real traffic and 
     expect(res.body).toMatch(/^proxyd_requests_total\{domain="api\.test",status_class="2xx"\} [1-9]\d*$/m);
     expect(res.body).toMatch(/^proxyd_requests_total\{domain="_unrouted",status_class="4xx"\} [1-9]\d*$/m);
     expect(res.body).toMatch(/^proxyd_request_duration_seconds_count\{status_class="2xx"\} [1-9]\d*$/m);
+    expect(res.body).toContain(`proxyd_upstream_healthy{upstream="127.0.0.1:${a.port}"} 1`);
     expect(res.body).toMatch(/^# TYPE proxyd_request_duration_seconds histogram$/m);
     expect(res.body).toMatch(/^proxyd_routes\{origin="api"\} 3$/m);
     expect(res.body).toMatch(/^process_cpu_seconds_total /m);
@@ -278,9 +279,11 @@ describe('admin API flags and logging', () => {
 
   it('PROXY_LOG=warn,proxy::admin::audit=info shows exactly the audit events (and warnings)', async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-audit-'));
-    const up = await named('U');
+    const up = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'public, max-age=60' }).end('cacheable');
+    });
     const proxyd = await startProxyd({
-      sites: '',
+      sites: `http://cached.test {\n\tcache\n\treverse_proxy 127.0.0.1:${up.port}\n}\n`,
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXY_LOG: 'warn,proxy::admin::audit=info' },
       args: ['--state-dir', stateDir],
       ready: 'health',
@@ -293,11 +296,14 @@ describe('admin API flags and logging', () => {
       expect((await call('DELETE', '/routes/aud.test')).status).toBe(200);
       await call('GET', '/routes');
       await request(proxyd.httpPort, { headers: { host: 'nobody.test' } });
+      expect((await request(proxyd.httpPort, { path: '/page', headers: { host: 'cached.test' } })).status).toBe(200);
+      expect((await call('PURGE', '/cache/cached.test/page')).status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 100));
       const lines = logLines(proxyd.output());
       expect(lines.map((l) => [l.target, l.level, l.action, l.resource])).toEqual([
         ['proxy::admin::audit', 'info', 'route_add', 'aud.test'],
         ['proxy::admin::audit', 'info', 'route_delete', 'aud.test'],
+        ['proxy::admin::audit', 'info', 'cache_purge', 'cached.test/page'],
       ]);
       expect(lines.every((l) => l.principal === 'admin')).toBe(true);
       expect(proxyd.output()).not.toContain('proxyd ready');
