@@ -8,7 +8,10 @@ describe('errors', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const rows = readme.split('\n').map((line) => line.split('|').map((cell) => cell.trim()));
     for (const [code, message] of Object.entries(ANALYTICS_ERRORS)) {
-      expect(rows.some((cells) => cells[1] === `\`${code}\`` && cells[2] === message), code).toBe(true);
+      expect(
+        rows.some((cells) => cells[1] === `\`${code}\`` && cells[2] === message),
+        code,
+      ).toBe(true);
     }
   });
 
