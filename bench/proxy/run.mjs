@@ -380,7 +380,12 @@ for (const [file, label] of [
   const summary = (name) => {
     const list = results.get(`${file}|${name}`);
     return list
-      ? { rps: mean(list.map((r) => r.rps)), p50: mean(list.map((r) => r.p50)), p99: mean(list.map((r) => r.p99)) }
+      ? {
+          rps: mean(list.map((r) => r.rps)),
+          p50: mean(list.map((r) => r.p50)),
+          p99: mean(list.map((r) => r.p99)),
+          cpuUs: mean(list.map((r) => r.cpuUs)),
+        }
       : null;
   };
   const caddyS = summary('caddy');
@@ -396,12 +401,20 @@ for (const [file, label] of [
     );
   }
 }
-const proxydSmall = results.get('small|proxyd');
-const caddySmall = results.get('small|caddy');
-if (proxydSmall && caddySmall) {
-  const p = mean(proxydSmall.map((r) => r.rps));
-  const c = mean(caddySmall.map((r) => r.rps));
-  console.log(`\nproxyd / Caddy (30 B): ${(p / c).toFixed(2)}×  (target ≥ 1.00×)`);
+console.log('\ntargets: proxyd ≥ 1.00× Caddy, ≥ 0.95× the Node floor, p99 ≤ Caddy');
+for (const file of FILES) {
+  const get = (name) => results.get(`${file}|${name}`);
+  const p = get('proxyd');
+  const c = get('caddy');
+  const f = get('node floor');
+  if (!p) continue;
+  const parts = [];
+  if (c) {
+    parts.push(`${(mean(p.map((r) => r.rps)) / mean(c.map((r) => r.rps))).toFixed(2)}× Caddy`);
+    parts.push(`p99 ${mean(p.map((r) => r.p99)).toFixed(2)} vs ${mean(c.map((r) => r.p99)).toFixed(2)} ms`);
+  }
+  if (f) parts.push(`${(mean(p.map((r) => r.rps)) / mean(f.map((r) => r.rps))).toFixed(2)}× floor`);
+  console.log(`  ${file === 'small' ? '30 B ' : '100 KB'}: proxyd ${parts.join(', ')}`);
 }
 stopAll();
 process.exit(0);
