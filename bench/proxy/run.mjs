@@ -301,6 +301,7 @@ http.createServer((req, res) => {
   res.on('close', () => { if (!res.writableFinished) up.destroy(); });
   req.pipe(up);
 }).listen(${floorPort}, '127.0.0.1');
+process.on('SIGTERM', () => process.exit(0));
 `,
 );
 const floor = start('node floor', 'taskset', [
