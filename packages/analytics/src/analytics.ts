@@ -83,6 +83,17 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
   const limits = options.injectLimits ?? DEFAULT_INJECT_LIMITS;
   const scriptHeaders = { ...SCRIPT_HEADERS_BASE, etag: script.etag, 'content-length': String(script.body.length) };
   const tagPrefix = `<script src="${SCRIPT_PATH}?v=${script.version}" data-t="`;
+  // The tag per host, rebuilt when the token changes (once an hour); bounded like the token cache.
+  const tags = new Map<string, { token: string; tag: Buffer }>();
+  const tagFor = (host: string): Buffer => {
+    const token = tokens.issue(host, now());
+    const cached = tags.get(host);
+    if (cached !== undefined && cached.token === token) return cached.tag;
+    const tag = Buffer.from(`${tagPrefix}${token}" defer></script>`);
+    if (tags.size >= 10_000) tags.clear();
+    tags.set(host, { token, tag });
+    return tag;
+  };
   const timer = setInterval(() => collector.flush(), cycleMs);
   timer.unref();
 
@@ -159,8 +170,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
       const coding = injectableCoding(req, status, headers);
       if (coding === null) return null;
       editInjectedHeaders(headers);
-      const tag = Buffer.from(`${tagPrefix}${tokens.issue(ctx.host, now())}" defer></script>`);
-      return createInjector(tag, coding, limits);
+      return createInjector(tagFor(ctx.host), coding, limits);
     },
   };
 

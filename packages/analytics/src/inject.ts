@@ -98,9 +98,8 @@ class IdentityInjector extends Transform {
     const at = findClosingTag(data);
     if (at >= 0) {
       this.#done = true;
-      if (at > 0) this.push(data.subarray(0, at));
-      this.push(this.#tag);
-      callback(null, data.subarray(at));
+      // One buffer, so the response gets one write (one chunk) instead of three.
+      callback(null, Buffer.concat([data.subarray(0, at), this.#tag, data.subarray(at)]));
       return;
     }
     const keep = Math.min(TAG_PREFIX_LENGTH, data.length);
