@@ -152,5 +152,22 @@ http://plain.localhost {
     expect(domains).toContain('vitals.localhost');
     expect(domains).toContain('plain.localhost');
     expect((await adminCall(proxyd.adminPort, 'GET', '/analytics/none.localhost')).status).toBe(404);
+    // Counters of the `analytics off` site (no injection, still counted): one page view from loopback.
+    const plain = JSON.parse(
+      (await adminCall(proxyd.adminPort, 'GET', '/analytics/plain.localhost')).body,
+    ) as Snapshot & {
+      status_codes: Record<string, number>;
+      bytes_sent: number;
+      countries: unknown[];
+      timestamp: string;
+    };
+    expect(plain.page_views_1m).toBe(1);
+    expect(plain.unique_visitors).toBe(1);
+    expect(plain.top_pages).toEqual([{ path: '/', views: 1 }]);
+    expect(plain.status_codes).toEqual({ s1xx: 0, s2xx: 1, s3xx: 0, s4xx: 0, s5xx: 0, other: 0 });
+    expect(plain.bytes_sent).toBe(Buffer.byteLength(PAGE));
+    expect(plain.countries).toEqual([]);
+    expect(Number.isNaN(Date.parse(plain.timestamp))).toBe(false);
+    expect(plain.web_vitals.lcp).toEqual({ p50: 0, p75: 0, p95: 0, p99: 0 });
   });
 });

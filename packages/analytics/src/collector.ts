@@ -74,18 +74,8 @@ export class AnalyticsCollector {
       return;
     }
     const ipHash = hashString(record.clientIp);
-    collector.count(
-      {
-        host: record.host,
-        path: record.path,
-        status: record.status,
-        bytesSent: record.bytesSent,
-        referer: record.referer,
-        ipHash,
-        country: this.#country === undefined ? null : this.#country(record.clientIp, ipHash),
-      },
-      this.#now(),
-    );
+    const country = this.#country === undefined ? null : this.#country(record.clientIp, ipHash);
+    collector.count(record, ipHash, country, this.#now());
   }
 
   /** Buffers one validated Web Vitals observation for `host`. */
