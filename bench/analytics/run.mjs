@@ -8,7 +8,7 @@
 // `analytics off`, both pinned to core 1 (`taskset`), in front of one nginx
 // upstream (core 0, with wrk). wrk loads them in alternation, ROUNDS times,
 // for a 30-byte text/plain file (counting only) and a 2 KB HTML page
-// (counting + script injection). Memory: bench/analytics/memory.mjs
+// (counting + script injection); medians over rounds are reported. Memory: bench/analytics/memory.mjs
 // (V8 heap + array buffers, with --expose-gc).
 // Needs: the built daemon (pnpm build), wrk, nginx, taskset.
 import { execFileSync, spawn } from 'node:child_process';
@@ -21,8 +21,8 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const DURATION = Number(process.env.DURATION ?? 5);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const DURATION = Number(process.env.DURATION ?? 3);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
 const PROXY_CORE = process.env.PROXY_CORE ?? '1';
 const LOAD_CORE = process.env.LOAD_CORE ?? '0';
@@ -209,7 +209,12 @@ for (const file of ['small.txt', 'page.html']) {
   }
 }
 
-const avg = (xs, k) => xs.reduce((n, x) => n + x[k], 0) / xs.length;
+// The median over rounds: one round disturbed by other load on the machine does not move it.
+const avg = (xs, k) => {
+  const v = xs.map((x) => x[k]).sort((a, b) => a - b);
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+};
 console.log(`rounds=${ROUNDS} duration=${DURATION}s connections=${CONNECTIONS} proxy core=${PROXY_CORE}`);
 console.log('target                      req/s     p99 ms');
 for (const [k, xs] of Object.entries(results)) {
