@@ -184,7 +184,7 @@ export class ProxyServer {
 
   #retain(): void {
     const handlers = new Set<ReverseProxyHandler>();
-    const sites = new Set<object>();
+    const sites = new Set<Site>();
     for (const site of this.#table.sites()) {
       sites.add(site);
       if (site.handler?.kind === 'reverse_proxy') handlers.add(site.handler);

@@ -50,7 +50,7 @@ async function setup(headersFor: (url: string) => http.OutgoingHttpHeaders) {
       req.on('error', reject);
       req.end();
     });
-  return { hits, get, caches: server.forwarder.caches };
+  return { hits, get, caches: server.forwarder.caches, server, routes };
 }
 
 describe('response cache', () => {
@@ -111,5 +111,19 @@ describe('response cache', () => {
     const again = await get('/n', {}, 'GET', 'nocache.test');
     expect(again.headers['x-cache']).toBeUndefined();
     expect(hits.get('/n')).toBe(2);
+  });
+
+  it('is enabled from the published table: before any traffic, and after a swap that drops or adds the cached site', async () => {
+    const { get, caches, server, routes } = await setup(() => ({ 'cache-control': 'public, max-age=60' }));
+    expect(caches.enabled).toBe(true);
+    expect(caches.purge('c.test/never-requested')).toBe(false);
+    await get('/page');
+    const [cached, plain] = routes as [RouteSpec, RouteSpec];
+    server.setRoutes([plain], 2);
+    expect(caches.enabled).toBe(false);
+    server.setRoutes([{ ...cached, site: { ...cached.site } }, plain], 3);
+    expect(caches.enabled).toBe(true);
+    expect(caches.purge('c.test/page')).toBe(false);
+    expect((await get('/page')).headers['x-cache']).toBe('MISS');
   });
 });

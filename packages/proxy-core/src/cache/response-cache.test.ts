@@ -51,15 +51,33 @@ describe('ResponseCache', () => {
 });
 
 describe('CacheRegistry', () => {
+  const config = { max_size_bytes: 1000, ttl_ms: 1000 };
   it('purges across sites, normalising the host case and the leading slash', () => {
     const reg = new CacheRegistry();
-    expect(reg.enabled).toBe(false);
-    const site = {};
-    const cache = reg.forSite(site, { max_size_bytes: 1000, ttl_ms: 1000 });
+    const site = { cache: config };
+    reg.retain(new Set([site]));
+    const cache = reg.forSite(site, config);
     cache.set('example.com/a?x=1', entry(1));
-    expect(reg.enabled).toBe(true);
     expect(reg.purge('EXAMPLE.com/a?x=1')).toBe(true);
     expect(reg.purge('example.com/a?x=1')).toBe(false);
+    cache.set('example.com/b', entry(1));
+    reg.retain(new Set([{ cache: config }]));
+    expect(reg.purge('example.com/b')).toBe(false);
+  });
+
+  it('is enabled as soon as a published site has cache, before any cache exists, and follows every swap', () => {
+    const reg = new CacheRegistry();
+    expect(reg.enabled).toBe(false);
+    const plain = { cache: null };
+    reg.retain(new Set([plain]));
+    expect(reg.enabled).toBe(false);
+    reg.retain(new Set([plain, { cache: config }]));
+    expect(reg.enabled).toBe(true);
+    expect(reg.purge('example.com/never-cached')).toBe(false);
+    reg.retain(new Set([{ cache: config }]));
+    expect(reg.enabled).toBe(true);
+    reg.retain(new Set([plain]));
+    expect(reg.enabled).toBe(false);
     reg.retain(new Set());
     expect(reg.enabled).toBe(false);
   });

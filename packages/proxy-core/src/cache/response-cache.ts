@@ -139,20 +139,29 @@ export function entrySize(headers: IncomingHttpHeaders, body: Buffer, key: strin
   return size;
 }
 
+/** What the registry reads of a Site: its `cache` block (null when the site does not cache). */
+export interface CachingSite {
+  readonly cache: CacheConfig | null;
+}
+
 /**
  * All sites' caches, as the admin API's `CachePort` sees them:
  * `{ enabled, purge(key) }`. A purge removes the key from every site's cache.
+ * `enabled` follows the published route table (set by {@link retain}), not
+ * the caches created so far: a site with `cache` makes PURGE answer 404 for
+ * an absent key even before its first cacheable request.
  */
 export class CacheRegistry {
-  #caches = new Map<object, ResponseCache>();
+  #caches = new Map<CachingSite, ResponseCache>();
+  #enabled = false;
 
-  /** True when at least one live site has `cache`. */
+  /** True when at least one site of the last retained (published) table has `cache`. */
   get enabled(): boolean {
-    return this.#caches.size > 0;
+    return this.#enabled;
   }
 
   /** The cache of a site (created on first use, kept while the Site object is live). */
-  forSite(site: object, config: CacheConfig): ResponseCache {
+  forSite(site: CachingSite, config: CacheConfig): ResponseCache {
     let cache = this.#caches.get(site);
     if (cache === undefined) {
       cache = new ResponseCache(config);
@@ -161,8 +170,15 @@ export class CacheRegistry {
     return cache;
   }
 
-  /** Keeps only the caches of these sites (called on every route-table swap). */
-  retain(sites: ReadonlySet<object>): void {
+  /**
+   * Records the sites of the published table (called on every route-table
+   * swap): `enabled` becomes whether any of them has `cache`, and the caches
+   * of sites no longer published are dropped.
+   */
+  retain(sites: ReadonlySet<CachingSite>): void {
+    let enabled = false;
+    for (const site of sites) if (site.cache !== null) enabled = true;
+    this.#enabled = enabled;
     for (const site of this.#caches.keys()) if (!sites.has(site)) this.#caches.delete(site);
   }
 
