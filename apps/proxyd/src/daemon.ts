@@ -28,6 +28,8 @@ export interface DaemonOptions {
   certDir?: string;
   /** False with `--no-metrics` (default true). */
   metrics?: boolean;
+  /** Address the data-plane listeners bind (default 0.0.0.0; the demo binds 127.0.0.1). */
+  bindHost?: string;
   logger: Logger;
   /** Per-target loggers; default: children of `logger`. */
   logging?: Logging;
@@ -102,7 +104,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const metrics = options.metrics === false ? undefined : createMetrics();
   const analytics = await createAnalyticsWiring(config);
   const hooks = composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined);
-  const dataPlane = await startDataPlane(config, store.routes, hooks);
+  const dataPlane = await startDataPlane(
+    config,
+    store.routes,
+    hooks,
+    options.bindHost === undefined ? {} : { bindHost: options.bindHost },
+  );
   metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
   const unsubscribe = store.subscribe((routes, version) => {
     dataPlane.setRoutes(routes, version);

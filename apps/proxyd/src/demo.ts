@@ -1,8 +1,13 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parse } from '@proxyd/proxyfile';
-import type { Logger } from 'pino';
 import { startDaemon } from './daemon.js';
+import type { Logging } from './logging.js';
 
 const DEMO_PAGE = `<!doctype html>
 <html lang="en">
@@ -29,11 +34,23 @@ async function pickPort(preferred: number): Promise<number> {
   return tryListen(preferred).catch(() => tryListen(0));
 }
 
-/** `proxyd demo`: an upstream page and proxyd in front of it, on unprivileged ports. */
-export async function runDemo(logger: Logger): Promise<void> {
+/**
+ * `proxyd demo`: an upstream page and proxyd in front of it, on unprivileged
+ * loopback ports (8080 and 6190 when free). It keeps its state in a fresh
+ * temporary directory, removed on exit, so it never touches the user's state
+ * directory and works whatever `HOME` is. Without `PROXY_ADMIN_TOKEN` it makes
+ * a random admin token and prints it.
+ */
+export async function runDemo(logging: Logging): Promise<void> {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-demo-'));
+  // Synchronous: an `exit` listener cannot wait, and this also covers a failed start.
+  process.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
+
+  const envToken = process.env.PROXY_ADMIN_TOKEN;
+  const adminToken = envToken || randomBytes(24).toString('base64url');
   const [httpPort, adminPort] = [await pickPort(8080), await pickPort(6190)];
-  const adminAddress = `127.0.0.1:${adminPort}`;
-  const page = DEMO_PAGE.replace('ADMIN', adminAddress);
+  // The page names the admin address, known once the daemon is up.
+  let page = DEMO_PAGE;
   const upstream = http.createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
   });
@@ -42,17 +59,31 @@ export async function runDemo(logger: Logger): Promise<void> {
 
   const proxyfile = `{
 \thttp_port ${httpPort}
-\tadmin ${adminAddress}
+\tadmin 127.0.0.1:${adminPort}
 }
 
 http://localhost, http://127.0.0.1 {
 \treverse_proxy 127.0.0.1:${upstreamPort}
 }
 `;
-  const daemon = await startDaemon({ config: parse(proxyfile, { filename: 'demo Proxyfile' }), logger });
+  const daemon = await startDaemon({
+    config: parse(proxyfile, { filename: 'demo Proxyfile' }),
+    logger: logging.root,
+    logging,
+    adminToken,
+    stateDir,
+    certDir: path.join(stateDir, 'certs'),
+    bindHost: '127.0.0.1',
+  });
+  const admin = `${daemon.adminAddress.host}:${daemon.adminAddress.port}`;
+  page = DEMO_PAGE.replace('ADMIN', admin);
+  const bearer = envToken ? '$PROXY_ADMIN_TOKEN' : adminToken;
   process.stdout.write(
-    `\nproxyd demo is running. Open http://localhost:${httpPort}/\n` +
-      `Admin API: http://${adminAddress}/health   (Ctrl-C stops)\n\n`,
+    `\nproxyd demo is running. Open http://localhost:${daemon.httpAddress.port}/\n` +
+      `Admin API: http://${admin}  (state in ${stateDir}, removed on exit)\n` +
+      `Admin token: ${envToken ? 'from PROXY_ADMIN_TOKEN' : `${adminToken} (random, for this run only)`}\n` +
+      `Try: curl -H "Authorization: Bearer ${bearer}" http://${admin}/routes\n` +
+      'Ctrl-C stops.\n\n',
   );
   const stop = () => {
     upstream.close();

@@ -47,7 +47,7 @@ const program = buildProgram(version, {
       void daemon.reload();
     });
   },
-  demo: () => runDemo(logger),
+  demo: () => runDemo(logging),
 });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
