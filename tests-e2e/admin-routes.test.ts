@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
@@ -181,9 +181,12 @@ describe('admin API over TCP and the Unix socket: routes drive real traffic and 
   it('replaces a stale socket file and refuses a socket another process listens on', async () => {
     await proxyd?.stop();
     proxyd = undefined;
-    // A socket file nobody listens on (bound, never listened): stale.
+    // A socket file nobody listens on: a process listened on it and was killed (SIGKILL skips the unlink).
     await rm(socketPath, { force: true });
-    execFileSync('python3', ['-c', `import socket; socket.socket(socket.AF_UNIX).bind(${JSON.stringify(socketPath)})`]);
+    spawnSync(process.execPath, [
+      '-e',
+      `require('node:net').createServer().listen(${JSON.stringify(socketPath)}, () => process.kill(process.pid, 'SIGKILL'))`,
+    ]);
     expect((await stat(socketPath)).isSocket()).toBe(true);
     proxyd = await start();
     expect((await socketCall(socketPath, 'GET', '/health')).status).toBe(200);
