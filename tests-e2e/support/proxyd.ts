@@ -69,7 +69,9 @@ export interface StartOptions {
 
 /**
  * Writes a Proxyfile in a fresh directory, starts the built proxyd on free
- * ports and waits until it logs "proxyd ready".
+ * ports and waits until it logs "proxyd ready". Unless `args` names them,
+ * `--state-dir` and `--cert-dir` point into that directory, which `stop()`
+ * removes.
  */
 export async function startProxyd(options: StartOptions): Promise<RunningProxyd> {
   const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-'));
@@ -77,7 +79,15 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
   const configPath = path.join(dir, 'Proxyfile');
   const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin 127.0.0.1:${adminPort}\n${options.global ?? ''}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
   await writeFile(configPath, proxyfile);
-  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', '--config', configPath, ...(options.args ?? [])], {
+  const args = options.args ?? [];
+  // Never the machine's /var/lib/proxyd or /etc/proxy/certs: both default to this test's directory.
+  const isolation = [
+    ...(args.includes('--state-dir') ? [] : ['--state-dir', path.join(dir, 'state')]),
+    ...(args.includes('--cert-dir') || options.env?.PROXY_CERT_DIR !== undefined
+      ? []
+      : ['--cert-dir', path.join(dir, 'certs')]),
+  ];
+  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', '--config', configPath, ...isolation, ...args], {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
