@@ -59,6 +59,8 @@ export interface StartOptions {
   global?: string;
   env?: NodeJS.ProcessEnv;
   args?: string[];
+  /** How proxyd is told the Proxyfile path: `flag` (default, `--config`) or `env` (`PROXY_CONFIG`). */
+  configVia?: 'flag' | 'env';
   /**
    * How to tell it is ready: `log` (default) waits for the "proxyd ready" log
    * line; `health` polls GET /health on the admin port (for runs whose
@@ -87,8 +89,10 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
       ? []
       : ['--cert-dir', path.join(dir, 'certs')]),
   ];
-  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', '--config', configPath, ...isolation, ...args], {
-    env: { ...process.env, ...options.env },
+  const viaEnv = options.configVia === 'env';
+  const configArgs = viaEnv ? [] : ['--config', configPath];
+  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', ...configArgs, ...isolation, ...args], {
+    env: { ...process.env, ...options.env, ...(viaEnv ? { PROXY_CONFIG: configPath } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
