@@ -1,25 +1,28 @@
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dirs = [
+const libraries = [
   'packages/proxy-core',
   'packages/proxyfile',
   'packages/analytics',
   'packages/admin-api',
   'packages/cli',
-  'apps/proxyd',
 ];
+const apps = ['apps/proxyd'];
 
-// Which workspace packages each package may import (DESIGN.md, "Packages, and what each may import").
+// Which workspace entries each package may import (DESIGN.md, "Packages, and what each may import").
 const allowed: Record<string, string[]> = {
   '@proxyd/proxy-core': [],
   '@proxyd/proxyfile': ['@proxyd/proxy-core/model'],
-  '@proxyd/analytics': ['@proxyd/proxy-core', '@proxyd/proxy-core/model'],
+  // Types only (checked below): analytics implements proxy-core's hook interfaces without its runtime.
+  '@proxyd/analytics': ['@proxyd/proxy-core'],
   '@proxyd/admin-api': [],
-  '@proxyd/cli': ['@proxyd/proxyfile', '@proxyd/admin-api', '@proxyd/proxy-core/model'],
+  '@proxyd/cli': ['@proxyd/proxyfile', '@proxyd/admin-api'],
   '@proxyd/proxyd': [
     '@proxyd/proxy-core',
     '@proxyd/proxy-core/model',
@@ -29,36 +32,192 @@ const allowed: Record<string, string[]> = {
     '@proxyd/cli',
   ],
 };
+// Imported by a package's sources, but only as types.
+const typeOnly: Record<string, string[]> = { '@proxyd/analytics': ['@proxyd/proxy-core'] };
 
-async function sources(dir: string): Promise<string[]> {
+interface PackageJson {
+  name: string;
+  exports?: Record<string, unknown>;
+  bin?: Record<string, string>;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+interface Import {
+  file: string;
+  spec: string;
+  /** `import type …` / `export type …`: erased at build time. */
+  typeOnly: boolean;
+}
+
+const readJson = async (file: string) => JSON.parse(await readFile(file, 'utf8')) as PackageJson;
+
+async function sourceFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  return entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => path.join(e.parentPath, e.name));
+  return entries
+    .filter((e) => e.isFile() && /\.(ts|mts|js|mjs)$/.test(e.name))
+    .map((e) => path.join(e.parentPath, e.name))
+    .filter((file) => !file.split(path.sep).some((part) => part === 'node_modules' || part === 'results'));
+}
+
+/** Every module specifier a file names: static imports and re-exports, side-effect and dynamic imports. */
+function importsOf(file: string, text: string): Import[] {
+  const found: Import[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\s+(type\s+)?[\w\s{},*$]*?\bfrom\s*['"]([^'"]+)['"]/gm)) {
+    found.push({ file, spec: m[2] as string, typeOnly: m[1] !== undefined });
+  }
+  for (const m of text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) {
+    found.push({ file, spec: m[1] as string, typeOnly: false });
+  }
+  for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    found.push({ file, spec: m[1] as string, typeOnly: false });
+  }
+  return found;
+}
+
+async function importsUnder(dir: string): Promise<Import[]> {
+  const found: Import[] = [];
+  for (const file of await sourceFiles(dir)) found.push(...importsOf(file, await readFile(file, 'utf8')));
+  return found;
+}
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
+function packageOf(spec: string): string {
+  const parts = spec.split('/');
+  return spec.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] as string);
+}
+
+const isBuiltin = (spec: string) => spec.startsWith('node:') || builtinModules.includes(spec);
+/** Tests and their helpers: not shipped, so they may also use devDependencies. */
+const isTest = (file: string) => /\.test(-helpers)?\.[cm]?[jt]s$/.test(file);
+const rel = (file: string) => path.relative(root, file);
+
+/** Every file path an `exports` value names, through nested conditions. */
+function exportTargets(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (value && typeof value === 'object') return Object.values(value).flatMap(exportTargets);
+  return [];
+}
+
+/** `@proxyd/x` and `@proxyd/x/sub` for every entry of every library's exports map. */
+async function publicEntries(): Promise<Set<string>> {
+  const entries = new Set<string>();
+  for (const dir of libraries) {
+    const { name, exports } = await readJson(path.join(root, dir, 'package.json'));
+    for (const key of Object.keys(exports ?? {})) entries.add(key === '.' ? name : `${name}/${key.slice(2)}`);
+  }
+  return entries;
 }
 
 describe('package boundaries', () => {
   it('no package imports another package internals or escapes its own directory', async () => {
+    const entries = await publicEntries();
     const violations: string[] = [];
-    for (const dir of dirs) {
+    for (const dir of [...libraries, ...apps]) {
       const pkgDir = path.join(root, dir);
-      const { name, exports } = JSON.parse(await readFile(path.join(pkgDir, 'package.json'), 'utf8')) as {
-        name: string;
-        exports: Record<string, unknown>;
-      };
-      expect(Object.keys(exports)).toContain('.');
-      for (const file of await sources(path.join(pkgDir, 'src'))) {
-        const text = await readFile(file, 'utf8');
-        for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)) {
-          const spec = m[1] as string;
-          const where = `${path.relative(root, file)}: ${spec}`;
-          if (spec.startsWith('.')) {
-            const target = path.resolve(path.dirname(file), spec);
-            if (!target.startsWith(path.join(pkgDir, 'src'))) violations.push(`${where} leaves the package`);
-          } else if (spec.startsWith('@proxyd/') && !(allowed[name] ?? []).includes(spec)) {
-            violations.push(`${where} is not an allowed public entry for ${name}`);
+      const { name } = await readJson(path.join(pkgDir, 'package.json'));
+      for (const { file, spec } of await importsUnder(path.join(pkgDir, 'src'))) {
+        const where = `${rel(file)}: ${spec}`;
+        if (spec.startsWith('.')) {
+          const target = path.resolve(path.dirname(file), spec);
+          if (!target.startsWith(path.join(pkgDir, 'src'))) violations.push(`${where} leaves the package`);
+        } else if (spec.startsWith('@proxyd/')) {
+          // Shipped code follows DESIGN.md; tests may use any public entry they declare (checked below).
+          if (isTest(file) ? !entries.has(spec) : !(allowed[name] ?? []).includes(spec)) {
+            violations.push(`${where} is not an allowed public entry for ${name}${isTest(file) ? ' tests' : ''}`);
           }
         }
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('analytics uses proxy-core for types only (`import type`), so it carries none of its runtime', async () => {
+    const violations: string[] = [];
+    for (const dir of libraries) {
+      const pkgDir = path.join(root, dir);
+      const { name } = await readJson(path.join(pkgDir, 'package.json'));
+      const typesFrom = typeOnly[name] ?? [];
+      for (const { file, spec, typeOnly: erased } of await importsUnder(path.join(pkgDir, 'src'))) {
+        if (isTest(file) || erased) continue;
+        if (typesFrom.includes(packageOf(spec))) violations.push(`${rel(file)}: ${spec} is imported as a value`);
+      }
+    }
+    expect(Object.keys(typeOnly)).toEqual(['@proxyd/analytics']);
+    expect(violations).toEqual([]);
+  });
+
+  it('every package declares what its sources import (dependencies; tests may also use devDependencies)', async () => {
+    const rootPkg = await readJson(path.join(root, 'package.json'));
+    const violations: string[] = [];
+    for (const dir of [...libraries, ...apps]) {
+      const pkgDir = path.join(root, dir);
+      const pkg = await readJson(path.join(pkgDir, 'package.json'));
+      const runtime = new Set([...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})]);
+      const forTests = new Set([
+        ...Object.keys(pkg.devDependencies ?? {}),
+        ...Object.keys(rootPkg.devDependencies ?? {}),
+      ]);
+      for (const { file, spec } of await importsUnder(path.join(pkgDir, 'src'))) {
+        if (spec.startsWith('.') || isBuiltin(spec)) continue;
+        const dep = packageOf(spec);
+        if (runtime.has(dep) || (isTest(file) && forTests.has(dep))) continue;
+        // The browser script is bundled at build time from a devDependency.
+        if (file.includes(`${path.sep}browser${path.sep}`) && pkg.devDependencies?.[dep]) continue;
+        violations.push(`${rel(file)}: ${spec} is not declared in ${dir}/package.json`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('bench and tests-e2e reach packages only through their public entries', async () => {
+    const violations: string[] = [];
+    const entries = await publicEntries();
+    const internals = [...libraries, ...apps].map((dir) => path.join(root, dir) + path.sep);
+    for (const dir of ['bench', 'tests-e2e']) {
+      for (const { file, spec } of await importsUnder(path.join(root, dir))) {
+        const where = `${rel(file)}: ${spec}`;
+        if (spec.startsWith('.')) {
+          const target = path.resolve(path.dirname(file), spec);
+          if (internals.some((prefix) => target.startsWith(prefix))) violations.push(`${where} reaches into a package`);
+        } else if (spec.startsWith('@proxyd/') && !entries.has(spec)) {
+          violations.push(`${where} is not a public entry`);
+        }
+      }
+      // A dynamic import of a computed specifier could name any file: only literal ones are allowed here.
+      for (const file of await sourceFiles(path.join(root, dir))) {
+        const text = await readFile(file, 'utf8');
+        if (/\bimport\(\s*(?!['"][^'"]+['"]\s*\))/.test(text))
+          violations.push(`${rel(file)}: dynamic import of a computed specifier`);
+      }
+    }
+    expect(entries).toContain('@proxyd/proxy-core/model');
+    expect(violations).toEqual([]);
+  });
+
+  it('every library has an exports map whose targets exist after the build; the app has none, and its bin exists', async () => {
+    const missing: string[] = [];
+    for (const dir of libraries) {
+      const { name, exports } = await readJson(path.join(root, dir, 'package.json'));
+      expect(exports, `${name} has no exports map`).toBeDefined();
+      expect(Object.keys(exports ?? {})).toContain('.');
+      for (const [entry, conditions] of Object.entries(exports ?? {})) {
+        expect(Object.keys(conditions as object), `${name} ${entry}`).toEqual(
+          expect.arrayContaining(['types', 'import']),
+        );
+        for (const target of exportTargets(conditions)) {
+          if (!existsSync(path.join(root, dir, target))) missing.push(`${name} ${entry}: ${target}`);
+        }
+      }
+    }
+    for (const dir of apps) {
+      const { name, exports, bin } = await readJson(path.join(root, dir, 'package.json'));
+      expect(exports, `${name} is an application, not a library`).toBeUndefined();
+      for (const target of Object.values(bin ?? {})) {
+        if (!existsSync(path.join(root, dir, target))) missing.push(`${name} bin: ${target}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });

@@ -17,10 +17,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-
-const root = new URL('../../packages/', import.meta.url);
-const { RouteStore, ProxyServer } = await import(new URL('proxy-core/dist/index.js', root).href);
-const { createAdminApp } = await import(new URL('admin-api/dist/index.js', root).href);
+import { createAdminApp } from '@proxyd/admin-api';
+import { ProxyServer, RouteStore } from '@proxyd/proxy-core';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const TOKEN = 'bench';

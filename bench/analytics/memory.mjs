@@ -1,6 +1,6 @@
 // Memory of the analytics collectors, measured on the V8 heap (run with
 // --expose-gc by bench/analytics/run.mjs). Prints one JSON line.
-import { AnalyticsCollector } from '../../packages/analytics/dist/index.js';
+import { AnalyticsCollector } from '@proxyd/analytics';
 
 const gc = globalThis.gc;
 if (typeof gc !== 'function') throw new Error('run with --expose-gc');
