@@ -13,6 +13,7 @@ import { createBearerCheck } from './auth.js';
 import { writeClientError } from './client-error.js';
 import { type AdminContext, type Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
+import { EMPTY_DOMAIN_PATH } from './endpoints/routes-delete.js';
 import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './error-handler.js';
 import { AdminError } from './errors.js';
 import { BODY_LIMIT_BYTES, installJsonBodyParser } from './json-body.js';
@@ -176,7 +177,10 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     app.setNotFoundHandler(async (request: FastifyRequest) => {
       const url = request.raw.url ?? '/';
       const query = url.indexOf('?');
-      const methods = allow.methodsFor(query < 0 ? url : url.slice(0, query));
+      const path = query < 0 ? url : url.slice(0, query);
+      const emptyDomain = EMPTY_DOMAIN_PATH.test(path);
+      if (emptyDomain && request.method === 'DELETE') throw new AdminError('ADMIN_MISSING_DOMAIN');
+      const methods = allow.methodsFor(emptyDomain ? '/routes/' : path);
       if (request.method === 'OPTIONS' || methods.length > 0) {
         throw new AdminError('ADMIN_METHOD_NOT_ALLOWED', undefined, { headers: { allow: methods.join(', ') } });
       }

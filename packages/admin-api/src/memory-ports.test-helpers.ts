@@ -46,10 +46,10 @@ export class MemoryRouteStore implements RouteStorePort {
     for (const r of snapshot.routes) {
       this.table.set(r.domain, { ...r, source: snapshot.source, rate_limit_rps: null, under_attack: false });
     }
-    const canonical = snapshot.routes.map((r) => `${r.domain} ${r.upstream} ${r.tls}`).sort();
-    const route_hash = createHash('sha256')
-      .update([snapshot.source, ...canonical].join('\n'))
-      .digest('hex');
+    // The README's route_hash: lines sorted by domain, upstream lowercased, every line ending in "\n".
+    const sorted = [...snapshot.routes].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+    const text = sorted.map((r) => `${r.domain} ${r.upstream.toLowerCase()} ${r.tls}\n`).join('');
+    const route_hash = createHash('sha256').update(`${snapshot.source}\n${text}`).digest('hex');
     return {
       source: snapshot.source,
       applied: snapshot.routes.length,

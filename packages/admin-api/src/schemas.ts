@@ -45,7 +45,8 @@ export const Route = Type.Object(
     }),
     under_attack: Type.Boolean({ description: 'Challenge mode active for this route' }),
     source: Type.Union([Type.String(), Type.Null()], {
-      description: 'Tag of the controller that owns the route ("proxyfile" for Proxyfile routes); null when none',
+      description:
+        'Tag of the controller that owns the route (the source of POST /routes or PUT /routes/snapshot); null when none: Proxyfile routes and API writes without a source',
     }),
   },
   { additionalProperties: false, description: 'A route of the route table' },
@@ -115,6 +116,14 @@ export const SnapshotRequest = Type.Object(
 );
 export type SnapshotRequest = Static<typeof SnapshotRequest>;
 
+/** The exact `route_hash` definition (also in the README, checked against the route store by a test). */
+const ROUTE_HASH_DESCRIPTION =
+  'Lowercase hex SHA-256 of the UTF-8 text: source + "\\n", then, for each route of the request sorted by domain ' +
+  '(ascending UTF-16 code-unit order), domain + " " + upstream + " " + ("true" or "false" for tls) + "\\n". ' +
+  'domain is lowercased; upstream is as sent, lowercased (host:port or [ipv6]:port; the IPv6 address is not re-compressed). ' +
+  'An empty or omitted list hashes source + "\\n" alone. The same source and set in any order or letter case give the same hash: ' +
+  'a controller can compute it and store it as an applied-state marker.';
+
 /** Body of a successful `PUT /routes/snapshot`. */
 export const SnapshotResponse = Type.Object(
   {
@@ -126,8 +135,8 @@ export const SnapshotResponse = Type.Object(
     }),
     total_routes: Type.Integer({ minimum: 0, description: 'Routes in the table after the operation' }),
     route_hash: Type.String({
-      description:
-        'Stable digest of the source and its sorted canonical desired set; the same for the same set in any order',
+      pattern: '^[0-9a-f]{64}$',
+      description: ROUTE_HASH_DESCRIPTION,
     }),
   },
   { additionalProperties: false, description: 'Snapshot reconcile result' },

@@ -70,6 +70,24 @@ describe('POST /reload', () => {
     await app.close();
   });
 
+  it('a body of any content up to 64 KB is ignored; over 64 KB is 413 and leaves the cooldown unconsumed', async () => {
+    const port = new ScriptedReload([]);
+    const { app, clock } = testApp({ reload: port });
+    const withBody = (payload: string, contentType = 'application/json') =>
+      app.inject({ ...reload, headers: { ...AUTH, 'content-type': contentType }, payload });
+    const over = await withBody('x'.repeat(65_537), 'text/plain');
+    expect(over.statusCode).toBe(413);
+    expect(over.json()).toEqual({ error: 'request body too large' });
+    expect(port.calls).toBe(0);
+    expect((await withBody('not JSON at all')).statusCode).toBe(200);
+    clock.advance(5_000);
+    expect((await withBody(JSON.stringify({ anything: 'x'.repeat(65_000) }))).statusCode).toBe(200);
+    clock.advance(5_000);
+    expect((await withBody('x'.repeat(65_536), 'text/plain')).statusCode).toBe(200);
+    expect(port.calls).toBe(3);
+    await app.close();
+  });
+
   it('501 without a config watcher (exact text, em dash)', async () => {
     const { app } = testApp();
     const res = await app.inject(reload);

@@ -44,6 +44,24 @@ describe('DELETE /routes/{domain}', () => {
     await app.close();
   });
 
+  it('400 missing domain for an empty segment followed by "/" (/routes//); other methods there are 405 Allow: DELETE', async () => {
+    const { app, store } = testApp();
+    await store.upsert({ domain: 'a.example', upstream: 'h:1', tls: false, source: null });
+    for (const segment of ['/', '//', '/a.example', '/?x=1']) {
+      const res = await app.inject(del(segment));
+      expect(res.statusCode, segment).toBe(400);
+      expect(res.json()).toEqual({ error: 'missing domain' });
+      expect(res.headers['access-control-allow-origin']).toBe('null');
+    }
+    expect(store.table.has('a.example')).toBe(true);
+    const get = await app.inject({ method: 'GET', url: '/routes//', headers: AUTH });
+    expect(get.statusCode).toBe(405);
+    expect(get.headers.allow).toBe('DELETE');
+    expect((await app.inject({ method: 'DELETE', url: '/routes//' })).statusCode).toBe(401);
+    expect((await app.inject(del('a.example/'))).json()).toEqual({ error: 'not found' });
+    await app.close();
+  });
+
   it('414 over 253 bytes; 253 bytes goes on to the lookup', async () => {
     const { app } = testApp();
     const over = await app.inject(del('a'.repeat(254)));

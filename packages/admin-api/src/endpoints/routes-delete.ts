@@ -3,6 +3,14 @@ import type { Endpoint } from '../endpoint.js';
 import { AdminError } from '../errors.js';
 import { DomainParams, RouteDeleted } from '../schemas.js';
 
+/**
+ * A path whose domain segment is empty but followed by another `/`
+ * (`/routes//`, `/routes//x`). The router does not match it to
+ * `/routes/:domain`; the app answers it like `/routes/` (DELETE: 400
+ * `missing domain`; other methods: 405, `Allow: DELETE`).
+ */
+export const EMPTY_DOMAIN_PATH = /^\/routes\/\//;
+
 /** `DELETE /routes/{domain}`: removes one route. */
 export const deleteRoute: Endpoint = {
   method: 'DELETE',
@@ -11,7 +19,7 @@ export const deleteRoute: Endpoint = {
   operationId: 'deleteRoute',
   summary: 'Delete a route',
   description:
-    'Removes the route of a domain (matched case-insensitively). The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414. Audit action route_delete.',
+    'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414. Audit action route_delete.',
   auth: true,
   params: DomainParams,
   responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
