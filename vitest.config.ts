@@ -12,6 +12,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts'],
+          // The one build output unit tests use: the analytics browser bundle.
+          globalSetup: ['./scripts/unit-global-setup.ts'],
           testTimeout: 30_000,
         },
       },
