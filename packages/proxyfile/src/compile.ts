@@ -1,4 +1,4 @@
-import { type Config, defaultGlobalOptions, emptySite, type SiteAddress } from '@proxyd/proxy-core/model';
+import { type Config, defaultGlobalOptions, emptySite, type Site, type SiteAddress } from '@proxyd/proxy-core/model';
 import type { BlockState } from './directives/directive.js';
 import { DIRECTIVE_BY_NAME, DIRECTIVES } from './directives/index.js';
 import { Dispenser } from './dispenser.js';
@@ -6,16 +6,19 @@ import { ProxyfileErrorCode } from './errors.js';
 import { compileGlobal } from './global-options.js';
 import { setHandler } from './handler.js';
 import { show, type Token } from './lexer.js';
+import { checkModel } from './model-check.js';
 import type { Document } from './parser.js';
 import { nearest } from './suggest.js';
 import { parseSiteAddresses } from './values.js';
 
 const DIRECTIVE_NAMES = DIRECTIVES.map((d) => d.name);
+const KNOWN = [...DIRECTIVE_NAMES].sort().join(', ');
 
 function compileBlock(lines: Dispenser[], state: BlockState): void {
   for (const d of lines) {
     const name = d.name;
-    const directive = name.quoted ? undefined : DIRECTIVE_BY_NAME.get(name.text);
+    // A quoted name is a directive too, as in Caddy: only braces depend on quoting.
+    const directive = DIRECTIVE_BY_NAME.get(name.text);
     if (directive === undefined) {
       if (d.hasBlock() && /[.:]/.test(name.text) && !name.text.startsWith('/')) {
         throw d.error(
@@ -35,7 +38,7 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
       throw d.error(
         name,
         ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
-        `unknown directive ${show(name)}${near ? `, did you mean "${near}"?` : ''}`,
+        `unknown directive ${show(name)}${near ? `, did you mean "${near}"?` : ` (known: ${KNOWN})`}`,
       );
     }
     if (directive.scope === 'site' && state.scope === 'handle') {
@@ -86,16 +89,77 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
   }
 }
 
-/** Compiles a parsed document into the config model; semantic errors carry positions. */
+/** One plain-HTTP or HTTPS listener a site address asks for, and the first address that did. */
+interface PortUse {
+  plain: boolean;
+  token: Token;
+}
+
+/**
+ * Checks the explicit port of each address against the listeners: the
+ * http_port speaks plain HTTP, the https_port HTTPS, and any other port
+ * whatever its first site asked for; a site asking otherwise is an error.
+ */
+function checkPorts(
+  config: Config,
+  keyed: readonly { site: Site; entries: readonly { address: SiteAddress; token: Token }[] }[],
+): void {
+  const { http_port: httpPort, https_port: httpsPort } = config.global;
+  const ports = new Map<number, PortUse>();
+  for (const { site, entries } of keyed) {
+    for (const { address, token } of entries) {
+      const port = address.port;
+      if (port === null) continue;
+      const plain = address.scheme === 'http' || site.tls.mode === 'off';
+      const bad = (why: string) =>
+        new Dispenser({ tokens: [token], block: null }).error(
+          token,
+          ProxyfileErrorCode.INVALID_SITE_ADDRESS,
+          `site address ${show(token)}: ${why}`,
+        );
+      if (port === httpPort && !plain) {
+        throw bad(`port ${port} is the http_port, which speaks plain HTTP: write http:// or pick another port`);
+      }
+      if (port === httpsPort && plain) {
+        throw bad(
+          `port ${port} is the https_port, which speaks HTTPS, but this address is plain HTTP (http:// or tls off): pick another port`,
+        );
+      }
+      if (port === httpPort || port === httpsPort) continue;
+      const first = ports.get(port);
+      if (first === undefined) ports.set(port, { plain, token });
+      else if (first.plain !== plain) {
+        throw bad(
+          `port ${port} would need ${plain ? 'plain HTTP' : 'HTTPS'}, but ${show(first.token)} at ${first.token.file}:${first.token.line}:${first.token.column} serves ${first.plain ? 'plain HTTP' : 'HTTPS'} there (one port speaks one protocol)`,
+        );
+      }
+    }
+  }
+}
+
+/**
+ * Compiles a parsed document into the config model; semantic errors carry
+ * positions. The finished model is checked against proxy-core's `Config`
+ * schema, so a valid-looking file never yields a model the data plane would
+ * reject.
+ */
 export function compile(doc: Document): Config {
   const config: Config = { global: defaultGlobalOptions(), sites: [] };
   if (doc.global) compileGlobal(doc.global, config.global);
   const hosts = new Map<string, Token>();
+  const keyed: { site: Site; entries: { address: SiteAddress; token: Token }[] }[] = [];
   for (const block of doc.sites) {
     const keys = new Dispenser({ tokens: block.keys as [Token, ...Token[]], block: null });
     const addresses: SiteAddress[] = [];
+    const entries: { address: SiteAddress; token: Token }[] = [];
     for (const key of block.keys) {
-      for (const { address, token } of parseSiteAddresses(keys, key)) {
+      for (const entry of parseSiteAddresses(keys, key)) {
+        const { address, token } = entry;
+        // As in Caddy, an address on the HTTP port without a scheme is plain HTTP.
+        if (address.scheme === null && address.port !== null && address.port === config.global.http_port) {
+          address.scheme = 'http';
+        }
+        entries.push(entry);
         const first = hosts.get(address.host);
         if (first) {
           throw keys.error(
@@ -112,6 +176,7 @@ export function compile(doc: Document): Config {
       throw keys.unexpected(block.keys[0] as Token, 'a site address', ProxyfileErrorCode.INVALID_SITE_ADDRESS);
     }
     const site = emptySite(addresses);
+    keyed.push({ site, entries });
     compileBlock(
       block.block.lines.map((l) => new Dispenser(l)),
       {
@@ -128,5 +193,7 @@ export function compile(doc: Document): Config {
     );
     config.sites.push(site);
   }
+  checkPorts(config, keyed);
+  checkModel(config, doc);
   return config;
 }

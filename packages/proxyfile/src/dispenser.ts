@@ -1,6 +1,6 @@
 import { ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionAfter, positionOf, show, type Token } from './lexer.js';
-import type { Line } from './parser.js';
+import { type Line, vanishedError } from './parser.js';
 
 /**
  * The cursor directive code reads one line (and its block) with, after
@@ -76,8 +76,14 @@ export class Dispenser {
     return this.line.block ? this.line.block.lines.map((l) => new Dispenser(l)) : [];
   }
 
-  /** `unexpected end of line after "<current>", expected <expected>`, just after the current token. */
+  /**
+   * `unexpected end of line after "<last>", expected <expected>`, just after
+   * the line's last token; or, when a `{$VAR}` of the line came out empty and
+   * was dropped, `{$VAR} is not set (empty), expected <expected>` at the placeholder.
+   */
   missing(expected: string, code: ProxyfileErrorCode = ProxyfileErrorCode.UNEXPECTED_END): ProxyfileError {
+    const empty = this.line.vanished ? vanishedError(this.line.vanished, expected, code) : null;
+    if (empty) return empty;
     const last = this.line.tokens[this.line.tokens.length - 1] as Token;
     return new ProxyfileError(
       code,
@@ -98,5 +104,23 @@ export class Dispenser {
   /** Any other error at a token. */
   error(t: Token, code: ProxyfileErrorCode, detail: string): ProxyfileError {
     return new ProxyfileError(code, positionOf(t), detail);
+  }
+
+  /** The next argument, which must not be empty (`""`, or a quoted placeholder that came out empty). */
+  nonEmptyArg(expected: string): Token {
+    const t = this.arg(expected);
+    this.nonEmpty(t, expected);
+    return t;
+  }
+
+  /** Throws `unexpected empty value "", expected <expected>` (INVALID_VALUE) when the token is empty. */
+  nonEmpty(t: Token, expected: string): void {
+    if (t.text === '') {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.INVALID_VALUE,
+        positionOf(t),
+        `unexpected empty value ${show(t)}, expected ${expected}`,
+      );
+    }
   }
 }

@@ -10,7 +10,7 @@ import { isCidr, isEmail, isValidHost, portOf, readPort } from './values.js';
 const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
 
 function single(d: Dispenser, expected: string): Token {
-  const t = d.arg(expected);
+  const t = d.nonEmptyArg(expected);
   d.end();
   d.noBlock();
   return t;

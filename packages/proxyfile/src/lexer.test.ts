@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProxyfileError, ProxyfileErrorCode } from './errors.js';
-import { tokenize } from './lexer.js';
+import { isClose, isOpen, tokenize } from './lexer.js';
 import { editDistance, nearest } from './suggest.js';
 
 describe('lexer', () => {
@@ -19,6 +19,30 @@ describe('lexer', () => {
     const { tokens, comments } = tokenize('a#b "q\\"\\\\\\n" # c', 'F');
     expect(tokens.map((t) => t.text)).toEqual(['a#b', 'q"\\\\n']);
     expect(comments.map((c) => c.text)).toEqual(['# c']);
+  });
+
+  it('counts columns in code points: a character outside the BMP is one column', () => {
+    const { tokens } = tokenize('"😀é" x 😀😀 y', 'F');
+    expect(tokens.map((t) => [t.text, t.column])).toEqual([
+      ['😀é', 1],
+      ['x', 6],
+      ['😀😀', 8],
+      ['y', 11],
+    ]);
+  });
+
+  it('makes braces only of what is written: quoted or placeholder braces are text', () => {
+    const { tokens } = tokenize('{ "{" } `}`', 'F');
+    expect(tokens.map((t) => [isOpen(t), isClose(t)])).toEqual([
+      [true, false],
+      [false, false],
+      [false, true],
+      [false, false],
+    ]);
+    const [fromEnv] = tokenize('{$B}', 'F').tokens;
+    if (fromEnv === undefined) throw new Error('no token');
+    fromEnv.text = '{';
+    expect(isOpen(fromEnv)).toBe(false);
   });
 
   it('ignores a byte order mark', () => {

@@ -12,13 +12,24 @@ export interface Token {
   text: string;
   /** Exactly as written in the file (quotes and escapes included). */
   raw: string;
+  /**
+   * Set when `{$VAR}` placeholders changed the text: the token as written
+   * (same as `raw`), so messages can say where a value came from.
+   */
+  source?: string;
+  /**
+   * Set when the token was unquoted and its placeholders left it empty: the
+   * parser drops it from its line (as Caddy does) but keeps it to explain a
+   * missing argument. The value says why, e.g. `is not set (empty)`.
+   */
+  vanished?: string;
   /** Whether the token was quoted (a quoted `{` is text, not a brace). */
   quoted: boolean;
   /** File name as shown in errors. */
   file: string;
   /** 1-based line of the first character. */
   line: number;
-  /** 1-based column of the first character (a tab counts as one). */
+  /** 1-based column of the first character, counted in code points (a tab counts as one). */
   column: number;
   /** Line of the last character (differs from `line` for a quoted multi-line token). */
   endLine: number;
@@ -56,6 +67,18 @@ const QUOTE = 34;
 const BACKTICK = 96;
 const BACKSLASH = 92;
 
+/** Whether a UTF-16 unit is the second half of a surrogate pair (not a column of its own). */
+function isTrail(unit: number): boolean {
+  return (unit & 0xfc00) === 0xdc00;
+}
+
+/** Length of a string in code points (what a column counts). */
+export function width(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) if (!isTrail(text.charCodeAt(i))) n++;
+  return n;
+}
+
 /** Splits Proxyfile text into tokens (and comments); throws {@link ProxyfileError} on an unterminated quote. */
 export function tokenize(text: string, file: string, seg = 0, via: readonly string[] = []): Lexed {
   const tokens: Token[] = [];
@@ -83,7 +106,7 @@ export function tokenize(text: string, file: string, seg = 0, via: readonly stri
     const startCol = col;
     if (c === HASH) {
       while (i < n && text.charCodeAt(i) !== LF) i++;
-      col += i - start;
+      col += width(text.slice(start, i));
       comments.push({ text: text.slice(start, i).replace(/\s+$/, ''), line: startLine, column: startCol });
       continue;
     }
@@ -120,7 +143,7 @@ export function tokenize(text: string, file: string, seg = 0, via: readonly stri
         if (ch === LF) {
           line++;
           col = 1;
-        } else col++;
+        } else if (!isTrail(ch)) col++;
         i++;
       }
       tokens.push({
@@ -139,9 +162,9 @@ export function tokenize(text: string, file: string, seg = 0, via: readonly stri
     while (i < n) {
       const ch = text.charCodeAt(i);
       if (ch === SPACE || ch === TAB || ch === CR || ch === LF) break;
+      if (!isTrail(ch)) col++;
       i++;
     }
-    col += i - start;
     const word = text.slice(start, i);
     tokens.push({
       text: word,
@@ -163,14 +186,14 @@ export function sameLine(a: Token, b: Token): boolean {
   return a.seg === b.seg && a.endLine === b.line;
 }
 
-/** Whether the token is an unquoted `{`. */
+/** Whether the token is a `{` written as such: quoted, or produced by a `{$VAR}`, it is text. */
 export function isOpen(t: Token | undefined): boolean {
-  return t !== undefined && !t.quoted && t.text === '{';
+  return t !== undefined && t.raw === '{';
 }
 
-/** Whether the token is an unquoted `}`. */
+/** Whether the token is a `}` written as such: quoted, or produced by a `{$VAR}`, it is text. */
 export function isClose(t: Token | undefined): boolean {
-  return t !== undefined && !t.quoted && t.text === '}';
+  return t !== undefined && t.raw === '}';
 }
 
 /** The position of a token. */
@@ -181,15 +204,20 @@ export function positionOf(t: Token): Position {
 /** The position just past a token (where a missing argument would go). */
 export function positionAfter(t: Token): Position {
   if (t.endLine !== t.line) return { file: t.file, line: t.line, column: t.column };
-  return { file: t.file, line: t.line, column: t.column + t.raw.length };
+  return { file: t.file, line: t.line, column: t.column + width(t.raw) };
 }
 
-/** How a token is quoted in messages: `"text"`. */
+/** How a token is quoted in messages: `"text"`, plus `(from {$VAR})` when a placeholder produced it. */
 export function show(t: Token): string {
-  return quoteText(t.text);
+  const text = quoteText(t.text);
+  return t.source === undefined ? text : `${text} (from ${cut(t.source)})`;
 }
 
 /** Quotes text for a message, cut to 60 characters. */
 export function quoteText(text: string): string {
-  return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
+  return JSON.stringify(cut(text));
+}
+
+function cut(text: string): string {
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProxyfileError, ProxyfileErrorCode, parse, summarize } from './index.js';
 
@@ -35,6 +35,38 @@ describe('parse', () => {
       expect([e.position.line, e.position.column, e.code]).toEqual([2, 16, ProxyfileErrorCode.INVALID_UPSTREAM]);
       expect(e.message).toBe('Proxyfile:2:16: unexpected "nope", expected an upstream address (host:port)');
     }
+  });
+
+  it('catches a file that imports itself at the first import, however the path is spelled', () => {
+    const read: string[] = [];
+    const readFile = (p: string) => {
+      read.push(p);
+      return 'import x.pf\n';
+    };
+    expect(() => parse('import x.pf\n', { filename: './x.pf', readFile })).toThrow(
+      './x.pf:1:8: import cycle: ./x.pf -> x.pf',
+    );
+    expect(read).toEqual([]);
+    // Relative main file, absolute import of the same file.
+    const dir = mkdtempSync(join(tmpdir(), 'proxyfile-self-'));
+    const main = join(dir, 'main.pf');
+    writeFileSync(main, `import ${main}\n`);
+    const relativeName = relative(process.cwd(), main);
+    expect(() => parse(`import ${main}\n`, { filename: relativeName })).toThrow(
+      `${relativeName}:1:8: import cycle: ${relativeName} -> ${main}`,
+    );
+  });
+
+  it('keeps a dropped {$VAR} to explain the missing argument, and a snippet keeps it too', () => {
+    const text = '(up) {\n\treverse_proxy {$UP}\n}\na.test {\n\timport up\n}\n';
+    expect(() => parse(text, { env: {} })).toThrow(
+      'Proxyfile:2:16: {$UP} is not set (empty), expected an upstream address',
+    );
+    expect(parse(text, { env: { UP: '127.0.0.1:9' } }).sites[0]?.handler).toMatchObject({ upstreams: [{ port: 9 }] });
+    // An optional argument that comes out empty simply disappears, as in Caddy.
+    expect(parse('a.test {\n\treverse_proxy 127.0.0.1:1 {$EXTRA}\n}\n', { env: {} }).sites[0]?.handler).toMatchObject({
+      upstreams: [{ port: 1 }],
+    });
   });
 
   it('summarizes sites and distinct upstreams', () => {

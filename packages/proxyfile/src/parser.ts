@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import {
   isClose,
@@ -18,6 +18,8 @@ import { nearest } from './suggest.js';
 export interface Line {
   tokens: [Token, ...Token[]];
   block: Block | null;
+  /** Unquoted `{$VAR}` tokens of the line that came out empty and were dropped (to explain a missing argument). */
+  vanished?: readonly Token[];
 }
 
 /** A `{ … }` block: the lines between the braces. */
@@ -35,6 +37,8 @@ export interface SiteBlock {
 
 /** A parsed Proxyfile (imports, snippets and env placeholders resolved). */
 export interface Document {
+  /** Name of the main file, as given. */
+  file: string;
   /** The global options block, when the file starts with a bare `{`. */
   global: Block | null;
   sites: SiteBlock[];
@@ -66,25 +70,63 @@ interface Frame {
   pos: number;
 }
 
+const NONE: readonly Token[] = [];
+
 function unexpected(t: Token, expected: string, code: ProxyfileErrorCode = ProxyfileErrorCode.UNEXPECTED_TOKEN) {
   return new ProxyfileError(code, positionOf(t), `unexpected ${show(t)}, expected ${expected}`);
+}
+
+/** `{$X} is not set (empty), expected …` at the last placeholder that vanished from a line. */
+export function vanishedError(
+  vanished: readonly Token[],
+  expected: string,
+  code: ProxyfileErrorCode = ProxyfileErrorCode.UNEXPECTED_END,
+): ProxyfileError | null {
+  const t = vanished[vanished.length - 1];
+  if (t === undefined) return null;
+  return new ProxyfileError(code, positionOf(t), `${t.raw} ${t.vanished ?? 'is empty'}, expected ${expected}`);
+}
+
+/** Throws when an unquoted `{` is followed by more tokens on its line (Caddy's rule). */
+function braceEndsLine(line: readonly Token[]): void {
+  for (let i = 0; i < line.length - 1; i++) {
+    const t = line[i] as Token;
+    if (isOpen(t)) {
+      throw new ProxyfileError(
+        ProxyfileErrorCode.UNEXPECTED_TOKEN,
+        positionOf(t),
+        `unexpected ${show(line[i + 1] as Token)} after "{" on the same line: a "{" that opens a block must end its line`,
+      );
+    }
+  }
 }
 
 function at(t: Token): string {
   return `${t.line}:${t.column}`;
 }
 
-/** Replaces `{$VAR}` / `{$VAR:default}` in every token; an unquoted token that becomes empty is dropped. */
+/**
+ * Replaces `{$VAR}` / `{$VAR:default}` in every token (the token keeps what
+ * was written in `source`). An unquoted token that becomes empty is marked
+ * `vanished`: the parser leaves it out of its line.
+ */
 function replaceEnv(tokens: Token[], env: Readonly<Record<string, string | undefined>>): Token[] {
-  let dropped = false;
   for (const t of tokens) {
     if (!t.text.includes('{$')) continue;
-    t.text = t.text.replace(ENV_PLACEHOLDER, (_m, name: string, fallback: string | undefined) => {
-      return env[name] ?? fallback ?? '';
+    let unset = true;
+    let matched = false;
+    const text = t.text.replace(ENV_PLACEHOLDER, (_m, name: string, fallback: string | undefined) => {
+      matched = true;
+      const value = env[name];
+      if (value !== undefined || fallback !== undefined) unset = false;
+      return value ?? fallback ?? '';
     });
-    if (t.text === '' && !t.quoted) dropped = true;
+    if (!matched) continue;
+    t.text = text;
+    t.source = t.raw;
+    if (text === '' && !t.quoted) t.vanished = unset ? 'is not set (empty)' : 'is empty';
   }
-  return dropped ? tokens.filter((t) => t.quoted || t.text !== '') : tokens;
+  return tokens;
 }
 
 function globToRegExp(glob: string): RegExp {
@@ -100,8 +142,8 @@ function globToRegExp(glob: string): RegExp {
 /**
  * Groups tokens into the global block, snippets and site blocks, expanding
  * `import` lines and `{$VAR}` placeholders on the way (Caddy's parser stage).
- * Every line that begins with an unquoted `import` is replaced by the tokens
- * of the snippet or file(s) it names, wherever it stands.
+ * Every line that begins with `import` is replaced by the tokens of the
+ * snippet or file(s) it names, wherever it stands.
  */
 class Parser {
   readonly #frames: Frame[] = [];
@@ -111,6 +153,8 @@ class Parser {
   #seg = 1;
   #suspect: Token | null = null;
   #total = 0;
+  /** Placeholders that vanished from the line {@link #nextLine} returned last. */
+  #vanished: readonly Token[] = NONE;
 
   constructor(main: Lexed, options: Required<SourceOptions>) {
     this.#options = options;
@@ -120,11 +164,17 @@ class Parser {
   }
 
   parse(): Document {
-    const doc: Document = { global: null, sites: [] };
+    const doc: Document = { file: this.#mainEnd.file, global: null, sites: [] };
     let first = true;
     for (let line = this.#nextLine(); line !== null; line = this.#nextLine()) {
       const head = line[0] as Token;
       if (isOpen(head) && line.length === 1) {
+        const empty = vanishedError(
+          this.#vanished,
+          'a site address before "{"',
+          ProxyfileErrorCode.INVALID_SITE_ADDRESS,
+        );
+        if (empty) throw empty;
         if (!first) {
           throw unexpected(head, 'a site address (the global options block "{" must come first in the file)');
         }
@@ -134,7 +184,8 @@ class Parser {
       }
       first = false;
       if (isClose(head)) throw unexpected(head, 'a site address or the end of the file (no block is open)');
-      const snippet = head.quoted ? null : SNIPPET_NAME.exec(head.text);
+      // A quoted name works too, as in Caddy: only braces depend on quoting.
+      const snippet = SNIPPET_NAME.exec(head.text);
       if (snippet) {
         this.#defineSnippet(snippet[1] as string, line);
         continue;
@@ -146,17 +197,25 @@ class Parser {
 
   #siteBlock(line: Token[]): SiteBlock {
     const keys = [...line];
+    braceEndsLine(line);
     for (;;) {
       const last = keys[keys.length - 1] as Token;
       if (isOpen(last)) break;
       if (last.text.endsWith(',') && !last.quoted) {
         const more = this.#nextLine();
         if (more !== null) {
+          braceEndsLine(more);
           keys.push(...more);
           continue;
         }
       }
-      if (!last.quoted && last.text.endsWith('{')) {
+      if (last.source !== undefined && last.text.endsWith('{')) {
+        throw unexpected(
+          last,
+          'a "{" written in the file to open the site block (a "{" that a placeholder produces is text, not a brace)',
+        );
+      }
+      if (!last.quoted && last.raw.endsWith('{')) {
         throw unexpected(last, 'a space before "{" (write "<address> {")');
       }
       throw new ProxyfileError(
@@ -166,10 +225,7 @@ class Parser {
       );
     }
     const open = keys.pop() as Token;
-    for (const k of keys) {
-      if (isOpen(k)) throw unexpected(k, 'the end of the line ("{" opens a block and ends its line)');
-      if (isClose(k)) throw unexpected(k, 'a site address');
-    }
+    for (const k of keys) if (isClose(k)) throw unexpected(k, 'a site address');
     if (keys.length === 0) throw unexpected(open, 'a site address before "{"');
     return { keys, block: this.#block(open) };
   }
@@ -203,19 +259,27 @@ class Parser {
         return { open, lines, close: head };
       }
       const last = line[line.length - 1] as Token;
+      const vanished = this.#vanished;
+      braceEndsLine(line);
       for (let i = 0; i < line.length - 1; i++) {
         const t = line[i] as Token;
-        if (isOpen(t)) throw unexpected(t, 'the end of the line ("{" opens a block and ends its line)');
         if (isClose(t)) throw unexpected(t, 'the end of the line ("}" closes a block on a line of its own)');
       }
       if (isClose(last)) throw unexpected(last, 'the end of the line ("}" closes a block on a line of its own)');
+      let entry: Line;
       if (isOpen(last)) {
-        if (line.length === 1) throw unexpected(last, 'a directive name before "{"');
+        if (line.length === 1) {
+          throw (
+            vanishedError(vanished, 'a directive name before "{"') ?? unexpected(last, 'a directive name before "{"')
+          );
+        }
         if (this.#suspect === null && SITE_LIKE.test(head.text)) this.#suspect = head;
-        lines.push({ tokens: line.slice(0, -1) as [Token, ...Token[]], block: this.#block(last, depth + 1) });
+        entry = { tokens: line.slice(0, -1) as [Token, ...Token[]], block: this.#block(last, depth + 1) };
       } else {
-        lines.push({ tokens: line as [Token, ...Token[]], block: null });
+        entry = { tokens: line as [Token, ...Token[]], block: null };
       }
+      if (vanished.length > 0) entry.vanished = vanished;
+      lines.push(entry);
     }
   }
 
@@ -225,7 +289,7 @@ class Parser {
     if (open === undefined || !isOpen(open) || line.length !== 2) {
       const bad = line[1];
       if (bad && !isOpen(bad)) throw unexpected(bad, `"{" to open the snippet (${name})`);
-      if (line[2]) throw unexpected(line[2], 'the end of the line after "{"');
+      braceEndsLine(line);
       throw new ProxyfileError(
         ProxyfileErrorCode.UNEXPECTED_END,
         positionAfter(head),
@@ -243,7 +307,7 @@ class Parser {
     const body: Token[] = [];
     let depth = 1;
     for (;;) {
-      const l = this.#rawLine();
+      const l = this.#rawLine(true);
       if (l === null) {
         throw new ProxyfileError(
           ProxyfileErrorCode.UNEXPECTED_END,
@@ -251,17 +315,22 @@ class Parser {
           `unexpected end of file, expected "}" to close the snippet (${name}) opened at ${open.file}:${at(open)}`,
         );
       }
-      if (isClose(l[0]) && l.length === 1) {
+      const real = l.filter((t) => t.vanished === undefined);
+      if (isClose(real[0]) && real.length === 1) {
         depth--;
         if (depth === 0) break;
-      } else if (isOpen(l[l.length - 1])) depth++;
+      } else if (isOpen(real[real.length - 1])) depth++;
       body.push(...l);
     }
     this.#snippets.set(name, { tokens: body, at: head });
   }
 
-  /** The next line of tokens from the innermost import, without expanding it. */
-  #rawLine(): Token[] | null {
+  /**
+   * The next non-empty line of tokens from the innermost import, without
+   * expanding it. Vanished placeholders are left out (and kept in
+   * {@link #vanished}) unless `keepVanished`, for snippet bodies that are read again on import.
+   */
+  #rawLine(keepVanished = false): Token[] | null {
     for (;;) {
       const frame = this.#frames[this.#frames.length - 1];
       if (frame === undefined) return null;
@@ -272,10 +341,22 @@ class Parser {
         continue;
       }
       const start = i;
+      let vanished = (tokens[i] as Token).vanished !== undefined;
       i++;
-      while (i < tokens.length && sameLine(tokens[i - 1] as Token, tokens[i] as Token)) i++;
+      while (i < tokens.length && sameLine(tokens[i - 1] as Token, tokens[i] as Token)) {
+        if ((tokens[i] as Token).vanished !== undefined) vanished = true;
+        i++;
+      }
       frame.pos = i;
-      return tokens.slice(start, i);
+      const line = tokens.slice(start, i);
+      if (!vanished || keepVanished) {
+        this.#vanished = NONE;
+        return line;
+      }
+      const kept = line.filter((t) => t.vanished === undefined);
+      if (kept.length === 0) continue;
+      this.#vanished = line.filter((t) => t.vanished !== undefined);
+      return kept;
     }
   }
 
@@ -285,7 +366,8 @@ class Parser {
       const line = this.#rawLine();
       if (line === null) return null;
       const head = line[0] as Token;
-      if (head.quoted || head.text !== 'import') return line;
+      // A quoted "import" imports too, as in Caddy.
+      if (head.text !== 'import') return line;
       this.#import(head, line);
     }
   }
@@ -293,11 +375,18 @@ class Parser {
   #import(head: Token, line: Token[]): void {
     const arg = line[1];
     if (arg === undefined || isOpen(arg)) {
-      throw new ProxyfileError(
-        ProxyfileErrorCode.UNEXPECTED_END,
-        positionAfter(head),
-        'unexpected end of line after "import", expected a file, a glob or a snippet name',
+      const expected = 'a file, a glob or a snippet name';
+      throw (
+        vanishedError(this.#vanished, expected) ??
+        new ProxyfileError(
+          ProxyfileErrorCode.UNEXPECTED_END,
+          positionAfter(head),
+          `unexpected end of line after "import", expected ${expected}`,
+        )
       );
+    }
+    if (arg.text === '') {
+      throw unexpected(arg, 'a file, a glob or a snippet name', ProxyfileErrorCode.INVALID_VALUE);
     }
     const extra = line[2];
     if (extra) throw unexpected(extra, 'the end of the line (import takes one file, glob or snippet name)');
@@ -346,11 +435,19 @@ class Parser {
       try {
         text = this.#options.readFile(path);
       } catch (err) {
+        const bareName = !GLOB_CHARS.test(arg.text) && !/[./]/.test(arg.text);
+        const below = bareName ? this.#snippetBelow(arg.text) : null;
+        if (below) {
+          throw new ProxyfileError(
+            ProxyfileErrorCode.IMPORT_FAILED,
+            positionOf(arg),
+            `import ${show(arg)}: snippet (${arg.text}) is defined below, at ${below.file}:${below.line}; define snippets before importing them`,
+          );
+        }
         const near = nearest(arg.text, this.#snippets.keys());
-        const what =
-          GLOB_CHARS.test(arg.text) || /[./]/.test(arg.text)
-            ? ''
-            : `no snippet (${arg.text}) is defined above${near ? ` (did you mean (${near})?)` : ''}, and `;
+        const what = bareName
+          ? `no snippet (${arg.text}) is defined above${near ? ` (did you mean (${near})?)` : ''}, and `
+          : '';
         throw new ProxyfileError(
           ProxyfileErrorCode.IMPORT_FAILED,
           positionOf(arg),
@@ -363,8 +460,32 @@ class Parser {
     }
   }
 
+  /** Where `(name) {` is defined further down in the text still to read, if it is. */
+  #snippetBelow(name: string): Token | null {
+    const key = `(${name})`;
+    for (let f = this.#frames.length - 1; f >= 0; f--) {
+      const { tokens, pos } = this.#frames[f] as Frame;
+      for (let i = pos; i < tokens.length - 1; i++) {
+        const t = tokens[i] as Token;
+        if (t.text !== key) continue;
+        const before = tokens[i - 1];
+        const next = tokens[i + 1] as Token;
+        if ((before === undefined || !sameLine(before, t)) && isOpen(next) && sameLine(t, next)) return t;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Throws when `target` is already in the chain of imports. Snippets
+   * compare by name, files by absolute path (`x.pf` and `./x.pf` are one file).
+   */
   #checkCycle(arg: Token, chain: readonly string[], target: string): void {
-    if (chain.includes(target)) {
+    const isSnippet = SNIPPET_NAME.test(target);
+    const same = isSnippet
+      ? (c: string) => c === target
+      : (c: string) => !SNIPPET_NAME.test(c) && resolve(c) === resolve(target);
+    if (chain.some(same)) {
       throw new ProxyfileError(
         ProxyfileErrorCode.IMPORT_CYCLE,
         positionOf(arg),

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { SiteAddress, UpstreamAddress } from '@proxyd/proxy-core/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
-import { quoteText, show, type Token } from './lexer.js';
+import { quoteText, show, type Token, width } from './lexer.js';
 
 const DOMAIN_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -37,16 +37,24 @@ export function readPort(d: Dispenser, what: string): number {
  * addresses: `[http://|https://]host[:port]`, host a domain, `*.domain` or an IP.
  */
 export function parseSiteAddresses(d: Dispenser, t: Token): { address: SiteAddress; token: Token }[] {
+  if (t.text === '') {
+    throw d.error(t, ProxyfileErrorCode.INVALID_SITE_ADDRESS, `unexpected empty value ${show(t)}, ${ADDRESS_FORMS}`);
+  }
   const out: { address: SiteAddress; token: Token }[] = [];
+  // Columns of the parts are exact only where the text is what was written.
+  const exact = !t.quoted && t.source === undefined;
   let offset = 0;
   for (const part of t.text.split(',')) {
-    const token = { ...t, text: part, raw: part, column: t.column + offset };
-    offset += part.length + 1;
+    const token = exact ? { ...t, text: part, raw: part, column: t.column + offset } : { ...t, text: part };
+    offset += width(part) + 1;
     if (part === '') continue;
     out.push({ address: parseSiteAddress(d, token), token });
   }
   return out;
 }
+
+const ADDRESS_FORMS =
+  'expected a site address: [http://|https://]host[:port] with a domain, *.domain, localhost or an IP (catch-all addresses such as ":8080" or "*" are not supported)';
 
 function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   const bad = (why: string) =>
@@ -64,10 +72,19 @@ function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   if (slash !== -1) throw bad('a site address has no path (route paths with handle <path> inside the block)');
   const m = HOST_PORT.exec(rest);
   if (!m) {
-    if (rest.startsWith(':') || rest === '') throw bad('expected a host name before the port, e.g. example.com:8080');
+    if (rest.startsWith(':') || rest === '') {
+      throw bad(
+        'a site needs a host name: catch-all addresses (":8080", "http://") are not supported; name the host, e.g. example.com:8080, *.example.com:8080 or localhost:8080',
+      );
+    }
     throw bad('expected [http://|https://]host[:port]');
   }
   let host = (m[1] as string).toLowerCase();
+  if (host === '*') {
+    throw bad(
+      'a site needs a host name: the catch-all "*" is not supported ("*." matches one label, as in *.example.com); name the hosts to serve',
+    );
+  }
   if (host.startsWith('[')) {
     host = host.slice(1, -1);
     if (isIP(host) !== 6) throw bad(`${quoteText(host)} is not an IPv6 address`);

@@ -65,6 +65,7 @@ export const basicAuth: Directive = {
     const users = new Map<string, Token>();
     for (const sub of d.blockLines()) {
       const user = sub.name;
+      sub.nonEmpty(user, 'a user name');
       const first = users.get(user.text);
       if (first) {
         throw sub.error(

@@ -17,6 +17,7 @@ export const root: Directive = {
   parse(d, state) {
     let t = d.arg('a directory');
     if (t.text === '*' && d.peekArg() !== null) t = d.arg('a directory');
+    d.nonEmpty(t, 'a directory');
     d.end();
     d.noBlock();
     state.root = { dir: t.text, at: d.name };
@@ -32,7 +33,7 @@ export const fileServer: Directive = {
     d.end();
     for (const sub of d.blockLines()) {
       if (sub.name.text !== 'root') throw sub.unexpected(sub.name, 'a file_server option (root)');
-      const t = sub.arg('a directory');
+      const t = sub.nonEmptyArg('a directory');
       sub.end();
       sub.noBlock();
       if (state.root !== null) {

@@ -148,11 +148,11 @@ export const reverseProxy: Directive = {
                 break;
               case 'tls_server_name':
                 transportTls = true;
-                handler.tls.server_name = opt.arg('a server name').text;
+                handler.tls.server_name = opt.nonEmptyArg('a server name').text;
                 break;
               case 'tls_trusted_ca_certs':
                 transportTls = true;
-                handler.tls.ca_file = opt.arg('a PEM file of trusted CA certificates').text;
+                handler.tls.ca_file = opt.nonEmptyArg('a PEM file of trusted CA certificates').text;
                 break;
               default:
                 throw opt.unexpected(

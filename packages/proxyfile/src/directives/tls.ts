@@ -21,6 +21,8 @@ export const tls: Directive = {
     const policy = state.site.tls;
     if (second !== null) {
       d.end();
+      d.nonEmpty(first, 'a certificate file (PEM)');
+      d.nonEmpty(second, 'a key file (PEM)');
       policy.mode = 'manual';
       policy.cert_file = first.text;
       policy.key_file = second.text;
@@ -33,6 +35,7 @@ export const tls: Directive = {
         policy.mode = first.text;
         return;
       default:
+        d.nonEmpty(first, expected);
         if (first.text.includes('@')) {
           throw d.unexpected(
             first,
