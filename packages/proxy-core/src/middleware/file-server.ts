@@ -63,7 +63,9 @@ export interface FileRequest {
  *   gives 403; the real path of the file (symlinks resolved) must stay below
  *   the real root, else 403.
  * - A directory serves its `index.html` (no listings: 404 without one); a
- *   directory asked without its trailing `/` is redirected (308) to it.
+ *   directory asked without its trailing `/` is redirected (308) to it;
+ *   the Location is always a path with exactly one leading `/` (never
+ *   `//host`, see {@link directoryLocation}).
  * - `ETag` (`"<size hex>-<mtime ms hex>"`) and `Last-Modified`;
  *   `If-None-Match` (weak compare, `*`) then `If-Modified-Since` give 304.
  * - One `Range: bytes=…` (a-b, a-, -n) gives 206 with `Content-Range`;
@@ -122,7 +124,7 @@ export class FileServer {
     let info = await stat(target);
     if (info.isDirectory()) {
       if (!file.urlPath.endsWith('/')) {
-        const location = `${file.urlPath}/${file.query === '' ? '' : `?${file.query}`}`;
+        const location = `${directoryLocation(file.urlPath)}${file.query === '' ? '' : `?${file.query}`}`;
         simple(res, 308, '', edit, { location });
         return;
       }
@@ -202,6 +204,18 @@ export class FileServer {
     res.on('close', () => stream.destroy());
     stream.pipe(res);
   }
+}
+
+/**
+ * The trailing-slash redirect target of a directory: `urlPath` + `/`, with
+ * any run of leading `/` or `\` collapsed into one `/`. A Location starting
+ * with `//` (or `/\`, which browsers read the same way) names another host:
+ * `GET //evil.example` would otherwise redirect to `//evil.example/`.
+ */
+export function directoryLocation(urlPath: string): string {
+  let start = 0;
+  while (start < urlPath.length && (urlPath.charCodeAt(start) === 0x2f || urlPath.charCodeAt(start) === 0x5c)) start++;
+  return `/${urlPath.slice(start)}/`;
 }
 
 /** The real path of `path` if it exists below `realRoot`; null when absent; 'outside' when it escapes. */
