@@ -16,8 +16,9 @@ import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
 import { closeSlot, kCloseOwned, kExchange } from '../slots.js';
-import { AgentPool } from './agents.js';
+import { AgentPool, noteKeepAliveHint } from './agents.js';
 import { stripHopByHop } from './hop-by-hop.js';
+import { buildUpstreamHeaders, type UpstreamHeaderPlan, upstreamHeaderPlan } from './upstream-headers.js';
 
 /** Options of {@link HttpForwarder}. */
 export interface HttpForwarderOptions {
@@ -37,6 +38,7 @@ export interface HttpForwarderOptions {
 interface CompiledHandler {
   readonly pool: UpstreamPool;
   readonly headerUp: readonly HeaderOp[];
+  readonly headers: UpstreamHeaderPlan;
 }
 
 /** The per-request state of one forwarded exchange, reached from emitters through a symbol. */
@@ -48,6 +50,12 @@ interface Exchange {
   pool: UpstreamPool;
   member: PoolMember;
   forwarder: HttpForwarder;
+  /** The upstream request head, raw `[name, value, …]`. */
+  headers: string[];
+  /** The request has a body to stream (Content-Length or Transfer-Encoding). */
+  hasBody: boolean;
+  /** A request that failed on a reused keep-alive socket was sent again once. */
+  retried: boolean;
   /** The site cache to fill on a MISS, or null. */
   cache: ResponseCache | null;
   cacheKey: string;
@@ -99,6 +107,7 @@ export class HttpForwarder implements Forwarder {
     // closures per request; one pass over precomputed state replaces them.
     (this.#proxy as unknown as { webPasses: unknown[] }).webPasses = [forwardPass];
     this.#proxy.on('error', onProxyError);
+    this.#proxy.on('proxyReqWs', onProxyReqWs);
   }
 
   /** The pool of a handler, created (with its health checks) on first use. */
@@ -172,7 +181,16 @@ export class HttpForwarder implements Forwarder {
       res.end('no healthy upstream\n');
       return;
     }
-    this.#prepareHeaders(req, ctx, compiled.headerUp);
+    const headers = req.headers;
+    const peer = req.socket.remoteAddress ?? '';
+    const trusted = this.#clientIp?.enabled === true && this.#clientIp.isTrusted(peer);
+    const xff = headers['x-forwarded-for'];
+    const forwarded = {
+      forwardedFor: trusted && xff !== undefined ? `${xff}, ${unmapIpv4(peer)}` : ctx.clientIp,
+      trusted,
+      proto: ctx.secure ? 'https' : 'http',
+      host: headers.host ?? ctx.host,
+    };
     member.active++;
     const exchange: Exchange = {
       req,
@@ -182,6 +200,9 @@ export class HttpForwarder implements Forwarder {
       pool,
       member,
       forwarder: this,
+      headers: buildUpstreamHeaders(req, forwarded, compiled.headers),
+      hasBody: headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined,
+      retried: false,
       cache,
       cacheKey,
       proxyReq: null,
@@ -219,10 +240,17 @@ export class HttpForwarder implements Forwarder {
 
   /** The 502/504 answer of a failed exchange (or a destroyed response once headers went out). */
   fail(exchange: Exchange, err: NodeJS.ErrnoException): void {
-    release(exchange);
     const { res } = exchange;
-    if (exchange.aborted) return;
     const code = err.code ?? '';
+    if (!exchange.aborted && retriable(exchange, code)) {
+      // The upstream closed a pooled connection as we reused it (its idle
+      // close raced our request): nothing was processed, send it again once.
+      exchange.retried = true;
+      forwardPass(exchange.req, res, { exchange });
+      return;
+    }
+    release(exchange);
+    if (exchange.aborted) return;
     const timeout = code === 'PROXY_CONNECT_TIMEOUT' || code === 'PROXY_IDLE_TIMEOUT';
     if (code === 'PROXY_CONNECT_TIMEOUT' || CONNECT_FAILURES.has(code)) exchange.pool.markFailed(exchange.member);
     if (res.headersSent) {
@@ -239,16 +267,22 @@ export class HttpForwarder implements Forwarder {
     let compiled = this.#handlers.get(handler);
     if (compiled === undefined) {
       const agents = this.#agents;
+      const headers = upstreamHeaderPlan(handler.header_up);
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls)),
-        headerUp: handler.header_up.map((op) => ({ ...op, name: op.name.toLowerCase() })),
+        headerUp: headers.ops,
+        headers,
       };
       this.#handlers.set(handler, compiled);
     }
     return compiled;
   }
 
-  /** Edits the request headers in place: hop-by-hop out, X-Forwarded-* in, then `header_up`. */
+  /**
+   * Edits the request headers in place (the WebSocket path, where
+   * http-proxy-3 copies `req.headers`): hop-by-hop out, X-Forwarded-* in,
+   * then `header_up`.
+   */
   #prepareHeaders(req: IncomingMessage, ctx: RequestContext, headerUp: readonly HeaderOp[]): void {
     const headers = req.headers;
     const chunked = headers['transfer-encoding'] !== undefined;
@@ -258,8 +292,7 @@ export class HttpForwarder implements Forwarder {
     const peer = req.socket.remoteAddress ?? '';
     const trusted = this.#clientIp?.enabled === true && this.#clientIp.isTrusted(peer);
     const xff = headers['x-forwarded-for'];
-    const peerIp = peer.startsWith('::ffff:') && peer.indexOf('.') > 0 ? peer.slice(7) : peer;
-    headers['x-forwarded-for'] = trusted && xff !== undefined ? `${xff}, ${peerIp}` : ctx.clientIp;
+    headers['x-forwarded-for'] = trusted && xff !== undefined ? `${xff}, ${unmapIpv4(peer)}` : ctx.clientIp;
     if (!trusted || headers['x-forwarded-proto'] === undefined) {
       headers['x-forwarded-proto'] = ctx.secure ? 'https' : 'http';
     }
@@ -310,6 +343,30 @@ export class HttpForwarder implements Forwarder {
  */
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
+/** Methods that may be sent twice (RFC 9110 §9.2.2) and carry no body here. */
+const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a failed exchange may be sent again: the first try went out on a
+ * reused keep-alive socket that the upstream reset or closed before any
+ * response byte, the request has no body, and its method is idempotent.
+ */
+function retriable(exchange: Exchange, code: string): boolean {
+  return (
+    !exchange.retried &&
+    (code === 'ECONNRESET' || code === 'EPIPE') &&
+    exchange.proxyRes === null &&
+    !exchange.res.headersSent &&
+    !exchange.hasBody &&
+    (exchange.proxyReq as (http.ClientRequest & { reusedSocket?: boolean }) | null)?.reusedSocket === true &&
+    RETRIABLE_METHODS.has(exchange.req.method ?? '')
+  );
+}
+
+function unmapIpv4(ip: string): string {
+  return ip.startsWith('::ffff:') && ip.indexOf('.') > 0 ? ip.slice(7) : ip;
+}
+
 function transformFor(
   hooks: DataPlaneHooks,
   ctx: RequestContext,
@@ -339,8 +396,7 @@ function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exch
     port: address.port,
     method: req.method,
     path: exchange.options.path,
-    headers: req.headers,
-    setHost: false,
+    headers: exchange.headers,
   });
   exchange.proxyReq = proxyReq;
   (proxyReq as Emitter & http.ClientRequest)[kExchange] = exchange;
@@ -349,12 +405,14 @@ function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exch
   proxyReq.on('error', onUpstreamError);
   const res = exchange.res as Emitter & ServerResponse & { [kCloseOwned]?: boolean };
   if (res[kCloseOwned] !== true) res.on('close', onClientClose);
-  const headers = req.headers;
-  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
+  if (!exchange.hasBody) {
     // No body (the common GET): end now instead of piping an empty stream;
     // Node dumps the unread request when the response finishes.
     proxyReq.end();
   } else {
+    // The client waits for `100 Continue` before sending its body: the
+    // access checks have passed, so ask for it now (Expect is not forwarded).
+    if (req.headers.expect !== undefined && !exchange.res.headersSent) exchange.res.writeContinue();
     req.pipe(proxyReq);
   }
   return true;
@@ -397,7 +455,10 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
     proxyRes.resume();
     return;
   }
+  exchange.proxyRes = proxyRes;
   const status = proxyRes.statusCode ?? 502;
+  const keepAlive = proxyRes.headers['keep-alive'];
+  if (typeof keepAlive === 'string') noteKeepAliveHint(proxyRes.socket, keepAlive);
   const headers = stripHopByHop(proxyRes.headers, proxyRes.rawHeaders);
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
@@ -417,7 +478,6 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   } else {
     // A two-listener pump instead of pipe() (which adds seven listeners and
     // removes them again); backpressure through 'drain'.
-    exchange.proxyRes = proxyRes;
     proxyRes.on('data', pumpData);
     proxyRes.on('end', pumpEnd);
   }
@@ -493,6 +553,17 @@ function collectForCache(
       size: entrySize(headers, body, exchange.cacheKey),
     });
   });
+}
+
+/**
+ * http-proxy-3's WebSocket pass never aborts its upstream request when the
+ * client goes away before the upgrade (or while an upstream that answered
+ * with plain HTTP streams its body): destroy it with the client socket, so
+ * its upstream socket is not leaked. After an upgrade the request is
+ * already finished and this does nothing.
+ */
+function onProxyReqWs(proxyReq: http.ClientRequest, _req: IncomingMessage, socket: Duplex): void {
+  socket.once('close', () => proxyReq.destroy());
 }
 
 /** http-proxy-3's `error` event (WebSocket path): close the client socket or answer 502. */

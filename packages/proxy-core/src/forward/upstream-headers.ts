@@ -1,0 +1,130 @@
+import type { IncomingMessage } from 'node:http';
+import type { HeaderOp } from '../model/index.js';
+import { isHopByHop } from './hop-by-hop.js';
+
+/** How the request head sent upstream is built for one `reverse_proxy` handler. */
+export interface UpstreamHeaderPlan {
+  /** `header_up` operations, names lowercase. */
+  readonly ops: readonly HeaderOp[];
+  /** Lowercase names that a `set` or `delete` op replaces: the client's lines are not copied. */
+  readonly replaced: ReadonlySet<string>;
+}
+
+/** Precomputes the header plan of a handler's `header_up` ops. */
+export function upstreamHeaderPlan(headerUp: readonly HeaderOp[]): UpstreamHeaderPlan {
+  const ops = headerUp.map((op) => ({ ...op, name: op.name.toLowerCase() }));
+  return { ops, replaced: new Set(ops.filter((op) => op.op !== 'add').map((op) => op.name)) };
+}
+
+/** What the forwarded-for headers say, decided by the caller (client IP, trusted peer). */
+export interface ForwardedFor {
+  /** The value of `X-Forwarded-For` sent upstream. */
+  readonly forwardedFor: string;
+  /** Keep the client's `X-Forwarded-Proto`/`-Host` (the peer is a trusted proxy). */
+  readonly trusted: boolean;
+  /** `http` or `https`: the scheme the client used to reach us. */
+  readonly proto: string;
+  /** The value of `X-Forwarded-Host`: the client's Host. */
+  readonly host: string;
+}
+
+// Names the copy loop must look at: hop-by-hop, `expect`, and the
+// `x-forwarded-*` trio. Keyed by length and lowercase first letter, so the
+// common headers (host, accept, user-agent, cookie…) pass without a
+// lowercase copy of their name.
+const CANDIDATES = new Set<number>();
+for (const name of [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+]) {
+  CANDIDATES.add((name.length << 8) | name.charCodeAt(0));
+}
+
+/**
+ * Builds the head of the upstream request as Node's raw `[name, value, …]`
+ * list, from the client's raw header lines, in one pass and without
+ * touching `req.headers`: ClientRequest then writes it without building a
+ * header map of its own.
+ *
+ * Dropped: hop-by-hop headers (RFC 9110 §7.6.1) and every header the
+ * client's `Connection` names (so a client's `Connection: close` never
+ * reaches the upstream, whose connection stays pooled); `Expect` (the proxy
+ * answers `100 Continue` itself when it forwards the body). Set:
+ * `X-Forwarded-For` (one line), `X-Forwarded-Proto` and `X-Forwarded-Host`
+ * (a trusted proxy's own values are kept). A chunked request body stays
+ * chunked upstream. `header_up` runs last. Original name case and repeated
+ * lines are kept.
+ */
+export function buildUpstreamHeaders(
+  req: IncomingMessage,
+  forwarded: ForwardedFor,
+  plan: UpstreamHeaderPlan,
+): string[] {
+  const raw = req.rawHeaders;
+  const out: string[] = [];
+  const connection = req.headers.connection;
+  const named = connection === undefined ? null : connectionTokens(connection);
+  const replaced = plan.replaced.size > 0 ? plan.replaced : null;
+  let chunked = false;
+  let contentLength = false;
+  let proto = false;
+  let host = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    const first = name.charCodeAt(0) | 0x20;
+    if (CANDIDATES.has((name.length << 8) | first) || named !== null || replaced !== null) {
+      const lower = name.toLowerCase();
+      if (lower === 'transfer-encoding') {
+        chunked = true;
+        continue;
+      }
+      if (lower === 'content-length') contentLength = true;
+      else if (lower === 'x-forwarded-for' || lower === 'expect' || isHopByHop(lower)) continue;
+      else if (named?.has(lower) === true || replaced?.has(lower) === true) continue;
+      if (lower === 'x-forwarded-proto') {
+        if (!forwarded.trusted || proto) continue;
+        proto = true;
+      } else if (lower === 'x-forwarded-host') {
+        if (!forwarded.trusted || host) continue;
+        host = true;
+      }
+    } else if (first === 0x63 && name.length === 14 && name.toLowerCase() === 'content-length') {
+      contentLength = true;
+    }
+    out.push(name, value);
+  }
+  // Without Content-Length a streamed body must stay chunked on the upstream hop.
+  if (chunked && !contentLength) out.push('transfer-encoding', 'chunked');
+  out.push('x-forwarded-for', forwarded.forwardedFor);
+  if (!proto) out.push('x-forwarded-proto', forwarded.proto);
+  if (!host) out.push('x-forwarded-host', forwarded.host);
+  for (const op of plan.ops) {
+    if (op.op === 'set' || op.op === 'add') out.push(op.name, op.value ?? '');
+  }
+  return out;
+}
+
+const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
+
+/** Lowercase header names a `Connection` value lists, or null for the usual `keep-alive`/`close`. */
+function connectionTokens(value: string): ReadonlySet<string> | null {
+  if (SIMPLE_CONNECTION.has(value.toLowerCase())) return null;
+  const names = new Set<string>();
+  for (const token of value.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name.length > 0) names.add(name);
+  }
+  return names;
+}
