@@ -10,8 +10,10 @@ import {
   MemoryCertificateStore,
   ProxyServer,
   type RouteSpec,
+  type RouteTable,
   type Site,
 } from '@proxyd/proxy-core';
+import { SitePortPolicy, sitePortsOf } from './site-ports.js';
 
 /** The running data plane, as the rest of the daemon sees it. */
 export interface DataPlane {
@@ -19,6 +21,8 @@ export interface DataPlane {
   httpAddress: { host: string; port: number };
   /** Where the HTTPS listener is bound; null when no site serves HTTPS. */
   httpsAddress: { host: string; port: number } | null;
+  /** The listeners of ports that site addresses name (`http://a.example.com:8080`), in the order opened. */
+  sitePortAddresses: readonly { host: string; port: number; tls: boolean }[];
   /** The response caches (the admin API's CachePort: `{ enabled, purge(key) }`). */
   cache: Pick<CacheRegistry, 'enabled' | 'purge'>;
   /** The certificates the HTTPS listener serves by SNI (manual `tls` files; ACME adds to it). */
@@ -40,6 +44,12 @@ export interface DataPlaneOptions {
   bindHost?: string;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
+  /**
+   * Reports a site port that new routes name but that cannot be opened
+   * (in use, or asked for with both protocols). At start such a port fails
+   * {@link startDataPlane} instead.
+   */
+  onSitePortError?: (err: Error) => void;
 }
 
 function servesHttps(config: Config): boolean {
@@ -47,10 +57,14 @@ function servesHttps(config: Config): boolean {
 }
 
 /**
- * Starts the data plane: the HTTP listener on `http_port`, and the HTTPS
- * listener (SNI) on `https_port` when at least one site serves HTTPS;
- * `trusted_proxies` decides the client IP; `hooks` receive request records
- * and transform HTML bodies.
+ * Starts the data plane: the HTTP listener on `http_port`, the HTTPS
+ * listener (SNI) on `https_port` when at least one site serves HTTPS, and a
+ * listener on every other port a site address names (plain HTTP for
+ * `http://host:port` or `tls off`, HTTPS by SNI otherwise). A site named with
+ * such a port is served only there; other sites only on the main listeners.
+ * Routes published later may add site ports (opened then); a site port is
+ * not closed before the data plane closes. `trusted_proxies` decides the
+ * client IP; `hooks` receive request records and transform HTML bodies.
  */
 export async function startDataPlane(
   config: Config,
@@ -66,24 +80,88 @@ export async function startDataPlane(
     for (const err of result.errors) options.onCertificateError?.(err);
   };
   loadCerts(routes);
+  const { http_port: httpPort, https_port: httpsPort } = config.global;
+  const initial = sitePortsOf(routes, httpPort, httpsPort);
+  const conflict = initial.conflicts[0];
+  if (conflict !== undefined) {
+    throw new Error(
+      `site port ${conflict.port}: ${conflict.kept} and ${conflict.refused} ask it for different protocols (plain HTTP and HTTPS)`,
+    );
+  }
   const https = servesHttps(config);
+  const tlsSitePorts = [...initial.ports.values()].some((p) => p.tls);
   const secret = options.secret ?? randomBytes(32);
-  const proxy = new ProxyServer({
+  const policy = new SitePortPolicy();
+  policy.byDomain = initial.byDomain;
+  const compileBase = options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret }));
+  const proxy: ProxyServer = new ProxyServer({
     routes,
     version: 1,
     hooks,
     trustedProxies: config.global.trusted_proxies,
-    compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
-    ...(https ? { certificates, httpsPort: config.global.https_port } : {}),
+    compileSite: (site, forwarder) => policy.guard(compileBase(site, forwarder)),
+    ...(https || tlsSitePorts
+      ? {
+          certificates: policy.redirectView(certificates, (): RouteTable => proxy.table),
+          httpsPort: config.global.https_port,
+        }
+      : {}),
   });
   const bindHost = options.bindHost ?? '0.0.0.0';
+  const sitePortAddresses: { host: string; port: number; tls: boolean }[] = [];
+  const openSitePort = async (port: number, tls: boolean, domain: string): Promise<void> => {
+    policy.open.add(port);
+    try {
+      const a = tls ? await proxy.listenHttps(port, bindHost) : await proxy.listen(port, bindHost);
+      sitePortAddresses.push({ host: a.address, port: a.port, tls });
+    } catch (err) {
+      throw new Error(`site port ${port} (${domain}): ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
+    }
+  };
+  const listening = new Map<number, boolean>();
   try {
-    const http = await proxy.listen(config.global.http_port, bindHost);
-    const tls = https ? await proxy.listenHttps(config.global.https_port, bindHost) : null;
+    const http = await proxy.listen(httpPort, bindHost);
+    const tls = https ? await proxy.listenHttps(httpsPort, bindHost) : null;
+    policy.main.add(http.port);
+    if (tls) policy.main.add(tls.port);
+    for (const { port, tls: secure, domain } of initial.ports.values()) {
+      await openSitePort(port, secure, domain);
+      listening.set(port, secure);
+    }
     const caches = proxy.forwarder.caches;
+    const publish = (next: readonly RouteSpec[], version: number) => {
+      const ports = sitePortsOf(next, httpPort, httpsPort);
+      const report = options.onSitePortError ?? (() => {});
+      for (const c of ports.conflicts) {
+        report(new Error(`site port ${c.port}: ${c.kept} and ${c.refused} ask it for different protocols`));
+      }
+      for (const { port, tls: secure, domain } of ports.ports.values()) {
+        const open = listening.get(port);
+        if (open === undefined) {
+          listening.set(port, secure);
+          if (secure && !(https || tlsSitePorts)) {
+            report(new Error(`site port ${port} (${domain}): HTTPS site ports added after start need a restart`));
+            continue;
+          }
+          openSitePort(port, secure, domain).catch(report);
+        } else if (open !== secure) {
+          report(
+            new Error(
+              `site port ${port} (${domain}) is open for ${open ? 'HTTPS' : 'plain HTTP'} since start; a restart changes it`,
+            ),
+          );
+        }
+      }
+      policy.byDomain = ports.byDomain;
+      loadCerts(next);
+      proxy.setRoutes(next, version);
+    };
     return {
       httpAddress: { host: http.address, port: http.port },
       httpsAddress: tls ? { host: tls.address, port: tls.port } : null,
+      sitePortAddresses,
       cache: {
         get enabled() {
           return caches.enabled;
@@ -92,10 +170,7 @@ export async function startDataPlane(
       },
       certificates,
       upstreamHealth: () => proxy.forwarder.upstreamHealth(),
-      setRoutes: (next, version) => {
-        loadCerts(next);
-        proxy.setRoutes(next, version);
-      },
+      setRoutes: publish,
       close: () => proxy.close(),
     };
   } catch (err) {
