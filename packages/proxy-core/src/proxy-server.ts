@@ -40,6 +40,9 @@ export interface ProxyServerOptions {
 
 const TEXT = 'text/plain; charset=utf-8';
 const NO_ROUTE = 'no route for host\n';
+const BAD_TARGET = 'bad request target\n';
+const SLASH = 0x2f;
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
 const ACME_PREFIX = '/.well-known/acme-challenge/';
 
 /** What the server keeps per request for its `onRequest` record. */
@@ -47,6 +50,7 @@ interface PendingRecord {
   readonly hook: NonNullable<DataPlaneHooks['onRequest']>;
   readonly host: string;
   readonly domain: string | null;
+  readonly analytics: boolean;
   readonly path: string;
   readonly clientIp: string;
   readonly startedAt: number;
@@ -114,7 +118,11 @@ export class ProxyServer {
 
   /** Listens for plain HTTP on host:port (port 0 picks a free one). */
   listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
-    const server = http.createServer({ ServerResponse: CountingResponse }, (req, res) => this.#handle(req, res, false));
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res, false);
+    const server = http.createServer({ ServerResponse: CountingResponse }, handler);
+    // No automatic `100 Continue`: the forwarder asks for the body only
+    // after the access checks passed (a 401/429 goes out without it).
+    server.on('checkContinue', handler);
     return this.#start(server, port, host);
   }
 
@@ -147,6 +155,7 @@ export class ProxyServer {
       },
       (req, res) => this.#handle(req, res, true),
     );
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res, true));
     server.on('tlsClientError', (_err, socket) => socket.destroy());
     return this.#start(server, port, host);
   }
@@ -171,7 +180,7 @@ export class ProxyServer {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
       this.#upgrade(req, socket, head, server instanceof https.Server),
     );
-    server.on('clientError', (_err, socket) => socket.destroy());
+    server.on('clientError', onClientError);
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -197,13 +206,23 @@ export class ProxyServer {
   #handle(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
     const hostHeader = req.headers.host;
     const host = hostHeader === undefined ? '' : normalizeHost(hostHeader);
+    let url = req.url ?? '/';
+    if (url.charCodeAt(0) !== SLASH) {
+      const origin = originForm(url, host);
+      if (origin === null) {
+        req.resume();
+        res.writeHead(400, { 'content-type': TEXT, 'content-length': BAD_TARGET.length, connection: 'close' });
+        res.end(BAD_TARGET);
+        return;
+      }
+      req.url = url = origin;
+    }
     const route = this.#table.matchHost(host);
-    const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const onRequest = this.#hooks.onRequest;
     if (route === undefined) {
-      if (onRequest !== undefined) this.#track(req, res, onRequest, host, null, path, this.#peerIp(req));
+      if (onRequest !== undefined) this.#track(req, res, onRequest, host, null, false, path, this.#peerIp(req));
       res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
       res.end(NO_ROUTE);
       return;
@@ -211,7 +230,8 @@ export class ProxyServer {
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
-    if (onRequest !== undefined) this.#track(req, res, onRequest, host, route.domain, path, clientIp);
+    if (onRequest !== undefined)
+      this.#track(req, res, onRequest, host, route.domain, route.site.analytics, path, clientIp);
     if (!secure && route.httpsSite && this.#redirects(host, path)) {
       res.writeHead(308, { location: `https://${hostForUrl(host)}${this.#httpsSuffix}${url}`, 'content-length': 0 });
       res.end();
@@ -247,7 +267,17 @@ export class ProxyServer {
       );
       return;
     }
-    const url = req.url ?? '/';
+    let url = req.url ?? '/';
+    if (url.charCodeAt(0) !== SLASH) {
+      const origin = originForm(url, host);
+      if (origin === null) {
+        socket.end(
+          `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_TARGET.length}\r\nconnection: close\r\n\r\n${BAD_TARGET}`,
+        );
+        return;
+      }
+      req.url = url = origin;
+    }
     const q = url.indexOf('?');
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
@@ -288,6 +318,7 @@ export class ProxyServer {
     hook: NonNullable<DataPlaneHooks['onRequest']>,
     host: string,
     domain: string | null,
+    analytics: boolean,
     path: string,
     clientIp: string,
   ): void {
@@ -295,6 +326,7 @@ export class ProxyServer {
       hook,
       host,
       domain,
+      analytics,
       path,
       clientIp,
       startedAt: Date.now(),
@@ -378,6 +410,7 @@ function emitRecord(
   const record: RequestRecord = {
     host: pending.host,
     domain: pending.domain,
+    analytics: pending.analytics,
     method: req.method ?? 'GET',
     path: pending.path,
     status: this.headersSent ? this.statusCode : 0,
@@ -402,6 +435,36 @@ const CONTENT_TYPE_LINE = /\r\ncontent-type:[ \t]*([^\r]*)/i;
 function contentTypeOf(header: string | null | undefined): string | undefined {
   if (typeof header !== 'string') return undefined;
   return CONTENT_TYPE_LINE.exec(header)?.[1];
+}
+
+/**
+ * The origin form (`/path?query`) of an absolute-form request target
+ * (`http://host/path`, RFC 9112 §3.2.2) whose authority names the same host
+ * as the Host header; null for any other target (`*`, a different host,
+ * garbage). Matching and access checks then see the path a client meant,
+ * so `GET http://a.test/admin` cannot slip past `handle /admin/*`.
+ */
+function originForm(url: string, host: string): string | null {
+  const match = ABSOLUTE_FORM.exec(url);
+  if (match === null || normalizeHost(match[1] ?? '') !== host) return null;
+  const rest = match[2] ?? '';
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/** Bad requests the HTTP parser refuses: a short answer (as Node's default handler gives), then close. */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const writable =
+    socket.writable && !(socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (writable) {
+    const status =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? '431 Request Header Fields Too Large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? '408 Request Timeout'
+          : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+  }
+  socket.destroy();
 }
 
 function hostForUrl(host: string): string {

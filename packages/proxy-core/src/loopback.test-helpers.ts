@@ -1,0 +1,144 @@
+// Test helpers: real upstream servers and clients on loopback (not shipped: see package.json "files").
+import http from 'node:http';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import { afterEach } from 'vitest';
+import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
+import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
+
+/** A real HTTP server on 127.0.0.1 that records what it saw. */
+export interface Upstream {
+  port: number;
+  server: http.Server;
+  /** Every request the upstream saw: URL, headers (parsed and raw) and the connection it came on. */
+  seen: { method: string; url: string; headers: http.IncomingHttpHeaders; raw: string[]; socket: Socket }[];
+  /** Connections open now. */
+  connections: Set<Socket>;
+  close(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+/** Runs `fn` after the current test (last registered, first run). */
+export function onCleanup(fn: () => Promise<void> | void): void {
+  cleanups.push(fn);
+}
+
+/** Starts an upstream (default: answers `hello`); closed after the test. */
+export async function upstream(handler: http.RequestListener = (_q, s) => s.end('hello')): Promise<Upstream> {
+  const seen: Upstream['seen'] = [];
+  const connections = new Set<Socket>();
+  const server = http.createServer((req, res) => {
+    seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      raw: req.rawHeaders,
+      socket: req.socket,
+    });
+    handler(req, res);
+  });
+  server.on('connection', (s: Socket) => {
+    connections.add(s);
+    s.on('close', () => connections.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const up: Upstream = {
+    port: (server.address() as AddressInfo).port,
+    server,
+    seen,
+    connections,
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+        for (const s of connections) s.destroy();
+      }),
+  };
+  cleanups.push(() => up.close());
+  return up;
+}
+
+/** A route for `host` proxying to the given loopback ports (the Site editable). */
+export function site(host: string, ports: number[], edit?: (s: Site) => void): RouteSpec {
+  const s = emptySite([{ scheme: 'http', host, port: null }]);
+  s.handler = defaultReverseProxy(ports.map((port) => ({ host: '127.0.0.1', port })));
+  edit?.(s);
+  return { domain: host, origin: 'proxyfile', source: null, site: s };
+}
+
+/** A ProxyServer listening on a free loopback port; closed after the test. */
+export async function proxy(routes: RouteSpec[], options: Omit<ProxyServerOptions, 'routes'> = {}) {
+  const server = new ProxyServer({ routes, ...options });
+  const { port } = await server.listen(0);
+  cleanups.push(() => server.close());
+  return { server, port };
+}
+
+/** A finished response as a test sees it. */
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request through `port` with Host `host` (default: GET, no agent, no body). */
+export function get(
+  port: number,
+  host: string,
+  path = '/',
+  headers: http.OutgoingHttpHeaders = {},
+  agent: http.Agent | false = false,
+  method = 'GET',
+  body?: string,
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method, headers: { host, ...headers }, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Resolves after `ms` milliseconds. */
+export const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every 10 ms until it holds; fails after `ms`. */
+export async function until(check: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await wait(10);
+  }
+}
+
+/**
+ * Sends raw bytes on a new connection and collects everything the server
+ * writes until it closes the connection or `ms` passes.
+ */
+export function rawExchange(port: number, bytes: string | Buffer, ms = 2000): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(data);
+    }, ms);
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', () => resolve(data));
+  });
+}
