@@ -24,6 +24,8 @@ export interface RequestRecord {
   readonly host: string;
   /** The matched route's domain, or null when no route matched. */
   readonly domain: string | null;
+  /** Whether the matched site has analytics on (`analytics off` → false; false when no route matched). */
+  readonly analytics: boolean;
   readonly method: string;
   /** Path without the query string. */
   readonly path: string;

@@ -224,8 +224,9 @@ describe('forwarding', () => {
     await until(() => records.length === 2);
     const [ok, unknown] = records;
     expect(ok).toMatchObject({ host: 'a.test', domain: 'a.test', path: '/p', status: 201, bytesSent: 1000 });
+    expect(ok?.analytics).toBe(true);
     expect(ok).toMatchObject({ method: 'GET', referer: 'http://r/', userAgent: 'ua', contentType: 'text/plain' });
-    expect(unknown).toMatchObject({ host: 'unknown.test', domain: null, status: 404, bytesSent: 18 });
+    expect(unknown).toMatchObject({ host: 'unknown.test', domain: null, analytics: false, status: 404, bytesSent: 18 });
   });
 
   it('answers 502 when the upstream is unreachable', async () => {

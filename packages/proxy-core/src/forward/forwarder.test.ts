@@ -44,7 +44,7 @@ describe('the upstream request head', () => {
       s.handler.header_up = [
         { op: 'set', name: 'X-Set', value: 'mine' },
         { op: 'add', name: 'X-Add', value: 'second' },
-        { op: 'delete', name: 'X-Del', value: null },
+        { op: 'delete', name: 'X-Del' },
       ];
     });
     const { port } = await proxy([route]);
