@@ -23,7 +23,13 @@ export class MemoryRouteStore implements RouteStorePort {
 
   async upsert(route: { domain: string; upstream: string; tls: boolean; source: string | null }): Promise<AdminRoute> {
     this.writes++;
-    const stored: AdminRoute = { ...route, rate_limit_rps: null, under_attack: false };
+    // Canonical upstream, as the real store keeps it: the host lowercased.
+    const stored: AdminRoute = {
+      ...route,
+      upstream: route.upstream.toLowerCase(),
+      rate_limit_rps: null,
+      under_attack: false,
+    };
     this.table.set(route.domain, stored);
     return { ...stored };
   }
@@ -44,7 +50,13 @@ export class MemoryRouteStore implements RouteStorePort {
       }
     }
     for (const r of snapshot.routes) {
-      this.table.set(r.domain, { ...r, source: snapshot.source, rate_limit_rps: null, under_attack: false });
+      this.table.set(r.domain, {
+        ...r,
+        upstream: r.upstream.toLowerCase(),
+        source: snapshot.source,
+        rate_limit_rps: null,
+        under_attack: false,
+      });
     }
     // The README's route_hash: lines sorted by domain, upstream lowercased, every line ending in "\n".
     const sorted = [...snapshot.routes].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
