@@ -26,6 +26,20 @@ describe('PURGE /cache/{host}/{path}', () => {
     await app.close();
   });
 
+  it('a body is never read: 70 KB or an invalid Content-Type changes nothing', async () => {
+    const cache = new MemoryCache(['example.com/a', 'example.com/b']);
+    const { app } = testApp({ cache });
+    const big = await app.inject({ ...purge('example.com/a'), payload: 'x'.repeat(70_000) });
+    expect(big.statusCode).toBe(200);
+    const badType = await app.inject({
+      ...purge('example.com/b'),
+      headers: { ...AUTH, 'content-type': ';;' },
+      payload: '{}',
+    });
+    expect(badType.json()).toEqual({ purged: true });
+    await app.close();
+  });
+
   it('a path that already starts with "/" gives the same key', async () => {
     const cache = new MemoryCache(['example.com/page']);
     const { app } = testApp({ cache });
