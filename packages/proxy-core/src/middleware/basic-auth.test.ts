@@ -1,6 +1,14 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './basic-auth.js';
+import {
+  AUTH_BUSY,
+  AUTH_DENIED,
+  AUTH_OK,
+  BasicAuthenticator,
+  type PasswordVerifier,
+  SHARED_VERIFICATION_GATE,
+} from './basic-auth.js';
+import { VerificationGate } from './verification-gate.js';
 
 const alice = bcrypt.hashSync('wonderland', 4);
 const bob = bcrypt.hashSync('builder', 4);
@@ -96,5 +104,46 @@ describe('BasicAuthenticator', () => {
     expect(auth.cached).toBe(3);
     expect(auth.check(basic('u4', 'p4'))).toBe(AUTH_OK);
     expect(auth.check(basic('u0', 'p0'))).not.toBe(AUTH_OK);
+  });
+
+  it('bounds the bcrypt verifications of a flood of wrong passwords: 2 running, 16 waiting, the rest busy', async () => {
+    let running = 0;
+    let peak = 0;
+    let calls = 0;
+    const release: (() => void)[] = [];
+    // A counting verifier that holds every verification until the test lets it go.
+    const verify: PasswordVerifier = () => {
+      calls++;
+      running++;
+      peak = Math.max(peak, running);
+      return new Promise((resolve) =>
+        release.push(() => {
+          running--;
+          resolve(false);
+        }),
+      );
+    };
+    const gate = new VerificationGate();
+    const auth = new BasicAuthenticator({ realm: 'r', users: [{ user: 'alice', hash: alice }] }, { verify, gate });
+    const verdicts = Array.from({ length: 100 }, (_, i) => auth.check(basic('alice', `guess-${i}`)));
+    expect(calls).toBe(2);
+    expect(verdicts.filter((v) => v === AUTH_BUSY)).toHaveLength(100 - 2 - 16);
+    // A busy verdict reads as a refusal to a caller that only awaits it.
+    expect(await AUTH_BUSY).toBe(false);
+    while (release.length > 0) {
+      release.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(calls).toBe(18);
+    expect(peak).toBe(2);
+    for (const v of verdicts) if (v !== AUTH_BUSY) expect(await v).toBe(false);
+    // Once the flood is through, the right password is verified again.
+    const ok = new BasicAuthenticator({ realm: 'r', users: [{ user: 'alice', hash: alice }] }, { gate });
+    expect(await ok.check(basic('alice', 'wonderland'))).toBe(true);
+  });
+
+  it('shares one gate among authenticators by default', () => {
+    expect(SHARED_VERIFICATION_GATE.maxInFlight).toBe(2);
+    expect(SHARED_VERIFICATION_GATE.maxQueued).toBe(16);
   });
 });

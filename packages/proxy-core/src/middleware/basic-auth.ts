@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import type { BasicAuth } from '../model/index.js';
+import { VerificationGate } from './verification-gate.js';
 
 /** Checks a password against a bcrypt hash (injectable for tests). */
 export type PasswordVerifier = (password: string, hash: string) => Promise<boolean>;
@@ -15,12 +16,27 @@ export interface BasicAuthOptions {
   cacheTtlMs?: number;
   /** How many successful verifications are remembered (default 1,024). */
   cacheSize?: number;
+  /** Bounds the verifications running and waiting (default: one gate shared by the whole process). */
+  gate?: VerificationGate;
 }
+
+/**
+ * The process-wide gate of every {@link BasicAuthenticator} built without
+ * its own: bcrypt shares one event loop, whichever site asks.
+ */
+export const SHARED_VERIFICATION_GATE = new VerificationGate();
 
 /** Outcome of {@link BasicAuthenticator.check} when known at once. */
 export const AUTH_OK = 0;
 /** Outcome: no, or malformed, credentials — answer 401 without any bcrypt. */
 export const AUTH_DENIED = 1;
+/**
+ * Outcome: too many verifications running and waiting (see
+ * {@link VerificationGate}); no bcrypt ran. Compare by identity and answer
+ * 503 with `Retry-After`; it is an already-resolved `false`, so a caller that
+ * only awaits verdicts reads it as a refusal, never as a success.
+ */
+export const AUTH_BUSY: Promise<boolean> = Promise.resolve(false);
 
 interface User {
   /** SHA-256 of the user name (fixed length, for a constant-time compare). */
@@ -42,6 +58,9 @@ interface User {
  * correct password costs one bcrypt per TTL, not one per request; parallel
  * requests with the same header while it is being verified share that one
  * bcrypt (a page and its assets on first load). Failures are not remembered.
+ *
+ * Every bcrypt goes through a {@link VerificationGate} (by default one for
+ * the process: 2 running, 16 waiting); when it is full, {@link AUTH_BUSY}.
  */
 export class BasicAuthenticator {
   /** The `WWW-Authenticate` value: `Basic realm="…"` with `"` and `\` escaped. */
@@ -55,6 +74,7 @@ export class BasicAuthenticator {
   readonly #cache = new Map<string, number>();
   /** Verifications in flight by Authorization digest: parallel requests share one bcrypt. */
   readonly #pending = new Map<string, Promise<boolean>>();
+  readonly #gate: VerificationGate;
 
   constructor(config: BasicAuth, options: BasicAuthOptions = {}) {
     this.challenge = `Basic realm="${config.realm.replace(/["\\]/g, '\\$&')}"`;
@@ -63,12 +83,13 @@ export class BasicAuthenticator {
     this.#now = options.now ?? Date.now;
     this.#ttl = options.cacheTtlMs ?? 300_000;
     this.#size = options.cacheSize ?? 1024;
+    this.#gate = options.gate ?? SHARED_VERIFICATION_GATE;
   }
 
   /**
    * Checks an `Authorization` header: {@link AUTH_OK} (remembered success),
-   * {@link AUTH_DENIED} (absent or malformed), or a promise of the bcrypt
-   * verdict.
+   * {@link AUTH_DENIED} (absent or malformed), {@link AUTH_BUSY} (the gate
+   * is full), or a promise of the bcrypt verdict.
    */
   check(authorization: string | undefined): typeof AUTH_OK | typeof AUTH_DENIED | Promise<boolean> {
     if (authorization === undefined || authorization.length < 7) return AUTH_DENIED;
@@ -91,7 +112,10 @@ export class BasicAuthenticator {
       if (timingSafeEqual(user.nameDigest, nameDigest) && found === undefined) found = user;
     }
     const hash = (found ?? (this.#users[0] as User)).hash;
-    const verdict = this.#verify(password, hash).then(
+    const verify = this.#verify;
+    const running = this.#gate.run(() => verify(password, hash));
+    if (running === null) return AUTH_BUSY;
+    const verdict = running.then(
       (ok) => {
         this.#pending.delete(key);
         if (!ok || found === undefined) return false;
