@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { emptySite } from '../model/index.js';
+import { emptySite, UNDER_ATTACK_MAX_DIFFICULTY, UnderAttack } from '../model/index.js';
 import { challengePage, SHA256_FALLBACK_JS } from './challenge-page.js';
 import { CLEARANCE_COOKIE, leadingZeroBits, UnderAttackGuard } from './under-attack.js';
 
@@ -75,6 +76,22 @@ describe('under_attack tokens and cookies', () => {
     expect(page).not.toContain(secret.toString('hex'));
     expect(page).not.toContain(secret.toString('base64'));
     expect(page).not.toContain(secret.toString('base64url'));
+  });
+});
+
+describe('difficulty bound', () => {
+  it('the model and the guard refuse more than 20 bits, or less than 1', () => {
+    for (const difficulty of [1, 16, 20]) {
+      expect(Value.Check(UnderAttack, { enabled: true, difficulty }), String(difficulty)).toBe(true);
+      expect(() => new UnderAttackGuard({ secret: randomBytes(32), difficulty })).not.toThrow();
+    }
+    for (const difficulty of [0, 21, 24, 32, 16.5]) {
+      expect(Value.Check(UnderAttack, { enabled: true, difficulty }), String(difficulty)).toBe(false);
+      expect(() => new UnderAttackGuard({ secret: randomBytes(32), difficulty }), String(difficulty)).toThrow(
+        /from 1 to 20/,
+      );
+    }
+    expect(UNDER_ATTACK_MAX_DIFFICULTY).toBe(20);
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { RequestContext } from '../hooks.js';
+import { UNDER_ATTACK_MAX_DIFFICULTY } from '../model/index.js';
 import { challengePage } from './challenge-page.js';
 import type { HeaderEdit } from './header-plan.js';
 
@@ -19,7 +20,7 @@ const MAX_BODY = 1024;
 export interface UnderAttackOptions {
   /** HMAC-SHA256 key, per process, never sent to clients (≥ 32 bytes recommended). */
   secret: Buffer;
-  /** Leading zero bits of SHA-256 the proof of work needs (default 16). */
+  /** Leading zero bits of SHA-256 the proof of work needs, 1 to {@link UNDER_ATTACK_MAX_DIFFICULTY} (the model's default is 16). */
   difficulty: number;
   /** The clock, ms since the epoch (default `Date.now`). */
   now?: () => number;
@@ -53,8 +54,14 @@ export class UnderAttackGuard {
   readonly #challengeTtl: number;
 
   constructor(options: UnderAttackOptions) {
+    const d = options.difficulty;
+    if (!Number.isInteger(d) || d < 1 || d > UNDER_ATTACK_MAX_DIFFICULTY) {
+      throw new RangeError(
+        `under_attack difficulty must be an integer from 1 to ${UNDER_ATTACK_MAX_DIFFICULTY}, got ${d}`,
+      );
+    }
     this.#secret = options.secret;
-    this.#difficulty = options.difficulty;
+    this.#difficulty = d;
     this.#now = options.now ?? Date.now;
     this.#clearanceTtl = options.clearanceTtlS ?? 3600;
     this.#challengeTtl = options.challengeTtlS ?? 300;

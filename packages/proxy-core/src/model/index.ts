@@ -216,14 +216,23 @@ export const CacheConfig = Type.Object(
 );
 export type CacheConfig = Static<typeof CacheConfig>;
 
+/**
+ * Highest `under_attack` difficulty: 20 leading zero bits, about a million
+ * hashes (~13 s at the ~80 k hashes/s measured in headless Chromium on a
+ * loaded 2-core machine, WebCrypto or the pure-JS fallback alike). Each bit
+ * doubles the work: 24 would be ~3.5 minutes, near the 5-minute lifetime of
+ * a challenge, and more on a phone (proxy-core README, `under_attack`).
+ */
+export const UNDER_ATTACK_MAX_DIFFICULTY = 20;
+
 /** `under_attack [on|off]` with an optional difficulty. */
 export const UnderAttack = Type.Object(
   {
     enabled: Type.Boolean(),
     difficulty: Type.Integer({
       minimum: 1,
-      maximum: 32,
-      description: 'Leading zero bits of the proof of work (default 16)',
+      maximum: UNDER_ATTACK_MAX_DIFFICULTY,
+      description: 'Leading zero bits of the proof of work, 1-20 (default 16: ~65,000 hashes, about 1 s)',
     }),
   },
   { additionalProperties: false },

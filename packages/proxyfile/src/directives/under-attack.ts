@@ -1,10 +1,14 @@
+import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/proxy-core/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Directive } from './directive.js';
+
+/** Each bit doubles the visitor's work; past 20 the page takes minutes (proxy-core README, `under_attack`). */
+const EXPECTED_DIFFICULTY = `a difficulty from 1 to ${UNDER_ATTACK_MAX_DIFFICULTY} (leading zero bits; each one doubles the visitor's work)`;
 
 /**
  * ```
  * under_attack [on|off] [{
- *     difficulty <n>       # leading zero bits of the proof of work, 1-32 (default 16)
+ *     difficulty <n>       # leading zero bits of the proof of work, 1-20 (default 16)
  * }]
  * ```
  * Challenge mode: browsers solve a proof of work before reaching the site.
@@ -27,9 +31,11 @@ export const underAttack: Directive = {
       }
       if (seen) throw sub.error(sub.name, ProxyfileErrorCode.DUPLICATE_DIRECTIVE, '"difficulty" is set twice');
       seen = true;
-      const v = sub.arg('a difficulty (1-32)');
+      const v = sub.arg(EXPECTED_DIFFICULTY);
       const n = /^\d{1,2}$/.test(v.text) ? Number(v.text) : 0;
-      if (n < 1 || n > 32) throw sub.unexpected(v, 'a difficulty (1-32)', ProxyfileErrorCode.INVALID_VALUE);
+      if (n < 1 || n > UNDER_ATTACK_MAX_DIFFICULTY) {
+        throw sub.unexpected(v, EXPECTED_DIFFICULTY, ProxyfileErrorCode.INVALID_VALUE);
+      }
       sub.end();
       sub.noBlock();
       state.site.under_attack.difficulty = n;
