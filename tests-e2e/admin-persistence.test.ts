@@ -80,6 +80,7 @@ describe('persistence: kill -9 during a stream of POST /routes loses no acknowle
     const domains = new Set(listed.map((r) => r.domain));
     for (const domain of acknowledged.keys()) expect(domains.has(domain), domain).toBe(true);
     expect(acknowledged.size).toBeGreaterThanOrEqual(ROUNDS * 5);
-    expect(await readdir(stateDir)).toEqual(['routes.json']);
+    // Only the route store's files are checked: other components keep their own files in the state dir.
+    expect((await readdir(stateDir)).filter((name) => name.startsWith('routes.json'))).toEqual(['routes.json']);
   });
 });
