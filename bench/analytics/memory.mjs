@@ -12,16 +12,17 @@ const heap = () => {
   return m.heapUsed + m.arrayBuffers;
 };
 const ip = (n) => `${(n >>> 24) & 255}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
-const rec = (host, i, path) => ({
+const rec = (host, i, path, referer = `https://ref${i % 100_000}.example.org/x`) => ({
   host,
   domain: host,
+  analytics: true,
   method: 'GET',
   path,
   status: 200,
   bytesSent: 1000,
   durationMs: 1,
   clientIp: ip(0x0b000000 + i),
-  referer: `https://ref${i % 100_000}.example.org/x`,
+  referer,
   userAgent: undefined,
   contentType: 'text/html',
   startedAt: 0,
@@ -78,6 +79,21 @@ for (let d = 0; d < DOMAINS; d++) {
 const perDomain = (heap() - b2) / DOMAINS;
 if (many.size !== DOMAINS) throw new Error(`expected ${DOMAINS} domains, got ${many.size}`);
 
+// Worst case: every request a new 256-character path and a new 253-character referrer host, so every
+// top-list slot holds a key of the longest kind (cut to MAX_KEY_LENGTH) and the slots churn all the time.
+const longPath = (i) => `/${String(i).padStart(8, '0')}/${'a'.repeat(246)}`;
+const longRef = (i) =>
+  `https://${String(i).padStart(8, '0')}${'b'.repeat(53)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(63)}/x`;
+if (longPath(0).length !== 256 || longRef(0).length - 'https://'.length - '/x'.length !== 253)
+  throw new Error('key sizes');
+const worst = new AnalyticsCollector({ country: (_ip, h) => countries[h % countries.length] });
+const b4 = heap();
+for (let d = 0; d < DOMAINS; d++) {
+  for (let i = 0; i < 5000; i++) worst.record(rec(`l${d}.example`, i, longPath(d * 5000 + i), longRef(d * 5000 + i)));
+}
+const worstPerDomain = (heap() - b4) / DOMAINS;
+const worstSnap = worst.get('l0.example');
+
 // Web Vitals: three TDigests after 100,000 observations each, per domain (10 domains).
 const vitals = new AnalyticsCollector();
 for (let d = 0; d < 10; d++) vitals.record(rec(`v${d}.example`, 0, '/'));
@@ -96,8 +112,10 @@ console.log(
   JSON.stringify({
     per_domain_1m_ips_100k_paths_bytes: Math.round(oneDomain),
     unique_visitors_estimate: snap.unique_visitors,
-    domains_kept: [collector.size, many.size, vitals.size, warm.size],
+    domains_kept: [collector.size, many.size, worst.size, vitals.size, warm.size],
     per_domain_filled_bytes: Math.round(perDomain),
+    per_domain_worst_long_keys_bytes: Math.round(worstPerDomain),
+    worst_key_lengths: [worstSnap.top_pages[0].path.length, worstSnap.referrers[0].domain.length],
     web_vitals_per_domain_bytes: Math.round(vitalsPerDomain),
     ns_per_record: Math.round(nsPerRecord),
   }),

@@ -1,8 +1,12 @@
-import { type AnalyticsSnapshot, createAnalytics } from '@proxyd/analytics';
+import path from 'node:path';
+import { type AnalyticsSnapshot, createAnalytics, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { Config, DataPlaneHooks } from '@proxyd/proxy-core';
+import type { Logger } from 'pino';
 
 /** The env var that shortens the aggregation cycle (ms; tests). Default 60,000 (spec §8). */
 export const CYCLE_ENV = 'PROXYD_ANALYTICS_CYCLE_MS';
+/** The log target of analytics events. */
+export const ANALYTICS_TARGET = 'proxy::analytics';
 
 /** Analytics as the daemon wires it: data-plane hooks plus a reader for the admin API. */
 export interface AnalyticsWiring {
@@ -12,7 +16,19 @@ export interface AnalyticsWiring {
     list(): AnalyticsSnapshot[];
     get(domain: string): AnalyticsSnapshot | undefined;
   };
+  /** Requests not counted because the domain cap was reached (`proxyd_analytics_dropped_requests_total`). */
+  droppedRequests(): number;
   close(): Promise<void>;
+}
+
+/** Where the wiring keeps state and reports. */
+export interface AnalyticsWiringOptions {
+  /** The daemon's state dir: the beacon-token key is kept in `<stateDir>/analytics.key` (mode 0600). Absent: a key per process. */
+  stateDir?: string;
+  /** Logger of the `proxy::analytics` target (the domain-cap warning, a replaced key). */
+  logger?: Logger;
+  /** Domains tracked at most (default 1,000; tests). */
+  maxDomains?: number;
 }
 
 /** Reads `PROXYD_ANALYTICS_CYCLE_MS`: a whole number of ms ≥ 10, else the default. */
@@ -25,17 +41,40 @@ export function cycleFromEnv(env: NodeJS.ProcessEnv = process.env): number | und
 
 /**
  * Builds the analytics collectors for a config: GeoIP from `geoip_db` (else
- * the embedded database), the aggregation cycle from {@link CYCLE_ENV}.
+ * the embedded database), the aggregation cycle from {@link CYCLE_ENV}, the
+ * beacon-token key from the state dir (created on first start), and a
+ * one-time warning when the domain cap is reached.
  */
-export async function createAnalyticsWiring(config: Config): Promise<AnalyticsWiring> {
+export async function createAnalyticsWiring(
+  config: Config,
+  options: AnalyticsWiringOptions = {},
+): Promise<AnalyticsWiring> {
   const cycleMs = cycleFromEnv();
+  const { logger } = options;
+  let secret: Buffer | undefined;
+  if (options.stateDir !== undefined) {
+    const file = path.join(options.stateDir, SECRET_FILE_NAME);
+    const loaded = await loadSecretFile(file);
+    if (loaded.origin === 'replaced') {
+      logger?.warn({ file }, 'analytics key file was not a key: replaced (beacon tokens issued before are refused)');
+    }
+    secret = loaded.secret;
+  }
   const analytics = await createAnalytics({
     geoipDb: config.global.geoip_db,
     ...(cycleMs === undefined ? {} : { cycleMs }),
+    ...(secret === undefined ? {} : { secret }),
+    ...(options.maxDomains === undefined ? {} : { maxDomains: options.maxDomains }),
+    onDomainCap: ({ maxDomains, host }) =>
+      logger?.warn(
+        { max_domains: maxDomains, host },
+        'analytics domain cap reached: requests for further domains are not counted (proxyd_analytics_dropped_requests_total)',
+      ),
   });
   return {
     hooks: analytics.hooks,
     reader: { list: () => analytics.list(), get: (domain) => analytics.get(domain) },
+    droppedRequests: () => analytics.droppedRequests(),
     close: () => analytics.close(),
   };
 }

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { type Config, type DataPlaneHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
-import { createAnalyticsWiring } from './analytics.js';
+import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { startControlPlane } from './control-plane.js';
 import { startDataPlane } from './data-plane.js';
 import type { Logging } from './logging.js';
@@ -102,7 +102,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
   }
   const metrics = options.metrics === false ? undefined : createMetrics();
-  const analytics = await createAnalyticsWiring(config);
+  const analytics = await createAnalyticsWiring(config, {
+    stateDir,
+    logger: logging.forTarget(ANALYTICS_TARGET),
+  });
   const hooks = composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined);
   const dataPlane = await startDataPlane(
     config,
@@ -111,6 +114,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     options.bindHost === undefined ? {} : { bindHost: options.bindHost },
   );
   metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
+  metrics?.setAnalyticsDroppedSource(() => analytics.droppedRequests());
   const unsubscribe = store.subscribe((routes, version) => {
     dataPlane.setRoutes(routes, version);
     metrics?.setRouteCounts(store.countByOrigin());

@@ -10,6 +10,7 @@ import { createMetrics, OTHER_DOMAIN, UNROUTED_DOMAIN } from './metrics.js';
 const record = (domain: string | null, status: number, durationMs = 5): RequestRecord => ({
   host: domain ?? 'unknown.test',
   domain,
+  analytics: true,
   method: 'GET',
   path: '/',
   status,
@@ -73,8 +74,18 @@ describe('metrics', () => {
     expect(text).not.toContain('[::1]:2');
   });
 
+  it('reads the analytics dropped-request count at each scrape', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    let dropped = 0;
+    metrics.setAnalyticsDroppedSource(() => dropped);
+    expect(await metrics.render()).toContain('\nproxyd_analytics_dropped_requests_total 0\n');
+    dropped = 42;
+    expect(await metrics.render()).toContain('\nproxyd_analytics_dropped_requests_total 42\n');
+  });
+
   it('passes promtool check metrics, process metrics included', async () => {
     const metrics = createMetrics();
+    metrics.setAnalyticsDroppedSource(() => 3);
     metrics.onRequest(record('a.test', 200));
     metrics.setRouteCounts({ proxyfile: 1, labels: 0, api: 0 });
     metrics.setUpstreamHealthSource(() => [{ upstream: '127.0.0.1:80', healthy: true }]);

@@ -34,6 +34,8 @@ export interface ProxydMetrics {
   setRouteCounts(counts: Record<RouteOrigin, number>): void;
   /** Where `proxyd_upstream_healthy` reads pool members' health at each scrape. */
   setUpstreamHealthSource(source: () => Iterable<UpstreamHealth>): void;
+  /** Where `proxyd_analytics_dropped_requests_total` reads the analytics collector's count at each scrape. */
+  setAnalyticsDroppedSource(source: () => number): void;
   /** The text exposition (format 0.0.4). */
   render(): Promise<string>;
 }
@@ -56,6 +58,9 @@ function statusClass(status: number): number {
  * - `proxyd_upstream_healthy{upstream}` — 1 when the upstream is in rotation,
  *   0 when out (in any pool); read from the data plane at each scrape, at
  *   most `maxDomains` upstreams.
+ * - `proxyd_analytics_dropped_requests_total` — requests analytics did not
+ *   count because its domain cap was reached; read from the collector at
+ *   each scrape (0 until a source is set).
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
  *   the three `nodejs_active_*_total` gauges (see below).
  */
@@ -98,6 +103,16 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
       for (const [upstream, healthy] of seen) this.labels(upstream).set(healthy ? 1 : 0);
     },
   });
+  let droppedSource: (() => number) | null = null;
+  new Counter({
+    name: 'proxyd_analytics_dropped_requests_total',
+    help: 'Requests not counted by analytics because its domain cap was reached.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (droppedSource) this.inc(droppedSource());
+    },
+  });
   if (options.processMetrics !== false) {
     collectDefaultMetrics({ register: registry });
     // Gauges named *_total break `promtool check metrics`; each is the sum of its labelled twin (e.g. nodejs_active_handles{type}).
@@ -134,6 +149,9 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     },
     setUpstreamHealthSource(source) {
       healthSource = source;
+    },
+    setAnalyticsDroppedSource(source) {
+      droppedSource = source;
     },
     setRouteCounts(counts) {
       for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);

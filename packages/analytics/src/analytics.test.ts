@@ -30,6 +30,25 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(zlib.gzipSync(PAGE));
       return;
     }
+    if (req.url === '/etag' || req.url === '/etag-typed') {
+      // Weak comparison for If-None-Match (RFC 9110 §13.1.2), as real servers do.
+      const inm = String(req.headers['if-none-match'] ?? '').replace(/W\//g, '');
+      if (inm === '"v1"') {
+        const typed = req.url === '/etag-typed' ? { 'content-type': 'text/html' } : {};
+        res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=60', ...typed }).end();
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': 'text/html',
+        'content-length': Buffer.byteLength(PAGE),
+        etag: '"v1"',
+        'content-md5': 'bm90IHJlYWxseSBhbiBtZDU=',
+        'repr-digest': 'sha-256=:AAAA:',
+        'content-digest': 'sha-256=:AAAA:',
+      });
+      res.end(PAGE);
+      return;
+    }
     if (req.url === '/json') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
       return;
@@ -54,6 +73,7 @@ beforeAll(async () => {
       analytics.hooks.onRequest?.({
         host,
         domain: host,
+        analytics: site.analytics,
         method: req.method ?? 'GET',
         path,
         status: res.statusCode,
@@ -202,6 +222,62 @@ describe('analytics hooks', () => {
     expect((await get('/_proxyd/collect', 'victim.test')).status).toBe(405);
     analytics.flush();
     expect(analytics.get('victim.test')?.web_vitals.lcp.p50).toBe(0);
+  });
+
+  it('accepts a token issued six days ago (a cached page, a tab left open); refuses one over seven days old', async () => {
+    const t = await tokenFor('old-tab.test');
+    const body = JSON.stringify({ t, m: [{ n: 'LCP', v: 900 }] });
+    const saved = clock;
+    try {
+      clock = saved + 6 * 24 * 3_600_000;
+      expect((await post('old-tab.test', body, '198.51.100.20')).status).toBe(204);
+      clock = saved + 7 * 24 * 3_600_000 + 3_600_000;
+      expect((await post('old-tab.test', body, '198.51.100.20')).status).toBe(403);
+    } finally {
+      clock = saved;
+    }
+  });
+
+  it('an `analytics off` site is not counted, not injected, and its /_proxyd/ paths go to the upstream', async () => {
+    expect(await (await get('/', 'off.example')).text()).toBe(PAGE);
+    expect(await (await get('/_proxyd/a.js', 'off.example')).text()).toBe(PAGE);
+    const beacon = await post('off.example', JSON.stringify({ t: 'x', m: [{ n: 'LCP', v: 1 }] }));
+    expect(beacon.status).toBe(200);
+    expect(await beacon.text()).toBe(PAGE);
+    expect(analytics.get('off.example')).toBeUndefined();
+    expect(analytics.list().map((s) => s.domain)).not.toContain('off.example');
+  });
+
+  it('HEAD and 304 of an injected page carry the headers of its GET 200 (weak ETag, no length, no digests)', async () => {
+    const fields = ['etag', 'content-length', 'content-md5', 'content-digest', 'repr-digest', 'content-type'];
+    const pick = (h: http.IncomingHttpHeaders) => Object.fromEntries(fields.map((f) => [f, h[f]]));
+    const full = await get('/etag', 'hdr.test');
+    expect(await full.text()).toContain('defer></script></head>');
+    expect(pick(full.headers)).toEqual({
+      etag: 'W/"v1"',
+      'content-length': undefined,
+      'content-md5': undefined,
+      'content-digest': undefined,
+      'repr-digest': undefined,
+      'content-type': 'text/html',
+    });
+    const head = await request('HEAD', '/etag', { host: 'hdr.test' });
+    expect(head.status).toBe(200);
+    expect(pick(head.headers)).toEqual(pick(full.headers));
+    // The browser revalidates with the weak tag it was given; the upstream answers 304 with its strong one.
+    const revalidated = await get('/etag', 'hdr.test', { 'if-none-match': 'W/"v1"' });
+    expect(revalidated.status).toBe(304);
+    expect(revalidated.headers.etag).toBe('W/"v1"');
+    const typed = await get('/etag-typed', 'hdr.test', { 'if-none-match': '"v1"' });
+    expect(typed.status).toBe(304);
+    expect(typed.headers.etag).toBe('W/"v1"');
+    // A strong tag the client got elsewhere (no Content-Type on the 304) stays strong.
+    expect((await get('/etag', 'hdr.test', { 'if-none-match': '"v1"' })).headers.etag).toBe('"v1"');
+    // analytics off: the upstream's headers, untouched.
+    const off = await request('HEAD', '/etag', { host: 'off.example' });
+    expect(off.headers.etag).toBe('"v1"');
+    expect(off.headers['content-length']).toBe(String(Buffer.byteLength(PAGE)));
+    expect(off.headers['repr-digest']).toBe('sha-256=:AAAA:');
   });
 
   it('rate limits beacons per client IP (429)', async () => {

@@ -10,7 +10,13 @@ import {
   parseBeacon,
   readBody,
 } from './beacon.js';
-import { AnalyticsCollector, DEFAULT_CYCLE_MS, DEFAULT_MAX_DOMAINS, RESERVED_PREFIX } from './collector.js';
+import {
+  AnalyticsCollector,
+  DEFAULT_CYCLE_MS,
+  DEFAULT_MAX_DOMAINS,
+  type DomainCapReached,
+  RESERVED_PREFIX,
+} from './collector.js';
 import { AnalyticsError } from './errors.js';
 import { openCountryLookup } from './geoip.js';
 import {
@@ -19,6 +25,7 @@ import {
   editInjectedHeaders,
   type InjectLimits,
   injectableCoding,
+  sharesInjectedHeaders,
 } from './inject.js';
 import { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
@@ -38,8 +45,10 @@ export interface AnalyticsOptions {
   injectLimits?: InjectLimits;
   /** Clock, ms since the epoch (tests). */
   now?: () => number;
-  /** Token HMAC key (default: random per process). */
+  /** Token HMAC key (default: random per process; the daemon passes the one kept in its state dir). */
   secret?: Buffer;
+  /** Called once, on the first request dropped because `maxDomains` domains are tracked (the daemon logs it). */
+  onDomainCap?: (info: DomainCapReached) => void;
   /** The browser script (default: the built `dist/browser/a.js`). */
   script?: ScriptAsset;
 }
@@ -50,6 +59,8 @@ export interface Analytics {
   readonly hooks: DataPlaneHooks;
   /** The collectors (tests, bench). */
   readonly collector: AnalyticsCollector;
+  /** Requests not counted because `maxDomains` domains were tracked (a counter since start). */
+  droppedRequests(): number;
   /** Every domain's snapshot (structurally the admin API's `AnalyticsPort.list`; never flushes). */
   list(): AnalyticsSnapshot[];
   /** One domain's snapshot (structurally `AnalyticsPort.get`; never flushes). */
@@ -77,6 +88,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     now,
     maxDomains: options.maxDomains ?? DEFAULT_MAX_DOMAINS,
     ...(country ? { country } : {}),
+    ...(options.onDomainCap ? { onDomainCap: options.onDomainCap } : {}),
   });
   const tokens = new BeaconTokens(options.secret);
   const limiter = new BeaconRateLimiter(options.beaconRatePerSecond ?? BEACON_RATE_PER_SECOND);
@@ -84,6 +96,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
   const scriptHeaders = { ...SCRIPT_HEADERS_BASE, etag: script.etag, 'content-length': String(script.body.length) };
   const tagPrefix = `<script src="${SCRIPT_PATH}?v=${script.version}" data-t="`;
   // The tag per host, rebuilt when the token changes (once an hour); bounded like the token cache.
+  // The src stays an absolute path: the script is same-origin (a cross-origin <base href> would move it, see README).
   const tags = new Map<string, { token: string; tag: Buffer }>();
   const tagFor = (host: string): Buffer => {
     const token = tokens.issue(host, now());
@@ -168,7 +181,11 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     ): Transform | null {
       if (ctx.site.analytics === false || ctx.path.startsWith(RESERVED_PREFIX)) return null;
       const coding = injectableCoding(req, status, headers);
-      if (coding === null) return null;
+      if (coding === null) {
+        // HEAD and 304 carry the headers the injected GET 200 would have.
+        if (sharesInjectedHeaders(req, status, headers)) editInjectedHeaders(headers);
+        return null;
+      }
       editInjectedHeaders(headers);
       return createInjector(tagFor(ctx.host), coding, limits);
     },
@@ -177,6 +194,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
   return {
     hooks,
     collector,
+    droppedRequests: () => collector.droppedRequests,
     list: () => collector.list(),
     get: (domain) => collector.get(domain),
     flush: () => collector.flush(),

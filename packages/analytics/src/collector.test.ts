@@ -1,13 +1,15 @@
 import type { RequestRecord } from '@proxyd/proxy-core';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { AnalyticsCollector } from './collector.js';
+import { AnalyticsCollector, type DomainCapReached } from './collector.js';
+import { MAX_KEY_LENGTH } from './domain-collector.js';
 import { AnalyticsSnapshotSchema } from './snapshot.js';
 
 function rec(over: Partial<RequestRecord> = {}): RequestRecord {
   return {
     host: 'shop.example',
     domain: 'shop.example',
+    analytics: true,
     method: 'GET',
     path: '/',
     status: 200,
@@ -70,14 +72,52 @@ describe('AnalyticsCollector', () => {
     expect(c.get('unrouted.example')).toBeUndefined();
   });
 
-  it('caps tracked domains and drops requests for new domains past the cap', () => {
-    const c = new AnalyticsCollector({ maxDomains: 3 });
+  it('does not count a site with analytics off (not even its first request: no domain appears)', () => {
+    const c = new AnalyticsCollector();
+    c.record(rec({ host: 'quiet.example', domain: 'quiet.example', analytics: false }));
+    c.record(rec({ host: 'quiet.example', domain: 'quiet.example', analytics: false, path: '/_proxyd/a.js' }));
+    expect(c.list()).toEqual([]);
+    expect(c.get('quiet.example')).toBeUndefined();
+    expect(c.droppedRequests).toBe(0);
+  });
+
+  it('caps tracked domains, drops requests for new domains past the cap and reports the first drop once', () => {
+    const told: DomainCapReached[] = [];
+    const c = new AnalyticsCollector({ maxDomains: 3, onDomainCap: (info) => told.push(info) });
     for (let i = 0; i < 5; i++) c.record(rec({ host: `d${i}.example` }));
     c.record(rec({ host: 'd0.example' }));
+    c.record(rec({ host: 'd9.example' }));
     expect(c.size).toBe(3);
-    expect(c.droppedRequests).toBe(2);
+    expect(c.droppedRequests).toBe(3);
+    expect(told).toEqual([{ maxDomains: 3, host: 'd3.example' }]);
     expect(c.get('d0.example')?.page_views_1m).toBe(2);
     expect(c.get('d4.example')).toBeUndefined();
+    // A beacon for an untracked domain past the cap is ignored (no domain is created).
+    c.observe('d5.example', 'lcp', 1000);
+    expect(c.size).toBe(3);
+  });
+
+  it('cuts paths and referrer hosts to 96 characters; long keys sharing a prefix count as one', () => {
+    const c = new AnalyticsCollector();
+    const longPath = `/${'p'.repeat(300)}`;
+    const longHost = `${'r'.repeat(60)}.${'s'.repeat(60)}.${'t'.repeat(60)}.example`;
+    c.record(rec({ path: `${longPath}/a`, referer: `https://${longHost}/x` }));
+    c.record(rec({ path: `${longPath}/b`, referer: `https://${longHost}/y` }));
+    const s = c.get('shop.example');
+    expect(s?.top_pages).toEqual([{ path: longPath.slice(0, MAX_KEY_LENGTH), views: 2 }]);
+    expect(s?.referrers).toEqual([{ domain: longHost.slice(0, MAX_KEY_LENGTH), count: 2 }]);
+    expect(MAX_KEY_LENGTH).toBe(96);
+  });
+
+  it('ranks ties in a top list by key, so equal counts list in a stable order', () => {
+    const c = new AnalyticsCollector();
+    for (const path of ['/c', '/a', '/b', '/a', '/c', '/b', '/d']) c.record(rec({ path }));
+    expect(c.get('shop.example')?.top_pages).toEqual([
+      { path: '/a', views: 2 },
+      { path: '/b', views: 2 },
+      { path: '/c', views: 2 },
+      { path: '/d', views: 1 },
+    ]);
   });
 
   it('web vitals: reads never flush; the cycle flush makes them visible', () => {

@@ -13,6 +13,14 @@ export const RESERVED_PREFIX = '/_proxyd/';
 /** Looks up the country (ISO 3166-1 alpha-2) of a client IP; null when unknown. */
 export type CountryLookup = (ip: string, ipHash: number) => string | null;
 
+/** What {@link CollectorOptions.onDomainCap} is told when the first request is dropped. */
+export interface DomainCapReached {
+  /** The cap (`maxDomains`). */
+  maxDomains: number;
+  /** The host whose request was dropped first. */
+  host: string;
+}
+
 /** Options of {@link AnalyticsCollector}. */
 export interface CollectorOptions {
   /** Clock, ms since the epoch (default `Date.now`; tests inject one). */
@@ -21,28 +29,33 @@ export interface CollectorOptions {
   maxDomains?: number;
   /** Country lookup (default: none, `countries` stays empty). */
   country?: CountryLookup;
+  /** Called once, on the first request dropped past `maxDomains`. */
+  onDomainCap?: (info: DomainCapReached) => void;
 }
 
 /**
  * Every domain's collectors, keyed by lowercase host. What counts as a
- * request: every request the data plane routed (`record.domain !== null`),
- * any method and status, bots included, except the analytics script and
- * beacon (`/_proxyd/*`). Unrouted requests are not counted, so arbitrary Host
- * headers cannot create domains. Past `maxDomains` tracked domains, requests
- * and beacons for new domains are dropped (counted in `droppedRequests`);
- * tracked domains keep counting.
+ * request: every request the data plane routed (`record.domain !== null`) to
+ * a site with analytics on (`record.analytics`), any method and status, bots
+ * included, except the analytics script and beacon (`/_proxyd/*`). Unrouted
+ * requests are not counted, so arbitrary Host headers cannot create domains.
+ * Past `maxDomains` tracked domains, requests for new domains are dropped
+ * (counted in `droppedRequests`, `onDomainCap` told once) and their beacons
+ * ignored; tracked domains keep counting.
  */
 export class AnalyticsCollector {
   readonly #domains = new Map<string, DomainCollector>();
   readonly #now: () => number;
   readonly #maxDomains: number;
   readonly #country: CountryLookup | undefined;
+  readonly #onDomainCap: ((info: DomainCapReached) => void) | undefined;
   #dropped = 0;
 
   constructor(options: CollectorOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#maxDomains = options.maxDomains ?? DEFAULT_MAX_DOMAINS;
     this.#country = options.country;
+    this.#onDomainCap = options.onDomainCap;
   }
 
   /** Requests not counted because the domain cap was reached. */
@@ -67,10 +80,11 @@ export class AnalyticsCollector {
 
   /** Counts one finished request (the data plane's `onRequest` hook). O(1). */
   record(record: RequestRecord): void {
-    if (record.domain === null || record.path.startsWith(RESERVED_PREFIX)) return;
+    if (record.domain === null || !record.analytics || record.path.startsWith(RESERVED_PREFIX)) return;
     const collector = this.#collector(record.host);
     if (collector === undefined) {
-      this.#dropped++;
+      if (record.host.length === 0) return;
+      if (this.#dropped++ === 0) this.#onDomainCap?.({ maxDomains: this.#maxDomains, host: record.host });
       return;
     }
     const ipHash = hashString(record.clientIp);
@@ -78,7 +92,7 @@ export class AnalyticsCollector {
     collector.count(record, ipHash, country, this.#now());
   }
 
-  /** Buffers one validated Web Vitals observation for `host`. */
+  /** Buffers one validated Web Vitals observation for `host` (ignored past the domain cap). */
   observe(host: string, metric: VitalName, value: number): void {
     this.#collector(host)?.observe(metric, value);
   }

@@ -6,14 +6,26 @@ import type { AnalyticsSnapshot } from './snapshot.js';
 import { SpaceSaving } from './space-saving.js';
 import { VitalDigest } from './vital-digest.js';
 
-/** `page_views_1m`: 60 buckets of 1 s (worst-case error: one second of requests). */
+/**
+ * `page_views_1m`: 60 buckets of 1 s. A request is counted for at least 59 s
+ * and at most 60 s: worst case, the requests of the oldest second are
+ * missing (an under-count of up to 1/60 of the window at a steady rate).
+ */
 export const WINDOW_1M = { buckets: 60, widthMs: 1000 } as const;
-/** `page_views_60m`: 120 buckets of 30 s (worst-case error: thirty seconds of requests, 0.83 % of the window at a steady rate). */
+/**
+ * `page_views_60m`: 120 buckets of 30 s. A request is counted for at least
+ * 59 min 30 s and at most 60 min: worst case, the oldest 30 s are missing
+ * (an under-count of up to 1/120, 0.83 %, of the window at a steady rate).
+ */
 export const WINDOW_60M = { buckets: 120, widthMs: 30_000 } as const;
 /** Keys tracked by the space-saving counters (the snapshot shows the top 10). */
 export const TOP_CAPACITY = { pages: 32, referrers: 16, countries: 16 } as const;
-/** Longest path kept as a `top_pages` key; longer paths are cut to this many characters. */
-export const MAX_PATH_LENGTH = 256;
+/**
+ * Longest top-list key, characters: a longer path (`top_pages`) or referrer
+ * host (`referrers`) is cut to its first 96 characters, so long keys sharing
+ * that prefix count as one entry. Bounds a domain's memory (README, Bounds).
+ */
+export const MAX_KEY_LENGTH = 96;
 /** Items shown in each top list (spec §8). */
 export const TOP_LIST_LENGTH = 10;
 
@@ -53,9 +65,11 @@ export class DomainCollector {
     this.#views60m.add(nowMs);
     this.#visitors.addHash(ipHash);
     const path = request.path;
-    this.#pages.add(path.length > MAX_PATH_LENGTH ? path.slice(0, MAX_PATH_LENGTH) : path);
+    this.#pages.add(path.length > MAX_KEY_LENGTH ? path.slice(0, MAX_KEY_LENGTH) : path);
     const ref = referrerHost(request.referer);
-    if (ref !== null && ref !== request.host) this.#referrers.add(ref);
+    if (ref !== null && ref !== request.host) {
+      this.#referrers.add(ref.length > MAX_KEY_LENGTH ? ref.slice(0, MAX_KEY_LENGTH) : ref);
+    }
     if (country !== null) this.#countries.add(country);
     const s = request.status;
     const cls = s >= 100 && s < 600 ? (s / 100) | 0 : 0;

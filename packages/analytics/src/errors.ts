@@ -8,6 +8,7 @@ export const ANALYTICS_ERRORS = {
   ANALYTICS_SCRIPT_MISSING: 'the browser script asset is missing: run `pnpm --filter @proxyd/analytics build`',
   ANALYTICS_GEOIP_UNREADABLE: 'the GeoIP database cannot be read',
   ANALYTICS_BAD_OPTION: 'invalid analytics option',
+  ANALYTICS_KEY_FILE: 'the analytics key file cannot be read or written',
 } as const;
 
 /** A stable analytics error code. */

@@ -5,16 +5,26 @@ export {
   type CollectorOptions,
   type CountryLookup,
   DEFAULT_CYCLE_MS,
+  type DomainCapReached,
   DEFAULT_MAX_DOMAINS,
   RESERVED_PREFIX,
 } from './collector.js';
-export { TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
+export { MAX_KEY_LENGTH, TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
 export { ANALYTICS_ERRORS, AnalyticsError, type AnalyticsErrorCode } from './errors.js';
 export { defaultGeoipPath, openCountryLookup } from './geoip.js';
 export { HyperLogLog } from './hyperloglog.js';
-export { type Coding, createInjector, DEFAULT_INJECT_LIMITS, type InjectLimits, injectableCoding } from './inject.js';
+export {
+  type Coding,
+  createInjector,
+  DEFAULT_INJECT_LIMITS,
+  type Injector,
+  type InjectLimits,
+  injectableCoding,
+  sharesInjectedHeaders,
+} from './inject.js';
 export { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
+export { type LoadedSecret, loadSecretFile, SECRET_BYTES, SECRET_FILE_NAME } from './secret-file.js';
 export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
 export { SpaceSaving, type TopItem } from './space-saving.js';
-export { BeaconTokens, TOKEN_WINDOW_MS } from './token.js';
+export { BeaconTokens, TOKEN_VALID_WINDOWS, TOKEN_WINDOW_MS } from './token.js';
 export { PENDING_LIMIT, type Percentiles, VitalDigest } from './vital-digest.js';

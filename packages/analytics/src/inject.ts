@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
-import { findClosingTag, TAG_PREFIX_LENGTH } from './tag-finder.js';
+import { ClosingTagFinder } from './tag-finder.js';
 
 /** The content codings the injector can decode and re-encode. */
 export type Coding = 'identity' | 'gzip' | 'br' | 'deflate';
@@ -29,16 +29,15 @@ function header(headers: OutgoingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value.join(', ') : String(value);
 }
 
-/**
- * Whether a response gets the script and with which coding, or null: only a
- * 2xx (not 204/206) HTML body (`text/html`, `application/xhtml+xml`) of a
- * non-HEAD request, without `Cache-Control: no-transform` or `Content-Range`,
- * coded identity, gzip, br or deflate (anything else passes untouched).
- */
-export function injectableCoding(req: IncomingMessage, status: number, headers: OutgoingHttpHeaders): Coding | null {
-  if (req.method === 'HEAD' || status < 200 || status >= 300 || status === 204 || status === 206) return null;
-  const type = header(headers, 'content-type')?.toLowerCase();
-  if (type === undefined || !(type.startsWith('text/html') || type.startsWith('application/xhtml+xml'))) return null;
+function isHtml(type: string): boolean {
+  const t = type.toLowerCase();
+  return t.startsWith('text/html') || t.startsWith('application/xhtml+xml');
+}
+
+/** The coding of an HTML body the injector may change, judged on headers alone (status and method aside). */
+function injectableRepresentation(headers: OutgoingHttpHeaders): Coding | null {
+  const type = header(headers, 'content-type');
+  if (type === undefined || !isHtml(type)) return null;
   if (headers['content-range'] !== undefined) return null;
   if (header(headers, 'cache-control')?.toLowerCase().includes('no-transform')) return null;
   const coding = header(headers, 'content-encoding')?.trim().toLowerCase();
@@ -48,23 +47,56 @@ export function injectableCoding(req: IncomingMessage, status: number, headers: 
   return null;
 }
 
+function injectableStatus(status: number): boolean {
+  return status >= 200 && status < 300 && status !== 204 && status !== 206;
+}
+
 /**
- * Edits the headers of a response the injector will change: the length is
- * unknown (`Content-Length` dropped, so the body is chunked) and a strong
- * ETag becomes weak. `Content-Encoding` stays: the body is re-encoded.
+ * Whether a response gets the script and with which coding, or null: only a
+ * 2xx (not 204/206) HTML body (`text/html`, `application/xhtml+xml`) of a
+ * non-HEAD request, without `Cache-Control: no-transform` or `Content-Range`,
+ * coded identity, gzip, br or deflate (anything else passes untouched).
+ */
+export function injectableCoding(req: IncomingMessage, status: number, headers: OutgoingHttpHeaders): Coding | null {
+  if (req.method === 'HEAD' || !injectableStatus(status)) return null;
+  return injectableRepresentation(headers);
+}
+
+/**
+ * Whether a bodiless response describes a page a GET would get injected, so
+ * its headers must get the same edit (RFC 9110 §9.3.2, §15.4.5): the `HEAD`
+ * of such a page, or a `304` revalidating one. A 304 usually has no
+ * Content-Type: it counts when it has an HTML one, or when the client
+ * revalidates with the weak ETag the injected page carried (`W/` + the 304's
+ * strong ETag).
+ */
+export function sharesInjectedHeaders(req: IncomingMessage, status: number, headers: OutgoingHttpHeaders): boolean {
+  if (req.method === 'HEAD' && injectableStatus(status)) return injectableRepresentation(headers) !== null;
+  if (status !== 304) return false;
+  if (header(headers, 'content-type') !== undefined) return injectableRepresentation(headers) !== null;
+  if (header(headers, 'cache-control')?.toLowerCase().includes('no-transform')) return false;
+  const etag = headers.etag;
+  const asked = req.headers['if-none-match'];
+  if (typeof etag !== 'string' || etag.startsWith('W/') || asked === undefined) return false;
+  const weak = `W/${etag}`;
+  return asked.split(',').some((tag) => tag.trim() === weak);
+}
+
+/** Headers that describe the exact bytes of the body, wrong once the body changes. */
+const BODY_DIGESTS = ['content-md5', 'content-digest', 'repr-digest', 'digest'] as const;
+
+/**
+ * Edits the headers of a response the injector will change (or of a HEAD or
+ * 304 that stands for one): the length is unknown (`Content-Length` dropped,
+ * so the body is chunked), a strong ETag becomes weak, and digests of the
+ * original bytes (`Content-MD5`, `Content-Digest`, `Repr-Digest`, `Digest`)
+ * are dropped. `Content-Encoding` stays: the body is re-encoded.
  */
 export function editInjectedHeaders(headers: OutgoingHttpHeaders): void {
   delete headers['content-length'];
+  for (const name of BODY_DIGESTS) delete headers[name];
   const etag = headers.etag;
   if (typeof etag === 'string' && !etag.startsWith('W/')) headers.etag = `W/${etag}`;
-}
-
-function decodeSync(coding: Exclude<Coding, 'identity'>, data: Buffer, maxOutputLength: number): Buffer {
-  if (coding === 'br') {
-    return zlib.brotliDecompressSync(data, { maxOutputLength, finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
-  }
-  const options = { maxOutputLength, finishFlush: zlib.constants.Z_SYNC_FLUSH };
-  return coding === 'gzip' ? zlib.gunzipSync(data, options) : zlib.inflateSync(data, options);
 }
 
 function decoder(coding: Exclude<Coding, 'identity'>): Transform {
@@ -77,10 +109,19 @@ function encoder(coding: Exclude<Coding, 'identity'>): Transform {
   return coding === 'gzip' ? zlib.createGzip({ level: 5 }) : zlib.createDeflate({ level: 5 });
 }
 
+/** The injector: a transform that also tells how many decoded bytes it has seen (0 for identity). */
+export interface Injector extends Transform {
+  /** Bytes the decoder has produced so far (each encoded byte is decoded once). */
+  readonly decodedBytes: number;
+}
+
 /** Inserts a tag before `</head>` / `</body>` of an identity-coded stream; passes everything else as is. */
-class IdentityInjector extends Transform {
+class IdentityInjector extends Transform implements Injector {
   readonly #tag: Buffer;
+  readonly #finder = new ClosingTagFinder();
+  /** The bytes from a possible tag start on, held back until the tag's name ends. */
   #carry: Buffer | null = null;
+  #carryStart = 0;
   #done = false;
 
   constructor(tag: Buffer) {
@@ -88,23 +129,35 @@ class IdentityInjector extends Transform {
     this.#tag = tag;
   }
 
+  get decodedBytes(): number {
+    return 0;
+  }
+
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     if (this.#done) {
       callback(null, chunk);
       return;
     }
+    const start = this.#carry === null ? this.#finder.offset : this.#carryStart;
+    const at = this.#finder.feed(chunk);
     const data = this.#carry === null ? chunk : Buffer.concat([this.#carry, chunk]);
     this.#carry = null;
-    const at = findClosingTag(data);
     if (at >= 0) {
       this.#done = true;
+      const cut = at - start;
       // One buffer, so the response gets one write (one chunk) instead of three.
-      callback(null, Buffer.concat([data.subarray(0, at), this.#tag, data.subarray(at)]));
+      callback(null, Buffer.concat([data.subarray(0, cut), this.#tag, data.subarray(cut)]));
       return;
     }
-    const keep = Math.min(TAG_PREFIX_LENGTH, data.length);
-    this.#carry = Buffer.from(data.subarray(data.length - keep));
-    callback(null, data.length > keep ? data.subarray(0, data.length - keep) : undefined);
+    const pending = this.#finder.pending;
+    if (pending < 0) {
+      callback(null, data);
+      return;
+    }
+    const keep = pending - start;
+    this.#carry = Buffer.from(data.subarray(keep));
+    this.#carryStart = pending;
+    callback(null, keep > 0 ? data.subarray(0, keep) : undefined);
   }
 
   override _flush(callback: TransformCallback): void {
@@ -113,28 +166,50 @@ class IdentityInjector extends Transform {
 }
 
 /**
- * Injects into a gzip/br/deflate body. While looking for the tag it holds the
- * original bytes and decodes them (bounded by `maxOutputLength`); once the
- * tag is found it streams decode → insert → re-encode (same coding). When the
- * tag is not found within the bounds, the body does not decode (corrupt), or
- * it inflates past the search bound (a bomb), the held original bytes and the
- * rest pass through untouched: the page never breaks.
+ * Injects into a gzip/br/deflate body with one streaming decoder fed chunk by
+ * chunk (each byte decoded once). While looking for the tag it holds the
+ * original encoded bytes and the decoded ones, bounded by `maxHeldEncoded` and
+ * `maxSearchDecoded`, and scans only the new output (the tokenizer's state
+ * carries across chunks). Once the tag is found it re-encodes (same coding)
+ * the held decoded bytes with the tag inserted, then streams decode → encode.
+ * When the tag is not found within the bounds, the body does not decode
+ * (corrupt), or it inflates past the search bound (a bomb), the held original
+ * bytes and the rest pass through untouched: the page never breaks.
  */
-class EncodedInjector extends Transform {
+class EncodedInjector extends Transform implements Injector {
   readonly #tag: Buffer;
   readonly #coding: Exclude<Coding, 'identity'>;
   readonly #limits: InjectLimits;
+  readonly #finder = new ClosingTagFinder();
+  readonly #decoder: Transform;
+  #encoder: Transform | null = null;
+  #mode: 'search' | 'pass' | 'inject' = 'search';
+  /** Original encoded bytes, for the fallback. */
   #held: Buffer[] = [];
   #heldBytes = 0;
-  #mode: 'search' | 'pass' | 'inject' = 'search';
-  #decoder: Transform | null = null;
-  #encoder: Transform | null = null;
+  /** Decoded bytes since the start (search mode only). */
+  #decoded: Buffer[] = [];
+  #decodedBytes = 0;
+  /** The `_transform`/`_flush` callback waiting for the decoder. */
+  #waiting: TransformCallback | null = null;
 
   constructor(tag: Buffer, coding: Exclude<Coding, 'identity'>, limits: InjectLimits) {
     super();
     this.#tag = tag;
     this.#coding = coding;
     this.#limits = limits;
+    const dec = decoder(coding);
+    dec.on('data', (data: Buffer) => this.#onDecoded(data));
+    dec.on('error', (err: Error) => {
+      if (this.#mode === 'search') this.#pass();
+      else if (this.#mode === 'inject') this.destroy(err);
+    });
+    dec.on('end', () => this.#onDecoderEnd());
+    this.#decoder = dec;
+  }
+
+  get decodedBytes(): number {
+    return this.#decodedBytes;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -142,91 +217,95 @@ class EncodedInjector extends Transform {
       callback(null, chunk);
       return;
     }
-    if (this.#mode === 'inject') {
-      (this.#decoder as Transform).write(chunk, () => callback());
-      return;
+    if (this.#mode === 'search') {
+      this.#held.push(chunk);
+      this.#heldBytes += chunk.length;
+      if (this.#heldBytes > this.#limits.maxHeldEncoded) {
+        this.#pass();
+        callback();
+        return;
+      }
     }
-    this.#held.push(chunk);
-    this.#heldBytes += chunk.length;
-    if (this.#heldBytes > this.#limits.maxHeldEncoded) {
-      this.#passHeld();
-      callback();
-      return;
-    }
-    const original = this.#held.length === 1 ? chunk : Buffer.concat(this.#held);
-    let decoded: Buffer;
-    try {
-      decoded = decodeSync(this.#coding, original, this.#limits.maxSearchDecoded);
-    } catch {
-      this.#passHeld();
-      callback();
-      return;
-    }
-    const at = findClosingTag(decoded);
-    if (at < 0) {
-      callback();
-      return;
-    }
-    this.#startInjecting(at);
-    (this.#decoder as Transform).write(original, () => callback());
+    this.#waiting = callback;
+    this.#decoder.write(chunk, () => this.#release());
   }
 
   override _flush(callback: TransformCallback): void {
-    if (this.#mode === 'search') this.#passHeld();
-    if (this.#mode !== 'inject') {
+    if (this.#mode === 'pass') {
       callback();
       return;
     }
-    (this.#encoder as Transform).once('end', () => callback());
-    (this.#decoder as Transform).end();
+    this.#waiting = callback;
+    this.#decoder.end();
   }
 
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.#decoder?.destroy();
+    this.#decoder.destroy();
     this.#encoder?.destroy();
     callback(err);
   }
 
-  #passHeld(): void {
-    this.#mode = 'pass';
-    for (const b of this.#held) this.push(b);
-    this.#held = [];
+  #release(): void {
+    const callback = this.#waiting;
+    this.#waiting = null;
+    callback?.();
   }
 
-  #startInjecting(at: number): void {
-    this.#mode = 'inject';
-    this.#held = [];
-    const dec = decoder(this.#coding);
-    const enc = encoder(this.#coding);
-    this.#decoder = dec;
-    this.#encoder = enc;
-    let seen = 0;
-    let inserted = false;
-    const max = this.#limits.maxDecodedTotal;
-    dec.on('data', (data: Buffer) => {
-      const start = seen;
-      seen += data.length;
-      if (seen > max) {
+  #onDecoded(data: Buffer): void {
+    if (this.#mode === 'pass') return;
+    const total = this.#decodedBytes + data.length;
+    this.#decodedBytes = total;
+    if (this.#mode === 'inject') {
+      if (total > this.#limits.maxDecodedTotal) {
         this.destroy(new Error('decoded body exceeds the injection bound'));
         return;
       }
-      if (!inserted && seen > at) {
-        inserted = true;
-        const cut = at - start;
-        if (cut > 0) enc.write(data.subarray(0, cut));
-        enc.write(this.#tag);
-        enc.write(data.subarray(cut));
-        return;
-      }
-      enc.write(data);
-    });
-    dec.on('end', () => {
-      if (!inserted) enc.write(this.#tag);
-      enc.end();
-    });
+      (this.#encoder as Transform).write(data);
+      return;
+    }
+    if (total > this.#limits.maxSearchDecoded) {
+      this.#pass();
+      return;
+    }
+    const at = this.#finder.feed(data);
+    this.#decoded.push(data);
+    if (at >= 0) this.#startInjecting(at);
+  }
+
+  #onDecoderEnd(): void {
+    if (this.#mode === 'search') {
+      this.#pass();
+      return;
+    }
+    if (this.#mode !== 'inject') return;
+    const enc = this.#encoder as Transform;
+    enc.once('end', () => this.#release());
+    enc.end();
+  }
+
+  /** Gives up: the held original bytes and the rest of the body pass untouched. */
+  #pass(): void {
+    this.#mode = 'pass';
+    this.#decoder.destroy();
+    this.#decoded = [];
+    for (const b of this.#held) this.push(b);
+    this.#held = [];
+    this.#release();
+  }
+
+  /** The tag goes at decoded offset `at`: re-encode what is held with it, then stream. */
+  #startInjecting(at: number): void {
+    this.#mode = 'inject';
+    this.#held = [];
+    const enc = encoder(this.#coding);
     enc.on('data', (data: Buffer) => this.push(data));
-    dec.on('error', (err) => this.destroy(err));
-    enc.on('error', (err) => this.destroy(err));
+    enc.on('error', (err: Error) => this.destroy(err));
+    this.#encoder = enc;
+    const decoded = Buffer.concat(this.#decoded);
+    this.#decoded = [];
+    if (at > 0) enc.write(decoded.subarray(0, at));
+    enc.write(this.#tag);
+    enc.write(decoded.subarray(at));
   }
 }
 
@@ -235,6 +314,6 @@ class EncodedInjector extends Transform {
  * `</body>`) of an HTML body in the given content coding. A body with neither
  * passes unchanged.
  */
-export function createInjector(tag: Buffer, coding: Coding, limits: InjectLimits = DEFAULT_INJECT_LIMITS): Transform {
+export function createInjector(tag: Buffer, coding: Coding, limits: InjectLimits = DEFAULT_INJECT_LIMITS): Injector {
   return coding === 'identity' ? new IdentityInjector(tag) : new EncodedInjector(tag, coding, limits);
 }

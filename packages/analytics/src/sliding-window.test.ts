@@ -29,12 +29,44 @@ describe('SlidingWindowCounter', () => {
     expect(w.count(t0 + 3_600_000)).toBe(1);
   });
 
-  it('the worst-case error is one bucket of events at the trailing edge', () => {
-    const w = new SlidingWindowCounter(60, 1000);
-    const t0 = 1_700_000_000_000;
-    // 10 events at the very start of a bucket; read 60.9 s later (nominally all out).
-    for (let i = 0; i < 10; i++) w.add(t0);
-    expect(w.count(t0 + 59_900)).toBe(10);
-    expect(w.count(t0 + 60_000)).toBe(0);
-  });
+  for (const [name, buckets, width] of [
+    ['1-minute window (60 × 1 s)', 60, 1000],
+    ['60-minute window (120 × 30 s)', 120, 30_000],
+  ] as const) {
+    it(`${name}: never over-counts; worst case it misses the oldest bucket (an event counted for ≥ ${buckets - 1} and < ${buckets} widths)`, () => {
+      const w = new SlidingWindowCounter(buckets, width);
+      const window = buckets * width;
+      const b0 = Math.ceil(1_700_000_000_000 / width) * width; // a bucket boundary
+      // 10 events at the very end of a bucket, 5 at the start of the next one.
+      for (let i = 0; i < 10; i++) w.add(b0 + width - 1);
+      for (let i = 0; i < 5; i++) w.add(b0 + width);
+      // Read exactly (buckets - 1) widths + 1 ms after the first events: they are younger than
+      // the nominal window (window - width + 1 ms old) yet already dropped. This is the worst case.
+      const edge = b0 + window;
+      expect(edge - (b0 + width - 1)).toBe(window - width + 1);
+      expect(w.count(edge - 1)).toBe(15);
+      expect(w.count(edge)).toBe(5);
+      // The missing part is at most one bucket of the window's events.
+      expect(15 - w.count(edge)).toBeLessThanOrEqual(10);
+      // An event at a bucket's start is counted until just before it is one window old.
+      expect(w.count(b0 + width + window - 1)).toBe(5);
+      expect(w.count(b0 + width + window)).toBe(0);
+      // At a steady rate (one event per width/10), the count is between (buckets - 1) and buckets widths' worth.
+      const steady = new SlidingWindowCounter(buckets, width);
+      const step = width / 10;
+      const end = b0 + 3 * window;
+      const times: number[] = [];
+      for (let t = b0; t < end; t += step) {
+        steady.add(t);
+        times.push(t);
+      }
+      for (const at of [end - 1, end - width / 2, end - step / 2, end - width + 1]) {
+        const n = steady.count(at);
+        const exact = times.filter((t) => t > at - window && t <= at).length;
+        expect(n).toBeLessThanOrEqual(exact);
+        expect(n).toBeGreaterThanOrEqual(exact - 10);
+        expect((exact - n) / exact).toBeLessThanOrEqual(1 / buckets + 1e-9);
+      }
+    });
+  }
 });

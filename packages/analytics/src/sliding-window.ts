@@ -1,16 +1,23 @@
 /**
  * A sliding-window counter over fixed-width time buckets: `add` is O(1),
- * `count` sums the buckets (O(buckets)). The window is the current bucket plus
- * the `buckets - 1` before it, so it spans between `(buckets - 1) × width` and
- * `buckets × width`: the worst-case error is the count of one bucket at the
- * trailing edge (requests up to one bucket width older than the nominal window
- * are still counted). An idle counter decays to 0 once every bucket has aged out.
+ * `count` sums the buckets (O(buckets)). The window is the current bucket
+ * (partly elapsed) plus the `buckets - 1` before it, so it covers between
+ * `(buckets - 1) × width` and `buckets × width` of the past: an event is
+ * counted for at least `(buckets - 1) × width` and less than `buckets × width`
+ * after it happened. It never over-counts; the worst-case error is an
+ * under-count of the events in the part of the oldest bucket already dropped
+ * (at most one bucket: 1/buckets of the window at a steady rate). An idle
+ * counter decays to 0 once every bucket has aged out.
  */
 export class SlidingWindowCounter {
   readonly #widthMs: number;
-  readonly #counts: Uint32Array;
-  /** The bucket number (time / width) each slot holds; 0 when empty (fits 32 bits until 2106 at 1 s). */
-  readonly #stamps: Uint32Array;
+  readonly #buckets: number;
+  /**
+   * Counts in slots [0, buckets); in [buckets, 2 × buckets) the bucket number
+   * (time / width) each slot holds, 0 when empty (fits 32 bits until 2106 at
+   * 1 s). One typed array: each costs ~190 B besides its data.
+   */
+  readonly #slots: Uint32Array;
 
   /**
    * @param buckets number of buckets in the window
@@ -18,30 +25,33 @@ export class SlidingWindowCounter {
    */
   constructor(buckets: number, widthMs: number) {
     this.#widthMs = widthMs;
-    this.#counts = new Uint32Array(buckets);
-    this.#stamps = new Uint32Array(buckets);
+    this.#buckets = buckets;
+    this.#slots = new Uint32Array(2 * buckets);
   }
 
   /** Counts one event at `nowMs` (ms since the epoch). */
   add(nowMs: number): void {
     const stamp = Math.floor(nowMs / this.#widthMs);
-    const slot = stamp % this.#counts.length;
-    if (this.#stamps[slot] !== stamp) {
-      this.#stamps[slot] = stamp;
-      this.#counts[slot] = 1;
+    const slot = stamp % this.#buckets;
+    const slots = this.#slots;
+    if (slots[this.#buckets + slot] !== stamp) {
+      slots[this.#buckets + slot] = stamp;
+      slots[slot] = 1;
     } else {
-      this.#counts[slot] = (this.#counts[slot] as number) + 1;
+      slots[slot] = (slots[slot] as number) + 1;
     }
   }
 
   /** Events in the window ending at `nowMs`. */
   count(nowMs: number): number {
     const current = Math.floor(nowMs / this.#widthMs);
-    const oldest = current - this.#counts.length + 1;
+    const n = this.#buckets;
+    const oldest = current - n + 1;
+    const slots = this.#slots;
     let total = 0;
-    for (let i = 0; i < this.#counts.length; i++) {
-      const stamp = this.#stamps[i] as number;
-      if (stamp >= oldest && stamp <= current) total += this.#counts[i] as number;
+    for (let i = 0; i < n; i++) {
+      const stamp = slots[n + i] as number;
+      if (stamp >= oldest && stamp <= current) total += slots[i] as number;
     }
     return total;
   }

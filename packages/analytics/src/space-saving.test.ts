@@ -13,6 +13,22 @@ describe('SpaceSaving', () => {
     expect(top.map((t) => t.count)).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3]);
   });
 
+  it('breaks ties by key (ascending), also between an evicting key and a tracked one', () => {
+    const s = new SpaceSaving(3);
+    for (const k of ['z', 'y', 'x', 'x', 'y', 'z']) s.add(k);
+    expect(s.top(3)).toEqual([
+      { key: 'x', count: 2 },
+      { key: 'y', count: 2 },
+      { key: 'z', count: 2 },
+    ]);
+    // 'w' evicts one of the tied minima and inherits its count as error: guaranteed count 1, ranked last.
+    s.add('w');
+    const top = s.top(3);
+    expect(top[2]).toEqual({ key: 'w', count: 1 });
+    expect(top.slice(0, 2).map((t) => t.count)).toEqual([2, 2]);
+    expect((top[0]?.key as string) < (top[1]?.key as string)).toBe(true);
+  });
+
   it('finds the heavy hitters (over total/capacity) in a long tail of 100,000 distinct keys', () => {
     const s = new SpaceSaving(32);
     const heavy = Array.from({ length: 10 }, (_, i) => `/heavy/${i}`);

@@ -1,12 +1,17 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** Width of one token window, ms: a token is valid in its hour and the next one. */
+/** Width of one token window, ms: a new token is issued per host every hour. */
 export const TOKEN_WINDOW_MS = 3_600_000;
+/** Windows a token stays valid: its own hour and the 167 after it (7 days). */
+export const TOKEN_VALID_WINDOWS = 168;
 
 /**
- * HMAC beacon tokens: `<window>.<mac>` where `mac` is HMAC-SHA256(secret,
- * `<host>|<window>`) cut to 16 bytes (base64url). The secret is random per
- * process, so tokens die with a restart (beacons of older pages are refused).
+ * HMAC beacon tokens: `<window>.<mac>` where `window` is the hour of issue
+ * (ms since the epoch / 3,600,000) and `mac` is HMAC-SHA256(secret,
+ * `<host>|<window>`) cut to 16 bytes (base64url). A token is valid for the host
+ * it was issued for, for 7 days ({@link TOKEN_VALID_WINDOWS} hours), so a cached
+ * page or a tab left open still reports. The secret is random unless given:
+ * the daemon keeps it in its state dir so tokens survive a restart.
  */
 export class BeaconTokens {
   readonly #secret: Buffer;
@@ -41,14 +46,14 @@ export class BeaconTokens {
     return token;
   }
 
-  /** True when `token` was issued for `host` in the current or the previous window. */
+  /** True when `token` was issued for `host` by this secret in the last {@link TOKEN_VALID_WINDOWS} hours (this one included). */
   verify(host: string, token: unknown, nowMs: number): boolean {
     if (typeof token !== 'string' || token.length > 64) return false;
     const dot = token.indexOf('.');
     if (dot <= 0) return false;
     const window = Number(token.slice(0, dot));
     const current = Math.floor(nowMs / TOKEN_WINDOW_MS);
-    if (!Number.isInteger(window) || (window !== current && window !== current - 1)) return false;
+    if (!Number.isInteger(window) || window > current || window <= current - TOKEN_VALID_WINDOWS) return false;
     const given = Buffer.from(token.slice(dot + 1));
     const want = Buffer.from(this.#mac(host, window));
     return given.length === want.length && timingSafeEqual(given, want);

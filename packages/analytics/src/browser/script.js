@@ -22,7 +22,8 @@ import { onCLS, onINP, onLCP } from 'web-vitals';
     }
     if (m.length === 0) return;
     const body = JSON.stringify({ t: token, m });
-    const url = '/_proxyd/collect';
+    // location.origin: a relative URL would follow the page's <base href>.
+    const url = `${location.origin}/_proxyd/collect`;
     let queued = false;
     try {
       queued = navigator.sendBeacon?.(url, body) === true;
