@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { type Config, type DataPlaneHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
+import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { startControlPlane } from './control-plane.js';
 import { startDataPlane } from './data-plane.js';
@@ -106,7 +107,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stateDir,
     logger: logging.forTarget(ANALYTICS_TARGET),
   });
-  const hooks = composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined);
+  const hooks = composeHooks(
+    composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined),
+    createAccessLog(logging),
+  );
   const dataPlane = await startDataPlane(
     config,
     store.routes,
