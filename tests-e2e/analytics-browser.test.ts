@@ -54,7 +54,7 @@ describe('analytics in a real browser (built daemon, Chromium)', () => {
 
   beforeAll(async () => {
     upstream = await startUpstream((req, res) => {
-      upstreamPaths.push(req.url ?? '');
+      upstreamPaths.push(`${String(req.headers.host).replace(/:\d+$/, '')}${req.url ?? ''}`);
       const gzip = req.url === '/gz' && /gzip/.test(String(req.headers['accept-encoding']));
       const body = gzip ? zlib.gzipSync(PAGE) : Buffer.from(PAGE);
       res.writeHead(200, {
@@ -83,7 +83,7 @@ http://plain.localhost {
     await upstream?.close();
   });
 
-  it('injects the script into HTML (identity and gzip), not on an `analytics off` site', async () => {
+  it('injects the script into HTML (identity and gzip); an `analytics off` site is untouched and owns /_proxyd/', async () => {
     const page = await request(proxyd.httpPort, { headers: { host: 'vitals.localhost' } });
     expect(page.status).toBe(200);
     expect(page.headers['content-length']).toBeUndefined();
@@ -101,7 +101,11 @@ http://plain.localhost {
       body: JSON.stringify({ t: '1.AAAAAAAAAAAAAAAAAAAAAA', m: [{ n: 'LCP', v: 1 }] }),
     });
     expect(forged.status).toBe(403);
-    expect(upstreamPaths.filter((p) => p.startsWith('/_proxyd/'))).toEqual([]);
+    expect(upstreamPaths.filter((p) => p.startsWith('vitals.localhost/_proxyd/'))).toEqual([]);
+    // analytics off: the reserved paths are the upstream's like any other path.
+    const offScript = await request(proxyd.httpPort, { path: '/_proxyd/a.js', headers: { host: 'plain.localhost' } });
+    expect(offScript.body).toBe(PAGE);
+    expect(upstreamPaths).toContain('plain.localhost/_proxyd/a.js');
   });
 
   it('reports LCP, CLS and INP from Chromium; GET /analytics/{domain} shows them after the cycle', async () => {
@@ -145,29 +149,16 @@ http://plain.localhost {
     }
   });
 
-  it('GET /analytics lists only domains with traffic; an unknown domain is 404', async () => {
+  it('GET /analytics lists only domains with counted traffic; an `analytics off` site and an unknown domain are 404', async () => {
     const list = await adminCall(proxyd.adminPort, 'GET', '/analytics');
     expect(list.status).toBe(200);
     const domains = (JSON.parse(list.body) as Array<{ domain: string }>).map((s) => s.domain);
     expect(domains).toContain('vitals.localhost');
-    expect(domains).toContain('plain.localhost');
+    // plain.localhost (`analytics off`) served pages above, yet it is not counted at all.
+    expect(domains).not.toContain('plain.localhost');
+    const plain = await adminCall(proxyd.adminPort, 'GET', '/analytics/plain.localhost');
+    expect(plain.status).toBe(404);
+    expect(JSON.parse(plain.body)).toEqual({ error: 'no analytics for domain: "plain.localhost"' });
     expect((await adminCall(proxyd.adminPort, 'GET', '/analytics/none.localhost')).status).toBe(404);
-    // Counters of the `analytics off` site (no injection, still counted): one page view from loopback.
-    const plain = JSON.parse(
-      (await adminCall(proxyd.adminPort, 'GET', '/analytics/plain.localhost')).body,
-    ) as Snapshot & {
-      status_codes: Record<string, number>;
-      bytes_sent: number;
-      countries: unknown[];
-      timestamp: string;
-    };
-    expect(plain.page_views_1m).toBe(1);
-    expect(plain.unique_visitors).toBe(1);
-    expect(plain.top_pages).toEqual([{ path: '/', views: 1 }]);
-    expect(plain.status_codes).toEqual({ s1xx: 0, s2xx: 1, s3xx: 0, s4xx: 0, s5xx: 0, other: 0 });
-    expect(plain.bytes_sent).toBe(Buffer.byteLength(PAGE));
-    expect(plain.countries).toEqual([]);
-    expect(Number.isNaN(Date.parse(plain.timestamp))).toBe(false);
-    expect(plain.web_vitals.lcp).toEqual({ p50: 0, p75: 0, p95: 0, p99: 0 });
   });
 });
