@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
+import { until } from '../loopback.test-helpers.js';
 import { ProxyServer } from '../proxy-server.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -10,13 +11,19 @@ afterEach(async () => {
 });
 
 /** An upstream that answers with the headers the test asks for and counts hits per URL. */
-async function setup(headersFor: (url: string) => http.OutgoingHttpHeaders) {
+async function setup(
+  headersFor: (url: string) => http.OutgoingHttpHeaders,
+  bodyFor: (url: string, hit: number) => string | ((res: http.ServerResponse) => void) = (url, hit) =>
+    `body of ${url} #${hit}`,
+) {
   const hits = new Map<string, number>();
   const upstream = http.createServer((req, res) => {
     const url = req.url ?? '/';
     hits.set(url, (hits.get(url) ?? 0) + 1);
     res.writeHead(200, { 'content-type': 'text/plain', ...headersFor(url) });
-    res.end(`body of ${url} #${hits.get(url)}`);
+    const body = bodyFor(url, hits.get(url) ?? 0);
+    if (typeof body === 'string') res.end(body);
+    else body(res);
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   cleanups.push(
@@ -125,5 +132,64 @@ describe('response cache', () => {
     expect(caches.enabled).toBe(true);
     expect(caches.purge('c.test/page')).toBe(false);
     expect((await get('/page')).headers['x-cache']).toBe('MISS');
+  });
+
+  it('follows the request: no-cache and Pragma refresh the entry, no-store stores nothing, Range bypasses', async () => {
+    const { hits, get } = await setup(() => ({ 'cache-control': 'public, max-age=60' }));
+    await get('/r');
+    const refreshed = await get('/r', { 'cache-control': 'no-cache' });
+    expect(refreshed.headers['x-cache']).toBe('MISS');
+    expect(refreshed.body).toBe('body of /r #2');
+    expect((await get('/r')).body).toBe('body of /r #2');
+    expect((await get('/r', { pragma: 'no-cache' })).body).toBe('body of /r #3');
+    expect((await get('/r', { 'cache-control': 'no-store' })).headers['x-cache']).toBe('HIT');
+    await get('/ns', { 'cache-control': 'no-store' });
+    expect((await get('/ns')).headers['x-cache']).toBe('MISS');
+    expect(hits.get('/ns')).toBe(2);
+    const ranged = await get('/g', { range: 'bytes=0-3' });
+    expect(ranged.headers['x-cache']).toBeUndefined();
+    expect((await get('/g')).headers['x-cache']).toBe('MISS');
+    expect(hits.get('/g')).toBe(2);
+  });
+
+  it("counts the upstream's Age against freshness", async () => {
+    const { hits, get } = await setup((url) => ({
+      'cache-control': 'max-age=10',
+      age: url === '/old' ? '20' : '8',
+    }));
+    await get('/young');
+    const hit = await get('/young');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.headers.age).toBe('8');
+    await get('/old');
+    expect((await get('/old')).headers['x-cache']).toBe('MISS');
+    expect(hits.get('/old')).toBe(2);
+  });
+
+  it('stores no entry over an eighth of max_size, and buffers one body for a burst of misses', async () => {
+    const big = 'b'.repeat(200 * 1024);
+    const { hits, get, caches, routes } = await setup(
+      () => ({ 'cache-control': 'max-age=60' }),
+      (url) =>
+        url === '/big'
+          ? big
+          : (res) => {
+              // 60 KB now, 40 KB later: every miss of the burst is mid-body at once.
+              res.write('s'.repeat(60 * 1024));
+              setTimeout(() => res.end('s'.repeat(40 * 1024)), 300);
+            },
+    );
+    expect((await get('/big')).body.length).toBe(big.length);
+    expect((await get('/big')).headers['x-cache']).toBe('MISS');
+    expect(hits.get('/big')).toBe(2);
+    const cache = caches.forSite((routes[0] as RouteSpec).site, { max_size_bytes: 0, ttl_ms: 0 });
+    const burst = Promise.all(Array.from({ length: 8 }, () => get('/burst')));
+    await until(() => hits.get('/burst') === 8);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(cache.fillingBytes).toBe(60 * 1024);
+    const replies = await burst;
+    expect(replies.every((r) => r.body.length === 100 * 1024)).toBe(true);
+    expect(cache.fillingBytes).toBe(0);
+    expect((await get('/burst')).headers['x-cache']).toBe('HIT');
   });
 });

@@ -51,11 +51,41 @@ function seconds(v: string): number {
 
 /**
  * Whether a request may be answered from (and fill) the cache: GET or HEAD
- * without `Authorization`. HEAD reads GET entries but never fills the cache.
+ * without `Authorization` and without `Range` (a range request goes to the
+ * upstream, which answers the range; its 206 is never stored). HEAD reads
+ * GET entries but never fills the cache.
  */
 export function isCacheableRequest(req: IncomingMessage): boolean {
   const m = req.method;
-  return (m === 'GET' || m === 'HEAD') && req.headers.authorization === undefined;
+  const headers = req.headers;
+  return (m === 'GET' || m === 'HEAD') && headers.authorization === undefined && headers.range === undefined;
+}
+
+/**
+ * What a request's own cache directives allow (RFC 9111 §5.2.1), as bit
+ * flags: `Refresh` (`no-cache`, `max-age=0`, `Pragma: no-cache`) skips the
+ * lookup and goes to the upstream, whose fresh answer is stored; `NoStore`
+ * (`no-store`) may be answered from the cache but stores nothing.
+ */
+export const RequestCacheMode = { Normal: 0, Refresh: 1, NoStore: 2 } as const;
+
+/** The request's cache directives (`Cache-Control`, else `Pragma: no-cache`). */
+export function requestCacheMode(req: IncomingMessage): number {
+  const headers = req.headers;
+  const cc = headers['cache-control'];
+  if (cc === undefined) {
+    const pragma = headers.pragma;
+    return pragma !== undefined && pragma.toLowerCase().includes('no-cache')
+      ? RequestCacheMode.Refresh
+      : RequestCacheMode.Normal;
+  }
+  let mode: number = RequestCacheMode.Normal;
+  for (const raw of cc.split(',')) {
+    const part = raw.trim().toLowerCase();
+    if (part === 'no-cache' || part === 'max-age=0') mode |= RequestCacheMode.Refresh;
+    else if (part === 'no-store') mode |= RequestCacheMode.NoStore;
+  }
+  return mode;
 }
 
 /**
@@ -67,13 +97,45 @@ export function isCacheableRequest(req: IncomingMessage): boolean {
  */
 export class ResponseCache {
   readonly maxBytes: number;
+  /** The largest entry stored: an eighth of `max_size` (bigger bodies stream through uncached). */
+  readonly maxEntryBytes: number;
   readonly ttlMs: number;
   readonly #entries = new Map<string, CacheEntry>();
   #bytes = 0;
+  /** Keys being filled now: one fill per key, so a burst of misses buffers one body. */
+  readonly #filling = new Set<string>();
+  /** Body bytes buffered by fills in progress, at most `maxBytes` together. */
+  #fillingBytes = 0;
 
   constructor(config: CacheConfig) {
     this.maxBytes = config.max_size_bytes;
+    this.maxEntryBytes = Math.floor(config.max_size_bytes / 8);
     this.ttlMs = config.ttl_ms;
+  }
+
+  /** Starts filling `key`; false when another response is already filling it. */
+  beginFill(key: string): boolean {
+    if (this.#filling.has(key)) return false;
+    this.#filling.add(key);
+    return true;
+  }
+
+  /** Charges `bytes` more to the fills in progress; false (nothing charged) when over `maxBytes`. */
+  reserveFill(bytes: number): boolean {
+    if (this.#fillingBytes + bytes > this.maxBytes) return false;
+    this.#fillingBytes += bytes;
+    return true;
+  }
+
+  /** Ends the fill of `key` and releases the `bytes` it had reserved. */
+  endFill(key: string, bytes: number): void {
+    this.#filling.delete(key);
+    this.#fillingBytes -= bytes;
+  }
+
+  /** Body bytes held by fills in progress (tests). */
+  get fillingBytes(): number {
+    return this.#fillingBytes;
   }
 
   /** Bytes currently charged. */

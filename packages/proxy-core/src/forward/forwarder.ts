@@ -8,7 +8,9 @@ import {
   cacheLifetimeMs,
   entrySize,
   isCacheableRequest,
+  RequestCacheMode,
   type ResponseCache,
+  requestCacheMode,
 } from '../cache/response-cache.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { DataPlaneHooks, RequestContext } from '../hooks.js';
@@ -166,12 +168,15 @@ export class HttpForwarder implements Forwarder {
     if (cacheConfig !== null && isCacheableRequest(req)) {
       cache = this.caches.forSite(ctx.site, cacheConfig);
       cacheKey = ctx.host + (req.url ?? '/');
-      const entry = cache.get(cacheKey);
-      if (entry !== undefined) {
-        this.#serveHit(req, res, ctx, options, entry);
-        return;
+      const mode = requestCacheMode(req);
+      if ((mode & RequestCacheMode.Refresh) === 0) {
+        const entry = cache.get(cacheKey);
+        if (entry !== undefined) {
+          this.#serveHit(req, res, ctx, options, entry);
+          return;
+        }
       }
-      if (req.method !== 'GET') cache = null;
+      if (req.method !== 'GET' || (mode & RequestCacheMode.NoStore) !== 0) cache = null;
       res.setHeader('x-cache', 'MISS');
     }
     const pool = compiled.pool;
@@ -465,7 +470,7 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   const cache = exchange.cache;
   if (cache !== null) {
     const lifetime = cacheLifetimeMs(status, headers, cache.ttlMs);
-    if (lifetime > 0) collectForCache(exchange, proxyRes, { ...headers }, status, lifetime);
+    if (lifetime > 0) collectForCache(exchange, cache, proxyRes, { ...headers }, status, lifetime);
     headers['x-cache'] = 'MISS';
   }
   options.editResponseHeaders?.(headers, status);
@@ -517,41 +522,62 @@ function destroyPipedTarget(this: Emitter & Transform): void {
   this[kExchange]?.res.destroy();
 }
 
+/**
+ * Buffers an upstream body for the cache while it streams to the client.
+ * Not stored: a body over the cache's entry limit (declared or counted), a
+ * key another response is already filling, a fill that would take the bytes
+ * buffered by all fills past `max_size`, an incomplete body, or a response
+ * the upstream's `Age` already made stale.
+ */
 function collectForCache(
   exchange: Exchange,
+  cache: ResponseCache,
   proxyRes: IncomingMessage,
   headers: IncomingHttpHeaders,
   status: number,
   lifetimeMs: number,
 ): void {
-  const cache = exchange.cache as ResponseCache;
+  const declared = Number(headers['content-length'] ?? 0);
+  const ageHeader = Number.parseInt(String(headers.age ?? '0'), 10);
+  const age = Number.isFinite(ageHeader) && ageHeader > 0 ? ageHeader : 0;
+  const freshMs = lifetimeMs - age * 1000;
+  const key = exchange.cacheKey;
+  if (declared > cache.maxEntryBytes || freshMs <= 0 || !cache.beginFill(key)) return;
   const chunks: Buffer[] = [];
   let bytes = 0;
-  let tooBig = false;
+  let abandoned = false;
+  const abandon = () => {
+    abandoned = true;
+    chunks.length = 0;
+  };
   proxyRes.on('data', (chunk: Buffer) => {
-    if (tooBig) return;
+    if (abandoned) return;
+    if (bytes + chunk.length > cache.maxEntryBytes || !cache.reserveFill(chunk.length)) {
+      abandon();
+      return;
+    }
     bytes += chunk.length;
-    if (bytes > cache.maxBytes) {
-      tooBig = true;
-      chunks.length = 0;
-    } else chunks.push(chunk);
+    chunks.push(chunk);
   });
   proxyRes.on('end', () => {
-    if (tooBig || !proxyRes.complete) return;
+    if (abandoned || !proxyRes.complete) return;
     const body = Buffer.concat(chunks, bytes);
     headers['content-length'] = String(body.length);
     const now = Date.now();
-    const age = Number.parseInt(String(headers.age ?? '0'), 10);
     delete headers.age;
-    cache.set(exchange.cacheKey, {
+    cache.set(key, {
       status,
       headers,
       body,
       storedAt: now,
-      baseAge: Number.isFinite(age) && age > 0 ? age : 0,
-      expiresAt: now + lifetimeMs,
-      size: entrySize(headers, body, exchange.cacheKey),
+      baseAge: age,
+      expiresAt: now + freshMs,
+      size: entrySize(headers, body, key),
     });
+  });
+  proxyRes.on('close', () => {
+    abandon();
+    cache.endFill(key, bytes);
   });
 }
 
