@@ -1,6 +1,9 @@
+import type { TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { AUTH, memoryAnalytics, sampleSnapshot, testApp } from '../memory-ports.test-helpers.js';
 import type { AnalyticsSnapshot } from '../ports.js';
+import { AnalyticsSnapshot as AdminSnapshotSchema } from '../schemas.js';
 
 const get = (url: string) => ({ method: 'GET' as const, url, headers: AUTH });
 
@@ -75,5 +78,107 @@ describe('GET /analytics/{domain}', () => {
     expect((await app.inject(get('/analytics/a.example'))).statusCode).toBe(404);
     expect((await app.inject(get('/analytics/a.example'))).statusCode).toBe(429);
     await app.close();
+  });
+});
+
+// The analytics package defines the §2.4 snapshot it produces; the admin API keeps its own copy for
+// serialization and OpenAPI. admin-api does not depend on @proxyd/analytics, so its sources are
+// loaded by path (test only) to check that the two copies have not drifted.
+const ANALYTICS_SRC = new URL('../../../analytics/src/', import.meta.url);
+
+async function analyticsModule<T>(file: string): Promise<T> {
+  return (await import(/* @vite-ignore */ new URL(file, ANALYTICS_SRC).href)) as T;
+}
+
+/** The schema as plain JSON without descriptions (and without the given keys at the given JSON paths). */
+function shape(schema: unknown, drop: string[] = [], at = ''): unknown {
+  if (Array.isArray(schema)) return schema.map((s, i) => shape(s, drop, `${at}/${i}`));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'description' || drop.includes(`${at}/${k}`)) continue;
+    out[k] = shape(v, drop, `${at}/${k}`);
+  }
+  return out;
+}
+
+describe('the admin copy of the §2.4 snapshot schema matches the analytics package', () => {
+  // The only intended differences: the analytics schema also pins the country code and the timestamp format.
+  const STRICTER = ['/properties/countries/items/properties/country/pattern', '/properties/timestamp/pattern'];
+
+  it('is structurally equal, descriptions aside', async () => {
+    const { AnalyticsSnapshotSchema } = await analyticsModule<{ AnalyticsSnapshotSchema: TSchema }>('snapshot.ts');
+    const analytics = JSON.parse(JSON.stringify(AnalyticsSnapshotSchema));
+    for (const path of STRICTER) {
+      const keys = path.split('/').slice(1);
+      let node = analytics;
+      for (const k of keys.slice(0, -1)) node = node[k];
+      expect(node[keys.at(-1) as string], path).toBeTypeOf('string');
+    }
+    expect(shape(JSON.parse(JSON.stringify(AdminSnapshotSchema)))).toEqual(shape(analytics, STRICTER));
+  });
+
+  it('accepts and rejects the same snapshots, including one the analytics collector produced', async () => {
+    const { AnalyticsSnapshotSchema } = await analyticsModule<{ AnalyticsSnapshotSchema: TSchema }>('snapshot.ts');
+    const { AnalyticsCollector } = await analyticsModule<{
+      AnalyticsCollector: new (o: {
+        country: (ip: string) => string | null;
+      }) => {
+        record(r: Record<string, unknown>): void;
+        observe(host: string, metric: 'lcp', value: number): void;
+        flush(): void;
+        get(domain: string): unknown;
+      };
+    }>('collector.ts');
+    const collector = new AnalyticsCollector({ country: () => 'NL' });
+    for (let i = 0; i < 30; i++) {
+      collector.record({
+        host: 'shop.example',
+        domain: 'shop.example',
+        analytics: true,
+        method: 'GET',
+        path: `/p${i % 12}`,
+        status: 200 + (i % 4) * 100,
+        bytesSent: 100,
+        durationMs: 1,
+        clientIp: `198.51.100.${i}`,
+        referer: `https://ref${i % 11}.example/`,
+        userAgent: undefined,
+        contentType: 'text/html',
+        startedAt: 0,
+      });
+    }
+    collector.observe('shop.example', 'lcp', 1500);
+    collector.flush();
+    const real = collector.get('shop.example') as AnalyticsSnapshot;
+    const base = sampleSnapshot('shop.example');
+    const valid: unknown[] = [base, real];
+    const invalid: unknown[] = [
+      ...Object.keys(base).map((k) => {
+        const { [k as keyof AnalyticsSnapshot]: _gone, ...rest } = base;
+        return rest;
+      }),
+      { ...base, extra: 1 },
+      { ...base, page_views_1m: -1 },
+      { ...base, unique_visitors: 1.5 },
+      { ...base, bytes_sent: '1234' },
+      { ...base, top_pages: Array.from({ length: 11 }, (_, i) => ({ path: `/${i}`, views: 1 })) },
+      { ...base, top_pages: [{ path: '/', views: 1, error: 0 }] },
+      { ...base, referrers: [{ domain: 'a.example' }] },
+      { ...base, countries: [{ country: 'DE', count: -1 }] },
+      { ...base, status_codes: { ...base.status_codes, s6xx: 0 } },
+      { ...base, web_vitals: { lcp: base.web_vitals.lcp, cls: base.web_vitals.cls } },
+      { ...base, web_vitals: { ...base.web_vitals, inp: { p50: '1', p75: 2, p95: 3, p99: 4 } } },
+      { ...base, domain: 42 },
+    ];
+    for (const snapshot of valid) {
+      expect(Value.Check(AdminSnapshotSchema, snapshot)).toBe(true);
+      expect(Value.Check(AnalyticsSnapshotSchema, snapshot)).toBe(true);
+    }
+    for (const snapshot of invalid) {
+      const admin = Value.Check(AdminSnapshotSchema, snapshot);
+      expect(admin, JSON.stringify(snapshot)).toBe(false);
+      expect(Value.Check(AnalyticsSnapshotSchema, snapshot), JSON.stringify(snapshot)).toBe(admin);
+    }
   });
 });
