@@ -1,0 +1,377 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
+import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
+import { compileSite, type SiteDeps } from './site-handler.js';
+
+// The data plane end to end on loopback: the real ProxyServer with
+// compileSite in front of real upstream servers.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+interface Upstream {
+  port: number;
+  /** Requests seen, in order. */
+  seen: string[];
+  close(): Promise<void>;
+}
+
+async function upstream(handler: http.RequestListener, port = 0): Promise<Upstream> {
+  const seen: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    handler(req, res);
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  let closed = false;
+  const close = () =>
+    closed
+      ? Promise.resolve()
+      : new Promise<void>((r) => {
+          closed = true;
+          server.close(() => r());
+          for (const s of sockets) s.destroy();
+        });
+  cleanups.push(close);
+  return { port: (server.address() as AddressInfo).port, seen, close };
+}
+
+function route(host: string, edit: (s: Site) => void): RouteSpec {
+  const s = emptySite([{ scheme: 'http', host, port: null }]);
+  edit(s);
+  return { domain: host, origin: 'proxyfile', source: null, site: s };
+}
+
+function proxied(host: string, ports: number[], edit?: (s: Site) => void): RouteSpec {
+  return route(host, (s) => {
+    s.handler = defaultReverseProxy(ports.map((port) => ({ host: '127.0.0.1', port })));
+    edit?.(s);
+  });
+}
+
+async function proxy(
+  routes: RouteSpec[],
+  options: Omit<ProxyServerOptions, 'routes' | 'compileSite'> = {},
+  deps: Partial<Omit<SiteDeps, 'forwarder'>> = {},
+) {
+  const server = new ProxyServer({
+    routes,
+    ...options,
+    compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), ...deps, forwarder }),
+  });
+  const { port } = await server.listen(0, '127.0.0.1');
+  cleanups.push(() => server.close());
+  return { server, port };
+}
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+function get(port: number, host: string, path = '/', headers: http.OutgoingHttpHeaders = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, headers: { host, ...headers }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await wait(5);
+  }
+}
+
+describe('route swaps', () => {
+  it('finishes a request in flight on the table it started with; the next request uses the new one', async () => {
+    let release: () => void = () => {};
+    const old = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('old-start;');
+      release = () => res.end('old-end');
+    });
+    const fresh = await upstream((_req, res) => res.end('new'));
+    const { server, port } = await proxy([proxied('app.test', [old.port])]);
+    const inFlight = get(port, 'app.test', '/slow');
+    await until(() => old.seen.length === 1);
+    // A new Site object for the same domain: a new compiled site and pool; the old one is dropped.
+    server.setRoutes([proxied('app.test', [fresh.port])], 2);
+    const next = await get(port, 'app.test', '/after');
+    expect(next.body).toBe('new');
+    expect(fresh.seen).toEqual(['/after']);
+    release();
+    const first = await inFlight;
+    expect(first.status).toBe(200);
+    expect(first.body).toBe('old-start;old-end');
+    expect(old.seen).toEqual(['/slow']);
+  });
+});
+
+/**
+ * A TCP listener nobody accepts from: it listens with a backlog of 1 in a
+ * worker thread whose event loop is then blocked (Atomics.wait, no CPU), and
+ * its accept queue is filled, so the kernel drops further SYNs and a connect
+ * hangs until the client gives up — a real connect timeout on loopback.
+ */
+async function blackHole(): Promise<number> {
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `const { workerData, parentPort } = require('node:worker_threads');
+const server = require('node:net').createServer();
+server.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+  parentPort.postMessage(server.address().port);
+  Atomics.wait(workerData, 0, 0, 60000);
+  server.close();
+});`,
+    { eval: true, workerData: signal },
+  );
+  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
+  const held: Socket[] = [];
+  cleanups.push(async () => {
+    for (const s of held) s.destroy();
+    Atomics.store(signal, 0, 1);
+    Atomics.notify(signal, 0);
+    await worker.terminate();
+  });
+  for (let i = 0; i < 16; i++) {
+    const s = net.connect(port, '127.0.0.1');
+    held.push(s);
+    s.on('error', () => {});
+    const connected = await Promise.race([
+      new Promise<boolean>((r) => s.once('connect', () => r(true))),
+      wait(300).then(() => false),
+    ]);
+    if (!connected) return port;
+  }
+  throw new Error('the accept queue never filled');
+}
+
+describe('upstream timeouts', () => {
+  it('answers 504 "gateway timeout" when the upstream never completes the TCP handshake', async () => {
+    const port = await blackHole();
+    const { port: proxyPort } = await proxy([proxied('app.test', [port])], { connectTimeoutMs: 300 });
+    const started = Date.now();
+    const reply = await get(proxyPort, 'app.test');
+    expect(reply.status).toBe(504);
+    expect(reply.body).toBe('gateway timeout\n');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(280);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('answers 504 "gateway timeout" when the upstream accepts and never answers', async () => {
+    const silent = await upstream(() => {});
+    const { port } = await proxy([proxied('app.test', [silent.port])], { idleTimeoutMs: 300 });
+    const reply = await get(port, 'app.test');
+    expect(reply.status).toBe(504);
+    expect(reply.body).toBe('gateway timeout\n');
+    expect(silent.seen).toEqual(['/']);
+  });
+});
+
+describe('active health checks', () => {
+  it('takes a member whose process is down out within one interval and brings it back when it listens again', async () => {
+    const a = await upstream((req, res) => res.end(req.url === '/health' ? 'ok' : 'A'));
+    let b = await upstream((req, res) => res.end(req.url === '/health' ? 'ok' : 'B'));
+    const bPort = b.port;
+    const interval = 200;
+    const { port } = await proxy([
+      proxied('app.test', [a.port, bPort], (s) => {
+        if (s.handler?.kind === 'reverse_proxy') {
+          // Passive checks off: only the active probe may take B out.
+          s.handler.health = { uri: '/health', interval_ms: interval, timeout_ms: 150, fail_duration_ms: 0 };
+        }
+      }),
+    ]);
+    const bodies = async (n: number) => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i++) out.push((await get(port, 'app.test')).body);
+      return out;
+    };
+    expect(new Set(await bodies(4))).toEqual(new Set(['A', 'B']));
+    // B's process goes away: its port refuses connections.
+    await b.close();
+    await wait(interval + 150);
+    expect(await bodies(6)).toEqual(['A', 'A', 'A', 'A', 'A', 'A']);
+    // B comes back on the same port.
+    b = await upstream((req, res) => res.end(req.url === '/health' ? 'ok' : 'B'), bPort);
+    await wait(interval + 150);
+    expect(await bodies(6)).toContain('B');
+  });
+});
+
+describe('least_conn with real upstreams', () => {
+  it('sends fewer new requests to a slow member than to a fast one', async () => {
+    const slow = await upstream((_req, res) => {
+      setTimeout(() => res.end('slow'), 250);
+    });
+    const fast = await upstream((_req, res) => res.end('fast'));
+    const { port } = await proxy([
+      proxied('app.test', [slow.port, fast.port], (s) => {
+        if (s.handler?.kind === 'reverse_proxy') s.handler.lb_policy = 'least_conn';
+      }),
+    ]);
+    const replies: Promise<Reply>[] = [];
+    for (let i = 0; i < 20; i++) {
+      replies.push(get(port, 'app.test', `/${i}`));
+      await wait(15);
+    }
+    const bodies = (await Promise.all(replies)).map((r) => r.body);
+    const toSlow = bodies.filter((b) => b === 'slow').length;
+    expect(toSlow + bodies.filter((b) => b === 'fast').length).toBe(20);
+    // Round robin would give the slow member 10; least_conn keeps it at the few that arrive while it is idle or tied.
+    expect(toSlow).toBeGreaterThanOrEqual(1);
+    expect(toSlow).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('rate_limit with distinct clients over a real listener', () => {
+  const limited = (n: number) =>
+    route('app.test', (s) => {
+      s.rate_limit = n;
+      s.handler = { kind: 'respond', status: 200, body: 'ok' };
+    });
+
+  it('admits n per second per forwarded client, exactly at the window edges', async () => {
+    const clock = { t: 50_000 };
+    const { port } = await proxy([limited(2)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
+    const from = async (ip: string) => (await get(port, 'app.test', '/', { 'x-forwarded-for': ip })).status;
+    expect([await from('198.51.100.1'), await from('198.51.100.1'), await from('198.51.100.1')]).toEqual([
+      200, 200, 429,
+    ]);
+    // Another client has its own allowance; the peer (127.0.0.1) itself is a third client.
+    expect([await from('198.51.100.2'), await from('198.51.100.2'), await from('198.51.100.2')]).toEqual([
+      200, 200, 429,
+    ]);
+    clock.t = 50_999; // last ms of the window
+    expect(await from('198.51.100.1')).toBe(429);
+    clock.t = 51_000; // next window: the previous one weighs 1 → 2 + 0 + 1 > 2
+    expect(await from('198.51.100.1')).toBe(429);
+    clock.t = 51_499; // 2 × 0.501 + 0 + 1 > 2
+    expect(await from('198.51.100.1')).toBe(429);
+    clock.t = 51_500; // 2 × 0.5 + 0 + 1 = 2
+    expect(await from('198.51.100.1')).toBe(200);
+    expect(await from('198.51.100.1')).toBe(429);
+    clock.t = 53_000; // two windows later: forgotten
+    expect([await from('198.51.100.1'), await from('198.51.100.1'), await from('198.51.100.1')]).toEqual([
+      200, 200, 429,
+    ]);
+  });
+
+  it('holds 100,000 distinct clients in one window; clients over the cap share one allowance', async () => {
+    const clock = { t: 7_000 };
+    const { port } = await proxy([limited(5)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
+    const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    // 100,000 + 1,000 pipelined requests on a few connections, one distinct client each.
+    const statuses = await pipelined(port, 100_000 + 1_000, (i) => ip(i), 8);
+    const over = statuses.slice(100_000);
+    expect(statuses.slice(0, 100_000).every((s) => s === 200)).toBe(true);
+    // The 1,000 clients beyond the 100,000-key cap are not admitted untracked: 5 of them pass, together.
+    expect(over.filter((s) => s === 200)).toHaveLength(5);
+    expect(over.filter((s) => s === 429)).toHaveLength(995);
+    // A client tracked before the cap is still limited on its own (4 more, then 429).
+    const mine: number[] = [];
+    for (let i = 0; i < 5; i++) mine.push((await get(port, 'app.test', '/', { 'x-forwarded-for': ip(12_345) })).status);
+    expect(mine).toEqual([200, 200, 200, 200, 429]);
+  }, 120_000);
+});
+
+/**
+ * Sends `count` GET requests pipelined over `connections` keep-alive
+ * connections (request i from client `clientOf(i)` through
+ * `X-Forwarded-For`, in order i on connection i % connections) and returns
+ * each status, in request order.
+ */
+async function pipelined(
+  port: number,
+  count: number,
+  clientOf: (i: number) => string,
+  connections: number,
+): Promise<number[]> {
+  const statuses = new Array<number>(count).fill(0);
+  const lanes = Array.from({ length: connections }, (_, lane) => lane);
+  await Promise.all(
+    lanes.map(
+      (lane) =>
+        new Promise<void>((resolve, reject) => {
+          const socket = net.connect(port, '127.0.0.1');
+          const mine: number[] = [];
+          for (let i = lane; i < count; i += connections) mine.push(i);
+          let answered = 0;
+          let buffered = '';
+          socket.setEncoding('latin1');
+          socket.on('error', reject);
+          socket.on('data', (chunk: string) => {
+            buffered += chunk;
+            // Each answer: a status line, headers with Content-Length, a body of that length.
+            for (;;) {
+              const head = buffered.indexOf('\r\n\r\n');
+              if (head < 0) break;
+              const length = /\r\ncontent-length: *(\d+)/i.exec(buffered.slice(0, head));
+              const end = head + 4 + Number(length?.[1] ?? 0);
+              if (buffered.length < end) break;
+              statuses[mine[answered++] as number] = Number(buffered.slice(9, 12));
+              buffered = buffered.slice(end);
+            }
+            if (answered === mine.length) {
+              socket.end();
+              resolve();
+            }
+          });
+          // Write in batches so the socket's buffer stays small.
+          let i = 0;
+          const pump = () => {
+            let text = '';
+            for (let k = 0; k < 500 && i < mine.length; k++, i++) {
+              text += `GET / HTTP/1.1\r\nhost: app.test\r\nx-forwarded-for: ${clientOf(mine[i] as number)}\r\n\r\n`;
+            }
+            if (text === '') return;
+            if (socket.write(text)) setImmediate(pump);
+            else socket.once('drain', pump);
+          };
+          pump();
+        }),
+    ),
+  );
+  return statuses;
+}
+
+// A regression test for the file_server open redirect, end to end through compileSite.
+describe('file_server through compileSite', () => {
+  it('redirects //evil.example (a directory under root) to /evil.example/, never off-site', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'proxyd-loopback-fs-'));
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    mkdirSync(join(root, 'evil.example'));
+    const { port } = await proxy([route('app.test', (s) => (s.handler = { kind: 'file_server', root }))]);
+    const reply = await get(port, 'app.test', '//evil.example');
+    expect(reply.status).toBe(308);
+    expect(reply.headers.location).toBe('/evil.example/');
+  });
+});
