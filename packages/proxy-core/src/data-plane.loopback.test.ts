@@ -5,6 +5,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
@@ -362,6 +363,61 @@ async function pipelined(
   );
   return statuses;
 }
+
+describe('basic_auth under a flood of wrong passwords', () => {
+  it('runs at most 2 verifications at once and 18 in all for 40 wrong passwords; the rest are answered at once', async () => {
+    let running = 0;
+    let peak = 0;
+    let calls = 0;
+    const release: (() => void)[] = [];
+    const { port } = await proxy(
+      [
+        route('app.test', (s) => {
+          s.basic_auth = {
+            realm: 'r',
+            users: [{ user: 'alice', hash: bcrypt.hashSync('wonderland', 4) }],
+          };
+          s.handler = { kind: 'respond', status: 200, body: 'secret' };
+        }),
+      ],
+      {},
+      {
+        // A counting verifier that holds each verification until released, then says "wrong".
+        verifyPassword: () => {
+          calls++;
+          running++;
+          peak = Math.max(peak, running);
+          return new Promise((resolve) =>
+            release.push(() => {
+              running--;
+              resolve(false);
+            }),
+          );
+        },
+      },
+    );
+    const answered: Reply[] = [];
+    const flood = Array.from({ length: 40 }, (_, i) =>
+      get(port, 'app.test', '/', {
+        authorization: `Basic ${Buffer.from(`alice:guess-${i}`).toString('base64')}`,
+      }).then((r) => {
+        answered.push(r);
+        return r;
+      }),
+    );
+    // Those beyond 2 running and 16 waiting are answered without any verification.
+    await until(() => answered.length === 22);
+    expect(calls).toBe(2);
+    while (answered.length < 40) {
+      release.shift()?.();
+      await wait(5);
+    }
+    const replies = await Promise.all(flood);
+    expect(calls).toBe(18);
+    expect(peak).toBe(2);
+    expect(replies.some((r) => r.status === 200 || r.body === 'secret')).toBe(false);
+  });
+});
 
 // A regression test for the file_server open redirect, end to end through compileSite.
 describe('file_server through compileSite', () => {
