@@ -104,9 +104,9 @@ describe('client IP in the access log and rate_limit (built daemon)', () => {
       path: '/nowhere',
       headers: { host: 'nobody.test', 'x-forwarded-for': '192.0.2.5' },
     });
-    // The data plane does not resolve X-Forwarded-For for a host without a route: the peer is logged.
+    // One client IP everywhere: the forwarded client, also for a host without a route.
     expect(await lineFor(trusting, '/nowhere')).toMatchObject({
-      client_ip: '127.0.0.1',
+      client_ip: '192.0.2.5',
       host: 'nobody.test',
       status: 404,
     });

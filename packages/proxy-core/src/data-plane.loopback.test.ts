@@ -365,7 +365,7 @@ async function pipelined(
 }
 
 describe('basic_auth under a flood of wrong passwords', () => {
-  it('runs at most 2 verifications at once and 18 in all for 40 wrong passwords; the rest are answered at once', async () => {
+  it('runs at most 2 verifications at once and 18 in all for 40 wrong passwords; the rest get 503 at once', async () => {
     let running = 0;
     let peak = 0;
     let calls = 0;
@@ -416,6 +416,13 @@ describe('basic_auth under a flood of wrong passwords', () => {
     expect(calls).toBe(18);
     expect(peak).toBe(2);
     expect(replies.some((r) => r.status === 200 || r.body === 'secret')).toBe(false);
+    // Checked and wrong: 401. Never checked (the gate was full): 503 with Retry-After, not a verdict.
+    expect(replies.filter((r) => r.status === 401)).toHaveLength(18);
+    const busy = replies.filter((r) => r.status === 503);
+    expect(busy).toHaveLength(22);
+    expect(busy.every((r) => r.headers['retry-after'] === '1' && r.headers['www-authenticate'] === undefined)).toBe(
+      true,
+    );
   });
 });
 

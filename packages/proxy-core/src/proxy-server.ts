@@ -221,15 +221,15 @@ export class ProxyServer {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const onRequest = this.#hooks.onRequest;
+    const clientIp = this.#clientIp.enabled
+      ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
+      : this.#peerIp(req);
     if (route === undefined) {
-      if (onRequest !== undefined) this.#track(req, res, onRequest, host, null, false, path, this.#peerIp(req));
+      if (onRequest !== undefined) this.#track(req, res, onRequest, host, null, false, path, clientIp);
       res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
       res.end(NO_ROUTE);
       return;
     }
-    const clientIp = this.#clientIp.enabled
-      ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
-      : this.#peerIp(req);
     if (onRequest !== undefined)
       this.#track(req, res, onRequest, host, route.domain, route.site.analytics, path, clientIp);
     if (!secure && route.httpsSite && this.#redirects(host, path)) {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestContext } from './hooks.js';
-import { AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
+import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { FileServer } from './middleware/file-server.js';
 import { type HeaderEdit, HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
@@ -138,10 +138,17 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
       ? null
       : new RateLimiter({
           limit: site.rate_limit,
-          now,
+          ...(deps.now !== undefined ? { now: deps.now } : {}),
           ...(deps.rateLimitMaxKeys !== undefined ? { maxKeys: deps.rateLimitMaxKeys } : {}),
         });
   const tooMany = canned(siteHeaders, 429, 'rate limit exceeded\n', { 'retry-after': '1' });
+  const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });
+  /** The bcrypt gate is full: nothing was checked, so neither 401 nor access; the client retries. */
+  const busy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
+    if (res.destroyed) return;
+    req.resume();
+    send(res, authBusy, ctx.secure);
+  };
   const guard = site.under_attack.enabled
     ? new UnderAttackGuard({ secret: deps.secret, difficulty: site.under_attack.difficulty, now })
     : null;
@@ -153,6 +160,10 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
       if (verdict !== AUTH_OK) {
         if (verdict === AUTH_DENIED) {
           deny(req, res, ctx, block);
+          return;
+        }
+        if (verdict === AUTH_BUSY) {
+          busy(req, res, ctx);
           return;
         }
         verdict.then(
@@ -211,6 +222,10 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
           deny(req, res, ctx, siteBlock);
           return;
         }
+        if (verdict === AUTH_BUSY) {
+          busy(req, res, ctx);
+          return;
+        }
         verdict.then(
           (ok) => (ok ? route(req, res, ctx) : deny(req, res, ctx, siteBlock)),
           () => deny(req, res, ctx, siteBlock),
@@ -247,6 +262,7 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
     };
     const verdicts = checks.map((a) => a.check(req.headers.authorization));
     if (verdicts.some((v) => v === AUTH_DENIED)) return refuse('401 Unauthorized');
+    if (verdicts.some((v) => v === AUTH_BUSY)) return refuse('503 Service Unavailable');
     Promise.all(verdicts.map((v) => (v === AUTH_OK ? true : v))).then(
       (oks) => (oks.every((ok) => ok === true) ? go() : refuse('401 Unauthorized')),
       () => refuse('401 Unauthorized'),
