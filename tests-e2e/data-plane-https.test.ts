@@ -1,10 +1,37 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
+
+/** A self-signed certificate for `name` (openssl), as `<dir>/cert.pem` and `<dir>/key.pem`. */
+function selfSigned(dir: string, name: string): void {
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=DNS:${name}`,
+      '-keyout',
+      path.join(dir, 'key.pem'),
+      '-out',
+      path.join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
+}
 
 // The built daemon serving a site with `tls <cert> <key>` (a self-signed
 // certificate made with openssl): HTTPS by SNI on https_port, HTTP → HTTPS
@@ -17,29 +44,7 @@ describe('data plane HTTPS (built daemon)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=secure.test',
-        '-addext',
-        'subjectAltName=DNS:secure.test',
-        '-keyout',
-        path.join(dir, 'key.pem'),
-        '-out',
-        path.join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSigned(dir, 'secure.test');
     upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
     proxyd = await startProxyd({
       sites: `secure.test {
@@ -95,5 +100,57 @@ describe('data plane HTTPS (built daemon)', () => {
     const res = await request(proxyd.httpPort, { path: '/a?b=1', headers: { host: 'secure.test' } });
     expect(res.status).toBe(308);
     expect(res.headers.location).toBe(`https://secure.test:${httpsPort}/a?b=1`);
+  });
+});
+
+describe('HTTPS added by a reload (built daemon)', () => {
+  it('opens the https_port listener when a reload brings the first certificate, then redirects to it', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-reload-'));
+    selfSigned(dir, 'later.test');
+    const upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
+    const proxyd = await startProxyd({ sites: `http://plain.test {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n` });
+    try {
+      const httpsPort = Number(/https_port (\d+)/.exec(readFileSync(proxyd.configPath, 'utf8'))?.[1]);
+      expect(proxyd.output()).not.toContain(`:${httpsPort}`);
+      appendFileSync(
+        proxyd.configPath,
+        `\nlater.test {\n\ttls ${path.join(dir, 'cert.pem')} ${path.join(dir, 'key.pem')}\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
+      );
+      proxyd.child.kill('SIGHUP');
+      let redirect = await request(proxyd.httpPort, { path: '/x', headers: { host: 'later.test' } });
+      for (let i = 0; i < 100 && redirect.status !== 308; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        redirect = await request(proxyd.httpPort, { path: '/x', headers: { host: 'later.test' } });
+      }
+      expect(redirect.status).toBe(308);
+      expect(redirect.headers.location).toBe(`https://later.test:${httpsPort}/x`);
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = https.request(
+          {
+            host: '127.0.0.1',
+            port: httpsPort,
+            servername: 'later.test',
+            headers: { host: 'later.test' },
+            ca: readFileSync(path.join(dir, 'cert.pem')),
+            agent: false,
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (c) => {
+              text += c;
+            });
+            res.on('end', () => resolve(text));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      expect(body).toBe('proto=https');
+      expect((await request(proxyd.httpPort, { headers: { host: 'plain.test' } })).body).toBe('proto=http');
+    } finally {
+      await proxyd.stop();
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -111,12 +111,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined),
     createAccessLog(logging),
   );
-  const dataPlane = await startDataPlane(
-    config,
-    store.routes,
-    hooks,
-    options.bindHost === undefined ? {} : { bindHost: options.bindHost },
-  );
+  const tlsLog = logging.forTarget('proxy::tls');
+  const dataPlane = await startDataPlane(config, store.routes, hooks, {
+    ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+    onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
+    onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
+  });
   metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
   metrics?.setAnalyticsDroppedSource(() => analytics.droppedRequests());
   const unsubscribe = store.subscribe((routes, version) => {

@@ -19,8 +19,11 @@ import { SitePortPolicy, sitePortsOf } from './site-ports.js';
 export interface DataPlane {
   /** Where the HTTP listener is bound. */
   httpAddress: { host: string; port: number };
-  /** Where the HTTPS listener is bound; null when no site serves HTTPS. */
-  httpsAddress: { host: string; port: number } | null;
+  /**
+   * Where the HTTPS listener is bound; null while no site serves HTTPS. A
+   * later route set that brings a certificate opens it then.
+   */
+  readonly httpsAddress: { host: string; port: number } | null;
   /** The listeners of ports that site addresses name (`http://a.example.com:8080`), in the order opened. */
   sitePortAddresses: readonly { host: string; port: number; tls: boolean }[];
   /** The response caches (the admin API's CachePort: `{ enabled, purge(key) }`). */
@@ -45,9 +48,10 @@ export interface DataPlaneOptions {
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
-   * Reports a site port that new routes name but that cannot be opened
-   * (in use, or asked for with both protocols). At start such a port fails
-   * {@link startDataPlane} instead.
+   * Reports a listener that a new route set needs but that cannot be opened:
+   * a site port (in use, or asked for with both protocols), or the
+   * https_port when the first certificate arrives after start. At start
+   * such a failure fails {@link startDataPlane} instead.
    */
   onSitePortError?: (err: Error) => void;
 }
@@ -89,10 +93,10 @@ export async function startDataPlane(
     );
   }
   const https = servesHttps(config);
-  const tlsSitePorts = [...initial.ports.values()].some((p) => p.tls);
   const secret = options.secret ?? randomBytes(32);
   const policy = new SitePortPolicy();
   policy.byDomain = initial.byDomain;
+  const bindHost = options.bindHost ?? '0.0.0.0';
   const compileBase = options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret }));
   const proxy: ProxyServer = new ProxyServer({
     routes,
@@ -100,14 +104,22 @@ export async function startDataPlane(
     hooks,
     trustedProxies: config.global.trusted_proxies,
     compileSite: (site, forwarder) => policy.guard(compileBase(site, forwarder)),
-    ...(https || tlsSitePorts
-      ? {
-          certificates: policy.redirectView(certificates, (): RouteTable => proxy.table),
-          httpsPort: config.global.https_port,
-        }
-      : {}),
+    // Redirects to https_port only while its listener is open.
+    certificates: policy.redirectView(
+      certificates,
+      (): RouteTable => proxy.table,
+      () => httpsAddress !== null,
+    ),
+    httpsPort: config.global.https_port,
   });
-  const bindHost = options.bindHost ?? '0.0.0.0';
+  let httpsAddress: { host: string; port: number } | null = null;
+  let httpsOpening = false;
+  const openHttps = async (): Promise<void> => {
+    httpsOpening = true;
+    const a = await proxy.listenHttps(httpsPort, bindHost);
+    policy.main.add(a.port);
+    httpsAddress = { host: a.address, port: a.port };
+  };
   const sitePortAddresses: { host: string; port: number; tls: boolean }[] = [];
   const openSitePort = async (port: number, tls: boolean, domain: string): Promise<void> => {
     policy.open.add(port);
@@ -123,9 +135,8 @@ export async function startDataPlane(
   const listening = new Map<number, boolean>();
   try {
     const http = await proxy.listen(httpPort, bindHost);
-    const tls = https ? await proxy.listenHttps(httpsPort, bindHost) : null;
     policy.main.add(http.port);
-    if (tls) policy.main.add(tls.port);
+    if (https) await openHttps();
     for (const { port, tls: secure, domain } of initial.ports.values()) {
       await openSitePort(port, secure, domain);
       listening.set(port, secure);
@@ -141,10 +152,6 @@ export async function startDataPlane(
         const open = listening.get(port);
         if (open === undefined) {
           listening.set(port, secure);
-          if (secure && !(https || tlsSitePorts)) {
-            report(new Error(`site port ${port} (${domain}): HTTPS site ports added after start need a restart`));
-            continue;
-          }
           openSitePort(port, secure, domain).catch(report);
         } else if (open !== secure) {
           report(
@@ -157,10 +164,19 @@ export async function startDataPlane(
       policy.byDomain = ports.byDomain;
       loadCerts(next);
       proxy.setRoutes(next, version);
+      // The first certificate after a start without HTTPS (a reload added `tls <cert> <key>`).
+      if (httpsAddress === null && !httpsOpening && loaded.size > 0) {
+        openHttps().catch((err: unknown) => {
+          httpsOpening = false;
+          report(new Error(`https_port ${httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
+        });
+      }
     };
     return {
       httpAddress: { host: http.address, port: http.port },
-      httpsAddress: tls ? { host: tls.address, port: tls.port } : null,
+      get httpsAddress() {
+        return httpsAddress;
+      },
       sitePortAddresses,
       cache: {
         get enabled() {

@@ -117,14 +117,16 @@ export class SitePortPolicy {
   }
 
   /**
-   * The certificate store as the server's redirect check sees it: a host
-   * pinned to a site port gets no HTTP→HTTPS redirect to the https_port
-   * (where it is not served); the request is refused instead.
+   * The certificate store as the server's redirect check sees it: no
+   * HTTP→HTTPS redirect while the https_port listener is not open, and none
+   * for a host pinned to a site port (it is not served on the https_port;
+   * the request is refused instead).
    */
-  redirectView(store: CertificateStore, table: () => RouteTable): CertificateStore {
+  redirectView(store: CertificateStore, table: () => RouteTable, httpsOpen: () => boolean): CertificateStore {
     return {
       contextFor: (name) => store.contextFor(name),
       has: (host) => {
+        if (!httpsOpen()) return false;
         if (this.byDomain.size > 0) {
           const route = table().matchHost(host);
           if (route !== undefined && this.byDomain.has(route.domain)) return false;
