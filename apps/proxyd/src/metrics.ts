@@ -1,12 +1,11 @@
 import type { RequestRecord, RouteOrigin } from '@proxyd/proxy-core';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { RequestMetrics } from './request-metrics.js';
 
 /** Label value of requests no route matched. */
 export const UNROUTED_DOMAIN = '_unrouted';
 /** Label value of every domain past the cardinality cap. */
 export const OTHER_DOMAIN = '_other';
-
-const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const;
 
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
@@ -40,11 +39,6 @@ export interface ProxydMetrics {
   render(): Promise<string>;
 }
 
-function statusClass(status: number): number {
-  const cls = Math.floor(status / 100);
-  return cls >= 1 && cls <= 5 ? cls - 1 : 5;
-}
-
 /**
  * Builds the metrics:
  * - `proxyd_requests_total{domain,status_class}` — requests per matched
@@ -67,19 +61,12 @@ function statusClass(status: number): number {
 export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
   const maxDomains = options.maxDomains ?? 1000;
   const registry = new Registry();
-  const requests = new Counter({
-    name: 'proxyd_requests_total',
-    help: 'Requests answered by the data plane, by route domain and status class.',
-    labelNames: ['domain', 'status_class'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'proxyd_request_duration_seconds',
-    help: 'Time from request start to the last response byte, by status class.',
-    labelNames: ['status_class'] as const,
+  const requests = new RequestMetrics({
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
+    maxDomains,
+    otherDomain: OTHER_DOMAIN,
   });
+  requests.register(registry);
   const routes = new Gauge({
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
@@ -125,27 +112,10 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     }
   }
 
-  const durationByClass = STATUS_CLASSES.map((cls) => duration.labels(cls));
-  const rows = new Map<string, Counter.Internal[]>();
-  const rowFor = (domain: string) => STATUS_CLASSES.map((cls) => requests.labels(domain, cls));
-  const other = rowFor(OTHER_DOMAIN);
-  rows.set(OTHER_DOMAIN, other);
-
   return {
     registry,
     onRequest(record) {
-      const domain = record.domain ?? UNROUTED_DOMAIN;
-      let row = rows.get(domain);
-      if (row === undefined) {
-        if (rows.size > maxDomains) row = other;
-        else {
-          row = rowFor(domain);
-          rows.set(domain, row);
-        }
-      }
-      const cls = statusClass(record.status);
-      row[cls]?.inc();
-      durationByClass[cls]?.observe(record.durationMs / 1000);
+      requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
     },
     setUpstreamHealthSource(source) {
       healthSource = source;
