@@ -1,7 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus `proxy-connection`). */
-const HOP_BY_HOP = new Set([
+/**
+ * Names (lowercase) of the headers that describe one connection and are
+ * never forwarded (RFC 9110 §7.6.1, plus `proxy-connection`).
+ */
+export const HOP_BY_HOP_NAMES: readonly string[] = [
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -11,7 +14,9 @@ const HOP_BY_HOP = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
-]);
+];
+
+const HOP_BY_HOP: ReadonlySet<string> = new Set(HOP_BY_HOP_NAMES);
 
 const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { HeaderOp } from '../model/index.js';
-import { isHopByHop } from './hop-by-hop.js';
+import { HOP_BY_HOP_NAMES, isHopByHop } from './hop-by-hop.js';
 
 /** How the request head sent upstream is built for one `reverse_proxy` handler. */
 export interface UpstreamHeaderPlan {
@@ -33,21 +33,7 @@ export interface ForwardedFor {
 // common headers (host, accept, user-agent, cookie…) pass without a
 // lowercase copy of their name.
 const CANDIDATES = new Set<number>();
-for (const name of [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'expect',
-  'x-forwarded-for',
-  'x-forwarded-proto',
-  'x-forwarded-host',
-]) {
+for (const name of [...HOP_BY_HOP_NAMES, 'expect', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']) {
   CANDIDATES.add((name.length << 8) | name.charCodeAt(0));
 }
 
