@@ -1,114 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import net, { type AddressInfo, type Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
-import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
-import { compileSite, type SiteDeps } from './site-handler.js';
+import { describe, expect, it } from 'vitest';
+import { get, onCleanup, type Reply, site, siteProxy, until, upstream, wait } from './loopback.test-helpers.js';
+import { emptySite, type RouteSpec, type Site } from './model/index.js';
 
 // The data plane end to end on loopback: the real ProxyServer with
 // compileSite in front of real upstream servers.
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
-
-interface Upstream {
-  port: number;
-  /** Requests seen, in order. */
-  seen: string[];
-  close(): Promise<void>;
-}
-
-async function upstream(handler: http.RequestListener, port = 0): Promise<Upstream> {
-  const seen: string[] = [];
-  const sockets = new Set<Socket>();
-  const server = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
-    handler(req, res);
-  });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-  let closed = false;
-  const close = () =>
-    closed
-      ? Promise.resolve()
-      : new Promise<void>((r) => {
-          closed = true;
-          server.close(() => r());
-          for (const s of sockets) s.destroy();
-        });
-  cleanups.push(close);
-  return { port: (server.address() as AddressInfo).port, seen, close };
-}
 
 function route(host: string, edit: (s: Site) => void): RouteSpec {
   const s = emptySite([{ scheme: 'http', host, port: null }]);
   edit(s);
   return { domain: host, origin: 'proxyfile', source: null, site: s };
-}
-
-function proxied(host: string, ports: number[], edit?: (s: Site) => void): RouteSpec {
-  return route(host, (s) => {
-    s.handler = defaultReverseProxy(ports.map((port) => ({ host: '127.0.0.1', port })));
-    edit?.(s);
-  });
-}
-
-async function proxy(
-  routes: RouteSpec[],
-  options: Omit<ProxyServerOptions, 'routes' | 'compileSite'> = {},
-  deps: Partial<Omit<SiteDeps, 'forwarder'>> = {},
-) {
-  const server = new ProxyServer({
-    routes,
-    ...options,
-    compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), ...deps, forwarder }),
-  });
-  const { port } = await server.listen(0, '127.0.0.1');
-  cleanups.push(() => server.close());
-  return { server, port };
-}
-
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-function get(port: number, host: string, path = '/', headers: http.OutgoingHttpHeaders = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, headers: { host, ...headers }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        body += c;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await wait(5);
-  }
 }
 
 describe('route swaps', () => {
@@ -120,19 +26,19 @@ describe('route swaps', () => {
       release = () => res.end('old-end');
     });
     const fresh = await upstream((_req, res) => res.end('new'));
-    const { server, port } = await proxy([proxied('app.test', [old.port])]);
+    const { server, port } = await siteProxy([site('app.test', [old.port])]);
     const inFlight = get(port, 'app.test', '/slow');
-    await until(() => old.seen.length === 1);
+    await until(() => old.seen.length === 1, 5_000);
     // A new Site object for the same domain: a new compiled site and pool; the old one is dropped.
-    server.setRoutes([proxied('app.test', [fresh.port])], 2);
+    server.setRoutes([site('app.test', [fresh.port])], 2);
     const next = await get(port, 'app.test', '/after');
     expect(next.body).toBe('new');
-    expect(fresh.seen).toEqual(['/after']);
+    expect(fresh.urls).toEqual(['/after']);
     release();
     const first = await inFlight;
     expect(first.status).toBe(200);
     expect(first.body).toBe('old-start;old-end');
-    expect(old.seen).toEqual(['/slow']);
+    expect(old.urls).toEqual(['/slow']);
   });
 });
 
@@ -156,7 +62,7 @@ server.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
   );
   const port = await new Promise<number>((resolve) => worker.once('message', resolve));
   const held: Socket[] = [];
-  cleanups.push(async () => {
+  onCleanup(async () => {
     for (const s of held) s.destroy();
     Atomics.store(signal, 0, 1);
     Atomics.notify(signal, 0);
@@ -178,7 +84,7 @@ server.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
 describe('upstream timeouts', () => {
   it('answers 504 "gateway timeout" when the upstream never completes the TCP handshake', async () => {
     const port = await blackHole();
-    const { port: proxyPort } = await proxy([proxied('app.test', [port])], { connectTimeoutMs: 300 });
+    const { port: proxyPort } = await siteProxy([site('app.test', [port])], { connectTimeoutMs: 300 });
     const started = Date.now();
     const reply = await get(proxyPort, 'app.test');
     expect(reply.status).toBe(504);
@@ -189,11 +95,11 @@ describe('upstream timeouts', () => {
 
   it('answers 504 "gateway timeout" when the upstream accepts and never answers', async () => {
     const silent = await upstream(() => {});
-    const { port } = await proxy([proxied('app.test', [silent.port])], { idleTimeoutMs: 300 });
+    const { port } = await siteProxy([site('app.test', [silent.port])], { idleTimeoutMs: 300 });
     const reply = await get(port, 'app.test');
     expect(reply.status).toBe(504);
     expect(reply.body).toBe('gateway timeout\n');
-    expect(silent.seen).toEqual(['/']);
+    expect(silent.urls).toEqual(['/']);
   });
 });
 
@@ -203,8 +109,8 @@ describe('active health checks', () => {
     let b = await upstream((req, res) => res.end(req.url === '/health' ? 'ok' : 'B'));
     const bPort = b.port;
     const interval = 200;
-    const { port } = await proxy([
-      proxied('app.test', [a.port, bPort], (s) => {
+    const { port } = await siteProxy([
+      site('app.test', [a.port, bPort], (s) => {
         if (s.handler?.kind === 'reverse_proxy') {
           // Passive checks off: only the active probe may take B out.
           s.handler.health = { uri: '/health', interval_ms: interval, timeout_ms: 150, fail_duration_ms: 0 };
@@ -234,8 +140,8 @@ describe('least_conn with real upstreams', () => {
       setTimeout(() => res.end('slow'), 250);
     });
     const fast = await upstream((_req, res) => res.end('fast'));
-    const { port } = await proxy([
-      proxied('app.test', [slow.port, fast.port], (s) => {
+    const { port } = await siteProxy([
+      site('app.test', [slow.port, fast.port], (s) => {
         if (s.handler?.kind === 'reverse_proxy') s.handler.lb_policy = 'least_conn';
       }),
     ]);
@@ -262,7 +168,7 @@ describe('rate_limit with distinct clients over a real listener', () => {
 
   it('admits n per second per forwarded client, exactly at the window edges', async () => {
     const clock = { t: 50_000 };
-    const { port } = await proxy([limited(2)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
+    const { port } = await siteProxy([limited(2)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
     const from = async (ip: string) => (await get(port, 'app.test', '/', { 'x-forwarded-for': ip })).status;
     expect([await from('198.51.100.1'), await from('198.51.100.1'), await from('198.51.100.1')]).toEqual([
       200, 200, 429,
@@ -288,7 +194,7 @@ describe('rate_limit with distinct clients over a real listener', () => {
 
   it('holds 100,000 distinct clients in one window; clients over the cap share one allowance', async () => {
     const clock = { t: 7_000 };
-    const { port } = await proxy([limited(5)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
+    const { port } = await siteProxy([limited(5)], { trustedProxies: ['127.0.0.1'] }, { now: () => clock.t });
     const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
     // 100,000 + 1,000 pipelined requests on a few connections, one distinct client each.
     const statuses = await pipelined(port, 100_000 + 1_000, (i) => ip(i), 8);
@@ -370,7 +276,7 @@ describe('basic_auth under a flood of wrong passwords', () => {
     let peak = 0;
     let calls = 0;
     const release: (() => void)[] = [];
-    const { port } = await proxy(
+    const { port } = await siteProxy(
       [
         route('app.test', (s) => {
           s.basic_auth = {
@@ -406,7 +312,7 @@ describe('basic_auth under a flood of wrong passwords', () => {
       }),
     );
     // Those beyond 2 running and 16 waiting are answered without any verification.
-    await until(() => answered.length === 22);
+    await until(() => answered.length === 22, 5_000);
     expect(calls).toBe(2);
     while (answered.length < 40) {
       release.shift()?.();
@@ -430,9 +336,9 @@ describe('basic_auth under a flood of wrong passwords', () => {
 describe('file_server through compileSite', () => {
   it('redirects //evil.example (a directory under root) to /evil.example/, never off-site', async () => {
     const root = mkdtempSync(join(tmpdir(), 'proxyd-loopback-fs-'));
-    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    onCleanup(() => rmSync(root, { recursive: true, force: true }));
     mkdirSync(join(root, 'evil.example'));
-    const { port } = await proxy([route('app.test', (s) => (s.handler = { kind: 'file_server', root }))]);
+    const { port } = await siteProxy([route('app.test', (s) => (s.handler = { kind: 'file_server', root }))]);
     const reply = await get(port, 'app.test', '//evil.example');
     expect(reply.status).toBe(308);
     expect(reply.headers.location).toBe('/evil.example/');

@@ -1,9 +1,11 @@
 // Test helpers: real upstream servers and clients on loopback (not shipped: see package.json "files").
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterEach } from 'vitest';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
+import { createSiteCompiler, type SiteDeps } from './site-handler.js';
 
 /** A real HTTP server on 127.0.0.1 that records what it saw. */
 export interface Upstream {
@@ -11,6 +13,8 @@ export interface Upstream {
   server: http.Server;
   /** Every request the upstream saw: URL, headers (parsed and raw) and the connection it came on. */
   seen: { method: string; url: string; headers: http.IncomingHttpHeaders; raw: string[]; socket: Socket }[];
+  /** The URL of every request in `seen`, in order. */
+  urls: string[];
   /** Connections open now. */
   connections: Set<Socket>;
   close(): Promise<void>;
@@ -26,11 +30,16 @@ export function onCleanup(fn: () => Promise<void> | void): void {
   cleanups.push(fn);
 }
 
-/** Starts an upstream (default: answers `hello`); closed after the test. */
-export async function upstream(handler: http.RequestListener = (_q, s) => s.end('hello')): Promise<Upstream> {
+/**
+ * Starts an upstream (default: answers `hello`) on `port` (default 0: a
+ * free one); closed after the test.
+ */
+export async function upstream(handler: http.RequestListener = (_q, s) => s.end('hello'), port = 0): Promise<Upstream> {
   const seen: Upstream['seen'] = [];
+  const urls: string[] = [];
   const connections = new Set<Socket>();
   const server = http.createServer((req, res) => {
+    urls.push(req.url ?? '');
     seen.push({
       method: req.method ?? '',
       url: req.url ?? '',
@@ -44,11 +53,12 @@ export async function upstream(handler: http.RequestListener = (_q, s) => s.end(
     connections.add(s);
     s.on('close', () => connections.delete(s));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   const up: Upstream = {
     port: (server.address() as AddressInfo).port,
     server,
     seen,
+    urls,
     connections,
     close: () =>
       new Promise((r) => {
@@ -75,6 +85,22 @@ export async function proxy(routes: RouteSpec[], options: Omit<ProxyServerOption
   const { port } = await server.listen(0);
   cleanups.push(() => server.close());
   return { server, port };
+}
+
+/** The site middleware's dependencies a test may set (the forwarder is the server's). */
+export type TestSiteDeps = Partial<Omit<SiteDeps, 'forwarder'>>;
+
+/**
+ * A ProxyServer like {@link proxy} whose sites compile with the full site
+ * middleware (`createSiteCompiler`, a random secret, then `deps`); closed
+ * after the test.
+ */
+export function siteProxy(
+  routes: RouteSpec[],
+  options: Omit<ProxyServerOptions, 'routes' | 'compileSite'> = {},
+  deps: TestSiteDeps = {},
+) {
+  return proxy(routes, { ...options, compileSite: createSiteCompiler({ secret: randomBytes(32), ...deps }) });
 }
 
 /** A finished response as a test sees it. */
@@ -142,3 +168,4 @@ export function rawExchange(port: number, bytes: string | Buffer, ms = 2000): Pr
     socket.on('error', () => resolve(data));
   });
 }
+

@@ -1,104 +1,9 @@
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { Transform } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from './hooks.js';
-import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
-import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
-
-interface Upstream {
-  port: number;
-  server: http.Server;
-  /** Every request the upstream saw: headers and the connection it came on. */
-  seen: { url: string; headers: http.IncomingHttpHeaders; socket: Socket }[];
-  connections: Set<Socket>;
-  close(): Promise<void>;
-}
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
-
-async function upstream(handler: http.RequestListener = (_q, s) => s.end('hello')): Promise<Upstream> {
-  const seen: Upstream['seen'] = [];
-  const connections = new Set<Socket>();
-  const server = http.createServer((req, res) => {
-    seen.push({ url: req.url ?? '', headers: req.headers, socket: req.socket });
-    handler(req, res);
-  });
-  server.on('connection', (s: Socket) => {
-    connections.add(s);
-    s.on('close', () => connections.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const up: Upstream = {
-    port: (server.address() as AddressInfo).port,
-    server,
-    seen,
-    connections,
-    close: () =>
-      new Promise((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-        for (const s of connections) s.destroy();
-      }),
-  };
-  cleanups.push(() => up.close());
-  return up;
-}
-
-function site(host: string, ports: number[], edit?: (s: Site) => void): RouteSpec {
-  const s = emptySite([{ scheme: 'http', host, port: null }]);
-  s.handler = defaultReverseProxy(ports.map((port) => ({ host: '127.0.0.1', port })));
-  edit?.(s);
-  return { domain: host, origin: 'proxyfile', source: null, site: s };
-}
-
-async function proxy(routes: RouteSpec[], options: Omit<ProxyServerOptions, 'routes'> = {}) {
-  const server = new ProxyServer({ routes, ...options });
-  const { port } = await server.listen(0);
-  cleanups.push(() => server.close());
-  return { server, port };
-}
-
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-function get(
-  port: number,
-  host: string,
-  path = '/',
-  headers: http.OutgoingHttpHeaders = {},
-  agent: http.Agent | false = false,
-  method = 'GET',
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method, headers: { host, ...headers }, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
-      );
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await wait(10);
-  }
-}
+import { get, onCleanup, proxy, site, until, upstream, wait } from './loopback.test-helpers.js';
 
 describe('routing', () => {
   it('answers an unknown host with 404 and contacts no upstream', async () => {
@@ -318,7 +223,7 @@ describe('no socket leaks', () => {
     const up = await upstream();
     const { server, port } = await proxy([site('a.test', [up.port])]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    cleanups.push(() => agent.destroy());
+    onCleanup(() => agent.destroy());
     for (let i = 0; i < 20; i++) await get(port, 'a.test', '/', {}, agent);
     expect(new Set(up.seen.map((s) => s.socket)).size).toBe(1);
     expect(server.forwarder.upstreamSocketCount()).toBe(1);
@@ -347,7 +252,7 @@ describe('websockets', () => {
         req.end();
       },
     );
-    cleanups.push(() => void socket.destroy());
+    onCleanup(() => void socket.destroy());
     expect(headers['x-saw-xff']).toBe('127.0.0.1');
     const echoed = new Promise<string>((r) => socket.once('data', (d) => r(d.toString())));
     socket.write('ping');
