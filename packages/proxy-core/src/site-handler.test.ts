@@ -1,11 +1,19 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import {
+  upstream as loopbackUpstream,
+  onCleanup,
+  type Reply,
+  get as request,
+  siteProxy,
+  type TestSiteDeps,
+} from './loopback.test-helpers.js';
 import { CHALLENGE_PATH, CLEARANCE_COOKIE, leadingZeroBits } from './middleware/under-attack.js';
 import {
   defaultReverseProxy,
@@ -15,13 +23,6 @@ import {
   type Site,
   type UpstreamAddress,
 } from './model/index.js';
-import { ProxyServer } from './proxy-server.js';
-import { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
 
 interface Upstream {
   address: UpstreamAddress;
@@ -31,25 +32,10 @@ interface Upstream {
 
 /** A real loopback upstream that answers `up <url>` and records what it saw. */
 async function upstream(): Promise<Upstream> {
-  const seen: string[] = [];
-  const sockets = new Set<Socket>();
-  const server = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
+  const up = await loopbackUpstream((req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'x-upstream': 'yes' }).end(`up ${req.url}`);
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        for (const s of sockets) s.destroy();
-      }),
-  );
-  return { address: { host: '127.0.0.1', port: (server.address() as AddressInfo).port }, seen };
+  return { address: { host: '127.0.0.1', port: up.port }, seen: up.urls };
 }
 
 function block(kind: HandleBlock['kind'], path: string | null, edit?: (b: HandleBlock) => void): HandleBlock {
@@ -59,14 +45,9 @@ function block(kind: HandleBlock['kind'], path: string | null, edit?: (b: Handle
 }
 
 /** Starts the real ProxyServer with compileSite for one site on `app.test`. */
-async function serve(site: Site, deps: Partial<Omit<SiteDeps, 'forwarder'>> = {}): Promise<number> {
+async function serve(site: Site, deps: TestSiteDeps = {}): Promise<number> {
   const route: RouteSpec = { domain: 'app.test', origin: 'proxyfile', source: null, site };
-  const server = new ProxyServer({
-    routes: [route],
-    compileSite: (s, forwarder) => compileSite(s, { secret: randomBytes(32), ...deps, forwarder }),
-  });
-  const { port } = await server.listen(0, '127.0.0.1');
-  cleanups.push(() => server.close());
+  const { port } = await siteProxy([route], {}, deps);
   return port;
 }
 
@@ -76,12 +57,7 @@ function newSite(edit: (s: Site) => void): Site {
   return s;
 }
 
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
+/** One request to `app.test` (a `host` header overrides it). */
 function get(
   port: number,
   path: string,
@@ -89,21 +65,7 @@ function get(
   method = 'GET',
   body?: string,
 ): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path, method, headers: { host: 'app.test', ...headers }, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return request(port, 'app.test', path, headers, false, method, body);
 }
 
 describe('security headers and header ops', () => {
@@ -329,12 +291,7 @@ describe('rate_limit', () => {
       source: null,
       site: s,
     }));
-    const server = new ProxyServer({
-      routes,
-      compileSite: createSiteCompiler({ secret: randomBytes(32), now: () => clock.t }),
-    });
-    const { port } = await server.listen(0, '127.0.0.1');
-    cleanups.push(() => server.close());
+    const { port } = await siteProxy(routes, {}, { now: () => clock.t });
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await get(port, '/')).status);
     expect(statuses).toEqual([200, 200, 200, 429, 429]);
@@ -352,7 +309,7 @@ describe('rate_limit', () => {
 describe('file_server', () => {
   function tree(): { base: string; root: string } {
     const base = mkdtempSync(join(tmpdir(), 'proxyd-fs-'));
-    cleanups.push(() => rmSync(base, { recursive: true, force: true }));
+    onCleanup(() => rmSync(base, { recursive: true, force: true }));
     const root = join(base, 'www');
     mkdirSync(join(root, 'sub'), { recursive: true });
     mkdirSync(join(root, 'empty'));
@@ -494,13 +451,7 @@ describe('under_attack', () => {
       source: null,
       site: s,
     }));
-    const server = new ProxyServer({
-      routes,
-      trustedProxies: ['127.0.0.1/32'],
-      compileSite: (site, forwarder) => compileSite(site, { secret: randomBytes(32), forwarder }),
-    });
-    const { port } = await server.listen(0, '127.0.0.1');
-    cleanups.push(() => server.close());
+    const { port } = await siteProxy(routes, { trustedProxies: ['127.0.0.1/32'] });
     return { up, port };
   }
 
@@ -571,24 +522,13 @@ describe('WebSocket upgrades', () => {
   /** An upstream that accepts every upgrade and records its URL. */
   async function wsUpstream(): Promise<{ address: UpstreamAddress; seen: string[] }> {
     const seen: string[] = [];
-    const server = http.createServer((_q, s) => s.end('plain'));
-    const sockets = new Set<Socket>();
-    server.on('upgrade', (req, socket: Socket) => {
+    const up = await loopbackUpstream((_q, s) => s.end('plain'));
+    up.server.on('upgrade', (req, socket: Socket) => {
       seen.push(req.url ?? '');
-      sockets.add(socket);
       socket.on('error', () => {});
       socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(
-      () =>
-        new Promise<void>((r) => {
-          for (const s of sockets) s.destroy();
-          server.close(() => r());
-          server.closeAllConnections();
-        }),
-    );
-    return { address: { host: '127.0.0.1', port: (server.address() as AddressInfo).port }, seen };
+    return { address: { host: '127.0.0.1', port: up.port }, seen };
   }
 
   /** Sends an upgrade request; resolves the status (101 when upgraded). */

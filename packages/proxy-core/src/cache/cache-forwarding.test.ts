@@ -1,14 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import type http from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { proxy, get as request, until, upstream, wait } from '../loopback.test-helpers.js';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
-import { until } from '../loopback.test-helpers.js';
-import { ProxyServer } from '../proxy-server.js';
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
 
 /** An upstream that answers with the headers the test asks for and counts hits per URL. */
 async function setup(
@@ -17,7 +10,7 @@ async function setup(
     `body of ${url} #${hit}`,
 ) {
   const hits = new Map<string, number>();
-  const upstream = http.createServer((req, res) => {
+  const up = await upstream((req, res) => {
     const url = req.url ?? '/';
     hits.set(url, (hits.get(url) ?? 0) + 1);
     res.writeHead(200, { 'content-type': 'text/plain', ...headersFor(url) });
@@ -25,16 +18,8 @@ async function setup(
     if (typeof body === 'string') res.end(body);
     else body(res);
   });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        upstream.close(() => r());
-        upstream.closeAllConnections();
-      }),
-  );
   const site = emptySite([{ scheme: 'http', host: 'c.test', port: null }]);
-  site.handler = defaultReverseProxy([{ host: '127.0.0.1', port: (upstream.address() as AddressInfo).port }]);
+  site.handler = defaultReverseProxy([{ host: '127.0.0.1', port: up.port }]);
   site.cache = { max_size_bytes: 1024 * 1024, ttl_ms: 60_000 };
   const plain = emptySite([{ scheme: 'http', host: 'nocache.test', port: null }]);
   plain.handler = site.handler;
@@ -42,21 +27,9 @@ async function setup(
     { domain: 'c.test', origin: 'proxyfile', source: null, site },
     { domain: 'nocache.test', origin: 'proxyfile', source: null, site: plain },
   ];
-  const server = new ProxyServer({ routes });
-  const { port } = await server.listen(0);
-  cleanups.push(() => server.close());
+  const { server, port } = await proxy(routes);
   const get = (path: string, headers: http.OutgoingHttpHeaders = {}, method = 'GET', host = 'c.test') =>
-    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-      const req = http.request({ port, path, method, headers: { host, ...headers }, agent: false }, (res) => {
-        let body = '';
-        res.on('data', (c) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    request(port, host, path, headers, false, method);
   return { hits, get, caches: server.forwarder.caches, server, routes };
 }
 
@@ -185,7 +158,7 @@ describe('response cache', () => {
     const cache = caches.forSite((routes[0] as RouteSpec).site, { max_size_bytes: 0, ttl_ms: 0 });
     const burst = Promise.all(Array.from({ length: 8 }, () => get('/burst')));
     await until(() => hits.get('/burst') === 8);
-    await new Promise((r) => setTimeout(r, 100));
+    await wait(100);
     expect(cache.fillingBytes).toBe(60 * 1024);
     const replies = await burst;
     expect(replies.every((r) => r.body.length === 100 * 1024)).toBe(true);
