@@ -1,7 +1,11 @@
 // Test helpers: real upstream servers and clients on loopback (not shipped: see package.json "files").
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
@@ -169,3 +173,40 @@ export function rawExchange(port: number, bytes: string | Buffer, ms = 2000): Pr
   });
 }
 
+/**
+ * Writes a self-signed certificate (EC P-256, valid 2 days) for `names` to
+ * a new temporary directory, removed after the test. The first name is the
+ * CN; every name is a subjectAltName (IP for an IPv4 address, DNS
+ * otherwise). Returns the PEM file paths.
+ */
+export function selfSigned(names: string[]): { cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'proxyd-tls-'));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  const san = names.map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${names[0]}`,
+      '-addext',
+      `subjectAltName=${san}`,
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}

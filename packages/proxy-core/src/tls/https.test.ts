@@ -1,56 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { onCleanup, proxy, selfSigned, upstream } from '../loopback.test-helpers.js';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
-import { ProxyServer } from '../proxy-server.js';
 import { loadManualCertificates, MemoryCertificateStore } from './certificate-store.js';
-
-let dir = '';
-/** Writes a self-signed certificate for `names` (first is the CN); returns its file paths. */
-function selfSigned(name: string, names: string[]): { cert: string; key: string } {
-  const cert = path.join(dir, `${name}.crt`);
-  const key = path.join(dir, `${name}.key`);
-  const san = names.map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${names[0]}`,
-      '-addext',
-      `subjectAltName=${san}`,
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
-
-beforeAll(() => {
-  dir = mkdtempSync(path.join(tmpdir(), 'proxyd-tls-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
 
 function request(
   mod: typeof http | typeof https,
@@ -74,7 +29,7 @@ async function tlsUpstream(files: { cert: string; key: string }): Promise<number
     res.end(`tls upstream saw ${req.headers['x-forwarded-proto']}`),
   );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(
+  onCleanup(
     () =>
       new Promise<void>((r) => {
         server.close(() => r());
@@ -86,7 +41,7 @@ async function tlsUpstream(files: { cert: string; key: string }): Promise<number
 
 describe('upstream TLS', () => {
   it('verifies the upstream certificate by default and trusts ca_file', async () => {
-    const files = selfSigned('up', ['upstream.internal', '127.0.0.1']);
+    const files = selfSigned(['upstream.internal', '127.0.0.1']);
     const port = await tlsUpstream(files);
     const site = (domain: string, ca: string | null, serverName: string | null = null): RouteSpec => {
       const s = emptySite([{ scheme: 'http', host: domain, port: null }]);
@@ -97,11 +52,11 @@ describe('upstream TLS', () => {
     };
     const skip = site('skip.test', null);
     if (skip.site.handler?.kind === 'reverse_proxy') skip.site.handler.tls.insecure_skip_verify = true;
-    const server = new ProxyServer({
-      routes: [site('untrusted.test', null), site('trusted.test', files.cert, 'upstream.internal'), skip],
-    });
-    const { port: proxyPort } = await server.listen(0);
-    cleanups.push(() => server.close());
+    const { port: proxyPort } = await proxy([
+      site('untrusted.test', null),
+      site('trusted.test', files.cert, 'upstream.internal'),
+      skip,
+    ]);
     const untrusted = await request(http, { port: proxyPort, headers: { host: 'untrusted.test' } });
     expect(untrusted.status).toBe(502);
     const trusted = await request(http, { port: proxyPort, headers: { host: 'trusted.test' } });
@@ -114,34 +69,23 @@ describe('upstream TLS', () => {
 
 describe('HTTPS listener', () => {
   it('serves each host its own certificate by SNI and redirects HTTP to HTTPS', async () => {
-    const a = selfSigned('a', ['a.test']);
-    const b = selfSigned('b', ['b.test']);
-    const upstream = http.createServer((req, res) => res.end(`hello ${req.headers['x-forwarded-proto']}`));
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    cleanups.push(
-      () =>
-        new Promise<void>((r) => {
-          upstream.close(() => r());
-          upstream.closeAllConnections();
-        }),
-    );
-    const upPort = (upstream.address() as AddressInfo).port;
+    const a = selfSigned(['a.test']);
+    const b = selfSigned(['b.test']);
+    const up = await upstream((req, res) => res.end(`hello ${req.headers['x-forwarded-proto']}`));
     const route = (domain: string, files: { cert: string; key: string } | null): RouteSpec => {
       const s = emptySite([{ scheme: null, host: domain, port: null }]);
       s.tls = files
         ? { mode: 'manual', cert_file: files.cert, key_file: files.key }
         : { mode: 'auto', cert_file: null, key_file: null };
-      s.handler = defaultReverseProxy([{ host: '127.0.0.1', port: upPort }]);
+      s.handler = defaultReverseProxy([{ host: '127.0.0.1', port: up.port }]);
       return { domain, origin: 'proxyfile', source: null, site: s };
     };
     const routes = [route('a.test', a), route('b.test', b), route('nocert.test', null)];
     const store = new MemoryCertificateStore();
     const { errors } = loadManualCertificates(store, routes);
     expect(errors).toEqual([]);
-    const server = new ProxyServer({ routes, certificates: store, httpsPort: 8443 });
-    const { port: httpPort } = await server.listen(0);
+    const { server, port: httpPort } = await proxy(routes, { certificates: store, httpsPort: 8443 });
     const { port: httpsPort } = await server.listenHttps(0);
-    cleanups.push(() => server.close());
 
     for (const [host, files] of [
       ['a.test', a],
