@@ -5,7 +5,17 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { get, onCleanup, type Reply, site, siteProxy, until, upstream, wait } from './loopback.test-helpers.js';
+import {
+  get,
+  heldVerifier,
+  onCleanup,
+  type Reply,
+  site,
+  siteProxy,
+  until,
+  upstream,
+  wait,
+} from './loopback.test-helpers.js';
 import { emptySite, type RouteSpec, type Site } from './model/index.js';
 
 // The data plane end to end on loopback: the real ProxyServer with
@@ -272,10 +282,7 @@ async function pipelined(
 
 describe('basic_auth under a flood of wrong passwords', () => {
   it('runs at most 2 verifications at once and 18 in all for 40 wrong passwords; the rest get 503 at once', async () => {
-    let running = 0;
-    let peak = 0;
-    let calls = 0;
-    const release: (() => void)[] = [];
+    const held = heldVerifier();
     const { port } = await siteProxy(
       [
         route('app.test', (s) => {
@@ -287,20 +294,7 @@ describe('basic_auth under a flood of wrong passwords', () => {
         }),
       ],
       {},
-      {
-        // A counting verifier that holds each verification until released, then says "wrong".
-        verifyPassword: () => {
-          calls++;
-          running++;
-          peak = Math.max(peak, running);
-          return new Promise((resolve) =>
-            release.push(() => {
-              running--;
-              resolve(false);
-            }),
-          );
-        },
-      },
+      { verifyPassword: held.verify },
     );
     const answered: Reply[] = [];
     const flood = Array.from({ length: 40 }, (_, i) =>
@@ -313,14 +307,14 @@ describe('basic_auth under a flood of wrong passwords', () => {
     );
     // Those beyond 2 running and 16 waiting are answered without any verification.
     await until(() => answered.length === 22, 5_000);
-    expect(calls).toBe(2);
+    expect(held.calls).toBe(2);
     while (answered.length < 40) {
-      release.shift()?.();
+      held.releaseOne();
       await wait(5);
     }
     const replies = await Promise.all(flood);
-    expect(calls).toBe(18);
-    expect(peak).toBe(2);
+    expect(held.calls).toBe(18);
+    expect(held.peak).toBe(2);
     expect(replies.some((r) => r.status === 200 || r.body === 'secret')).toBe(false);
     // Checked and wrong: 401. Never checked (the gate was full): 503 with Retry-After, not a verdict.
     expect(replies.filter((r) => r.status === 401)).toHaveLength(18);

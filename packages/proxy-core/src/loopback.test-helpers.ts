@@ -7,6 +7,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
+import type { PasswordVerifier } from './middleware/basic-auth.js';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
 import { createSiteCompiler, type SiteDeps } from './site-handler.js';
@@ -209,4 +210,50 @@ export function selfSigned(names: string[]): { cert: string; key: string } {
     { stdio: 'ignore' },
   );
   return { cert, key };
+}
+
+/**
+ * A `basic_auth` password verifier that counts its calls, holds each
+ * verification until the test releases it, and then answers "wrong".
+ */
+export interface HeldVerifier {
+  readonly verify: PasswordVerifier;
+  /** Verifications started so far. */
+  readonly calls: number;
+  /** The most verifications held at once. */
+  readonly peak: number;
+  /** Ends the oldest held verification (as wrong); false when none is held. */
+  releaseOne(): boolean;
+}
+
+/** A new {@link HeldVerifier}. */
+export function heldVerifier(): HeldVerifier {
+  let calls = 0;
+  let running = 0;
+  let peak = 0;
+  const release: (() => void)[] = [];
+  return {
+    verify: () => {
+      calls++;
+      running++;
+      peak = Math.max(peak, running);
+      return new Promise((resolve) =>
+        release.push(() => {
+          running--;
+          resolve(false);
+        }),
+      );
+    },
+    get calls() {
+      return calls;
+    },
+    get peak() {
+      return peak;
+    },
+    releaseOne() {
+      const next = release.shift();
+      next?.();
+      return next !== undefined;
+    },
+  };
 }

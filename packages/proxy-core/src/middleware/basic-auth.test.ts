@@ -1,5 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
+import { heldVerifier } from '../loopback.test-helpers.js';
 import {
   AUTH_BUSY,
   AUTH_DENIED,
@@ -107,35 +108,20 @@ describe('BasicAuthenticator', () => {
   });
 
   it('bounds the bcrypt verifications of a flood of wrong passwords: 2 running, 16 waiting, the rest busy', async () => {
-    let running = 0;
-    let peak = 0;
-    let calls = 0;
-    const release: (() => void)[] = [];
-    // A counting verifier that holds every verification until the test lets it go.
-    const verify: PasswordVerifier = () => {
-      calls++;
-      running++;
-      peak = Math.max(peak, running);
-      return new Promise((resolve) =>
-        release.push(() => {
-          running--;
-          resolve(false);
-        }),
-      );
-    };
+    const held = heldVerifier();
     const gate = new VerificationGate();
-    const auth = new BasicAuthenticator({ realm: 'r', users: [{ user: 'alice', hash: alice }] }, { verify, gate });
+    const auth = new BasicAuthenticator(
+      { realm: 'r', users: [{ user: 'alice', hash: alice }] },
+      { verify: held.verify, gate },
+    );
     const verdicts = Array.from({ length: 100 }, (_, i) => auth.check(basic('alice', `guess-${i}`)));
-    expect(calls).toBe(2);
+    expect(held.calls).toBe(2);
     expect(verdicts.filter((v) => v === AUTH_BUSY)).toHaveLength(100 - 2 - 16);
     // A busy verdict reads as a refusal to a caller that only awaits it.
     expect(await AUTH_BUSY).toBe(false);
-    while (release.length > 0) {
-      release.shift()?.();
-      await new Promise((r) => setImmediate(r));
-    }
-    expect(calls).toBe(18);
-    expect(peak).toBe(2);
+    while (held.releaseOne()) await new Promise((r) => setImmediate(r));
+    expect(held.calls).toBe(18);
+    expect(held.peak).toBe(2);
     for (const v of verdicts) if (v !== AUTH_BUSY) expect(await v).toBe(false);
     // Once the flood is through, the right password is verified again.
     const ok = new BasicAuthenticator({ realm: 'r', users: [{ user: 'alice', hash: alice }] }, { gate });
