@@ -1,37 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSigned } from './support/certs.js';
 import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
-
-/** A self-signed certificate for `name` (openssl), as `<dir>/cert.pem` and `<dir>/key.pem`. */
-function selfSigned(dir: string, name: string): void {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=DNS:${name}`,
-      '-keyout',
-      path.join(dir, 'key.pem'),
-      '-out',
-      path.join(dir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
-}
 
 // The built daemon serving a site with `tls <cert> <key>` (a self-signed
 // certificate made with openssl): HTTPS by SNI on https_port, HTTP → HTTPS
@@ -44,7 +17,7 @@ describe('data plane HTTPS (built daemon)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-'));
-    selfSigned(dir, 'secure.test');
+    selfSigned(dir, ['secure.test']);
     upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
     proxyd = await startProxyd({
       sites: `secure.test {
@@ -106,7 +79,7 @@ describe('data plane HTTPS (built daemon)', () => {
 describe('HTTPS added by a reload (built daemon)', () => {
   it('opens the https_port listener when a reload brings the first certificate, then redirects to it', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-reload-'));
-    selfSigned(dir, 'later.test');
+    selfSigned(dir, ['later.test']);
     const upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
     const proxyd = await startProxyd({ sites: `http://plain.test {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n` });
     try {

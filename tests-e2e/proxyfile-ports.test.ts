@@ -1,9 +1,10 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSigned } from './support/certs.js';
 import { freePort, PROXYD_MAIN, type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
 function httpsGet(port: number, servername: string, ca: Buffer): Promise<{ status: number; body: string }> {
@@ -36,29 +37,7 @@ describe('Proxyfile site ports (built daemon)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-ports-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=secure.localhost',
-        '-addext',
-        'subjectAltName=DNS:secure.localhost',
-        '-keyout',
-        path.join(dir, 'key.pem'),
-        '-out',
-        path.join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSigned(dir, ['secure.localhost']);
     upstream = await startUpstream((req, res) => res.end(`upstream saw ${req.headers.host}`));
     plainPort = await freePort();
     tlsPort = await freePort();
