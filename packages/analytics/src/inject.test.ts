@@ -144,6 +144,16 @@ describe('injector', () => {
       }
     });
 
+    it(`a small ${coding} page gives the same bytes through the one-call path and the streaming path`, async () => {
+      const encoded = encode(Buffer.from(PAGE));
+      const want = PAGE.replace('</HEAD>', `${TAG}</HEAD>`);
+      const oneCall = await runWith(coding, split(encoded, 7));
+      const streamed = await runWith(coding, split(encoded, 7), { ...DEFAULT_INJECT_LIMITS, maxSyncEncoded: 0 });
+      expect(decode(oneCall.out).toString()).toBe(want);
+      expect(decode(streamed.out).toString()).toBe(want);
+      expect([oneCall.injector.decodedBytes, streamed.injector.decodedBytes]).toEqual([PAGE.length, PAGE.length]);
+    });
+
     it(`a ${coding} body with no closing tag passes through as the original bytes`, async () => {
       const encoded = encode(Buffer.from(`<p>${randomBytes(4000).toString('hex')}</p>`));
       for (const size of [7, 100, 4096]) expect((await run(coding, split(encoded, size))).equals(encoded)).toBe(true);
@@ -170,6 +180,16 @@ describe('injector', () => {
     expect((await run('gzip', split(gz, 1000), limits)).equals(gz)).toBe(true);
     // Within the bound it is injected.
     expect(zlib.gunzipSync(await run('gzip', split(gz, 1000))).toString()).toContain(`${TAG}</head>`);
+  });
+
+  it('a small encoded body that inflates past the search bound is left to the streaming path and bounded the same way', async () => {
+    const limits = { ...DEFAULT_INJECT_LIMITS, maxSearchDecoded: 64 * 1024 };
+    const late = zlib.gzipSync(Buffer.from(`<html><head>${' '.repeat(100_000)}</head>`));
+    expect(late.length).toBeLessThan(limits.maxSyncEncoded);
+    expect((await run('gzip', [late], limits)).equals(late)).toBe(true);
+    const early = `<html><head></head><body>${' '.repeat(100_000)}</body>`;
+    const out = await run('gzip', [zlib.gzipSync(Buffer.from(early))], limits);
+    expect(zlib.gunzipSync(out).toString()).toBe(early.replace('</head>', `${TAG}</head>`));
   });
 
   it('a truncated encoded body with no tag yet passes through unchanged', async () => {

@@ -14,13 +14,20 @@ export interface InjectLimits {
   maxSearchDecoded: number;
   /** Decoded bytes of a whole re-encoded body; past it the response is aborted (a bomb after `</head>`). */
   maxDecodedTotal: number;
+  /**
+   * An encoded body that ends within this many bytes is decoded and re-encoded
+   * in one synchronous call each (a zlib stream pair costs ~10× more CPU for a
+   * small page); a longer one streams.
+   */
+  maxSyncEncoded: number;
 }
 
-/** Default bounds: 128 KiB held, 1 MiB searched, 64 MiB decoded in total. */
+/** Default bounds: 128 KiB held, 1 MiB searched, 64 MiB decoded in total, bodies up to 8 KiB encoded coded in one call. */
 export const DEFAULT_INJECT_LIMITS: Readonly<InjectLimits> = Object.freeze({
   maxHeldEncoded: 128 * 1024,
   maxSearchDecoded: 1024 * 1024,
   maxDecodedTotal: 64 * 1024 * 1024,
+  maxSyncEncoded: 8 * 1024,
 });
 
 function header(headers: OutgoingHttpHeaders, name: string): string | undefined {
@@ -99,6 +106,16 @@ export function editInjectedHeaders(headers: OutgoingHttpHeaders): void {
   if (typeof etag === 'string' && !etag.startsWith('W/')) headers.etag = `W/${etag}`;
 }
 
+function decodeSync(coding: Exclude<Coding, 'identity'>, data: Buffer, maxOutputLength: number): Buffer {
+  if (coding === 'br') return zlib.brotliDecompressSync(data, { maxOutputLength });
+  return coding === 'gzip' ? zlib.gunzipSync(data, { maxOutputLength }) : zlib.inflateSync(data, { maxOutputLength });
+}
+
+function encodeSync(coding: Exclude<Coding, 'identity'>, data: Buffer): Buffer {
+  if (coding === 'br') return zlib.brotliCompressSync(data, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } });
+  return coding === 'gzip' ? zlib.gzipSync(data, { level: 5 }) : zlib.deflateSync(data, { level: 5 });
+}
+
 function decoder(coding: Exclude<Coding, 'identity'>): Transform {
   if (coding === 'br') return zlib.createBrotliDecompress();
   return coding === 'gzip' ? zlib.createGunzip() : zlib.createInflate();
@@ -166,8 +183,10 @@ class IdentityInjector extends Transform implements Injector {
 }
 
 /**
- * Injects into a gzip/br/deflate body with one streaming decoder fed chunk by
- * chunk (each byte decoded once). While looking for the tag it holds the
+ * Injects into a gzip/br/deflate body. A body that ends within
+ * `maxSyncEncoded` bytes is held, then decoded, injected and re-encoded with
+ * one synchronous call each. A longer one goes through one streaming decoder
+ * fed chunk by chunk (each byte decoded once). While looking for the tag it holds the
  * original encoded bytes and the decoded ones, bounded by `maxHeldEncoded` and
  * `maxSearchDecoded`, and scans only the new output (the tokenizer's state
  * carries across chunks). Once the tag is found it re-encodes (same coding)
@@ -181,7 +200,8 @@ class EncodedInjector extends Transform implements Injector {
   readonly #coding: Exclude<Coding, 'identity'>;
   readonly #limits: InjectLimits;
   readonly #finder = new ClosingTagFinder();
-  readonly #decoder: Transform;
+  /** The streaming decoder, created once the body outgrows `maxSyncEncoded`. */
+  #decoder: Transform | null = null;
   #encoder: Transform | null = null;
   #mode: 'search' | 'pass' | 'inject' = 'search';
   /** Original encoded bytes, for the fallback. */
@@ -198,14 +218,6 @@ class EncodedInjector extends Transform implements Injector {
     this.#tag = tag;
     this.#coding = coding;
     this.#limits = limits;
-    const dec = decoder(coding);
-    dec.on('data', (data: Buffer) => this.#onDecoded(data));
-    dec.on('error', (err: Error) => {
-      if (this.#mode === 'search') this.#pass();
-      else if (this.#mode === 'inject') this.destroy(err);
-    });
-    dec.on('end', () => this.#onDecoderEnd());
-    this.#decoder = dec;
   }
 
   get decodedBytes(): number {
@@ -225,9 +237,18 @@ class EncodedInjector extends Transform implements Injector {
         callback();
         return;
       }
+      if (this.#decoder === null) {
+        if (this.#heldBytes <= this.#limits.maxSyncEncoded) {
+          callback();
+          return;
+        }
+        this.#waiting = callback;
+        this.#stream(() => this.#release());
+        return;
+      }
     }
     this.#waiting = callback;
-    this.#decoder.write(chunk, () => this.#release());
+    (this.#decoder as Transform).write(chunk, () => this.#release());
   }
 
   override _flush(callback: TransformCallback): void {
@@ -236,13 +257,60 @@ class EncodedInjector extends Transform implements Injector {
       return;
     }
     this.#waiting = callback;
-    this.#decoder.end();
+    if (this.#decoder === null && this.#injectSync()) return;
+    if (this.#decoder === null) this.#stream();
+    // The flush callback waits for the encoder's end (or the fallback).
+    (this.#decoder as Transform).end();
   }
 
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.#decoder.destroy();
+    this.#decoder?.destroy();
     this.#encoder?.destroy();
     callback(err);
+  }
+
+  /** Starts the streaming decoder and feeds it what is held; `written` runs once the last held chunk is consumed. */
+  #stream(written?: () => void): void {
+    const dec = decoder(this.#coding);
+    dec.on('data', (data: Buffer) => this.#onDecoded(data));
+    dec.on('error', (err: Error) => {
+      if (this.#mode === 'search') this.#pass();
+      else if (this.#mode === 'inject') this.destroy(err);
+    });
+    dec.on('end', () => this.#onDecoderEnd());
+    this.#decoder = dec;
+    const held = this.#held;
+    for (let i = 0; i < held.length; i++) dec.write(held[i] as Buffer, i === held.length - 1 ? written : undefined);
+    if (held.length === 0) written?.();
+  }
+
+  /**
+   * The whole (small) body is held: decode, inject and re-encode it in one
+   * call each. False when it decodes past the search bound (left to the
+   * streaming path, which bounds it the same way); true when done (injected,
+   * or passed as the original bytes when corrupt, truncated or tagless).
+   */
+  #injectSync(): boolean {
+    const original = this.#held.length === 1 ? (this.#held[0] as Buffer) : Buffer.concat(this.#held);
+    let decoded: Buffer;
+    try {
+      decoded = decodeSync(this.#coding, original, this.#limits.maxSearchDecoded);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return false;
+      this.#pass();
+      return true;
+    }
+    this.#decodedBytes = decoded.length;
+    const at = this.#finder.feed(decoded);
+    if (at < 0) {
+      this.#pass();
+      return true;
+    }
+    this.#mode = 'inject';
+    this.#held = [];
+    this.push(encodeSync(this.#coding, Buffer.concat([decoded.subarray(0, at), this.#tag, decoded.subarray(at)])));
+    this.#release();
+    return true;
   }
 
   #release(): void {
@@ -286,7 +354,7 @@ class EncodedInjector extends Transform implements Injector {
   /** Gives up: the held original bytes and the rest of the body pass untouched. */
   #pass(): void {
     this.#mode = 'pass';
-    this.#decoder.destroy();
+    this.#decoder?.destroy();
     this.#decoded = [];
     for (const b of this.#held) this.push(b);
     this.#held = [];
