@@ -5,8 +5,8 @@
 // 2 KB HTML page through the injector (identity and gzip).
 import { PassThrough } from 'node:stream';
 import zlib from 'node:zlib';
-import { createAnalytics } from '../../packages/analytics/dist/index.js';
-import { emptySite } from '../../packages/proxy-core/dist/index.js';
+import { createAnalytics } from '@proxyd/analytics';
+import { emptySite } from '@proxyd/proxy-core';
 
 const analytics = await createAnalytics({ cycleMs: 60_000 });
 const site = emptySite([]);

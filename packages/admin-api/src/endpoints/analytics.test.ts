@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { AnalyticsCollector, AnalyticsSnapshotSchema } from '@proxyd/analytics';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { AUTH, memoryAnalytics, sampleSnapshot, testApp } from '../memory-ports.test-helpers.js';
@@ -82,13 +82,7 @@ describe('GET /analytics/{domain}', () => {
 });
 
 // The analytics package defines the §2.4 snapshot it produces; the admin API keeps its own copy for
-// serialization and OpenAPI. admin-api does not depend on @proxyd/analytics, so its sources are
-// loaded by path (test only) to check that the two copies have not drifted.
-const ANALYTICS_SRC = new URL('../../../analytics/src/', import.meta.url);
-
-async function analyticsModule<T>(file: string): Promise<T> {
-  return (await import(/* @vite-ignore */ new URL(file, ANALYTICS_SRC).href)) as T;
-}
+// serialization and OpenAPI (analytics is a devDependency, for this check only).
 
 /** The schema as plain JSON without descriptions (and without the given keys at the given JSON paths). */
 function shape(schema: unknown, drop: string[] = [], at = ''): unknown {
@@ -106,8 +100,7 @@ describe('the admin copy of the §2.4 snapshot schema matches the analytics pack
   // The only intended differences: the analytics schema also pins the country code and the timestamp format.
   const STRICTER = ['/properties/countries/items/properties/country/pattern', '/properties/timestamp/pattern'];
 
-  it('is structurally equal, descriptions aside', async () => {
-    const { AnalyticsSnapshotSchema } = await analyticsModule<{ AnalyticsSnapshotSchema: TSchema }>('snapshot.ts');
+  it('is structurally equal, descriptions aside', () => {
     const analytics = JSON.parse(JSON.stringify(AnalyticsSnapshotSchema));
     for (const path of STRICTER) {
       const keys = path.split('/').slice(1);
@@ -118,18 +111,7 @@ describe('the admin copy of the §2.4 snapshot schema matches the analytics pack
     expect(shape(JSON.parse(JSON.stringify(AdminSnapshotSchema)))).toEqual(shape(analytics, STRICTER));
   });
 
-  it('accepts and rejects the same snapshots, including one the analytics collector produced', async () => {
-    const { AnalyticsSnapshotSchema } = await analyticsModule<{ AnalyticsSnapshotSchema: TSchema }>('snapshot.ts');
-    const { AnalyticsCollector } = await analyticsModule<{
-      AnalyticsCollector: new (o: {
-        country: (ip: string) => string | null;
-      }) => {
-        record(r: Record<string, unknown>): void;
-        observe(host: string, metric: 'lcp', value: number): void;
-        flush(): void;
-        get(domain: string): unknown;
-      };
-    }>('collector.ts');
+  it('accepts and rejects the same snapshots, including one the analytics collector produced', () => {
     const collector = new AnalyticsCollector({ country: () => 'NL' });
     for (let i = 0; i < 30; i++) {
       collector.record({
