@@ -18,8 +18,9 @@ import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
 import { closeSlot, kCloseOwned, kExchange } from '../slots.js';
-import { AgentPool, noteKeepAliveHint } from './agents.js';
+import { AgentPool } from './agents.js';
 import { stripHopByHop } from './hop-by-hop.js';
+import { responseHeaders } from './response-headers.js';
 import { buildUpstreamHeaders, type UpstreamHeaderPlan, upstreamHeaderPlan } from './upstream-headers.js';
 
 /** Options of {@link HttpForwarder}. */
@@ -462,9 +463,7 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   }
   exchange.proxyRes = proxyRes;
   const status = proxyRes.statusCode ?? 502;
-  const keepAlive = proxyRes.headers['keep-alive'];
-  if (typeof keepAlive === 'string') noteKeepAliveHint(proxyRes.socket, keepAlive);
-  const headers = stripHopByHop(proxyRes.headers, proxyRes.rawHeaders);
+  const headers = responseHeaders(proxyRes.rawHeaders, proxyRes.socket);
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
   const cache = exchange.cache;
