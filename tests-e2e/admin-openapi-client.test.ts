@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// The test helper that generates types with openapi-typescript and compiles the fixture client against them.
-import { generateClient } from '../packages/admin-api/src/openapi-client.test-helpers.js';
 import { ADMIN_TOKEN, adminCall } from './support/admin.js';
+// The test helper that generates types with openapi-typescript and compiles the fixture client against them.
+import { generateClient } from './support/openapi-client.js';
 import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
 type Upstream = Awaited<ReturnType<typeof startUpstream>>;

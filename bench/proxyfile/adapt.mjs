@@ -3,7 +3,7 @@
 // writes the model as JSON to stdout, as `caddy adapt` writes its config.
 //   node bench/proxyfile/adapt.mjs <Proxyfile>
 import { readFileSync, writeSync } from 'node:fs';
-import { parse } from '../../packages/proxyfile/dist/index.js';
+import { parse } from '@proxyd/proxyfile';
 
 const file = process.argv[2];
 if (file === undefined) {

@@ -5,8 +5,8 @@ export {
   type CollectorOptions,
   type CountryLookup,
   DEFAULT_CYCLE_MS,
-  type DomainCapReached,
   DEFAULT_MAX_DOMAINS,
+  type DomainCapReached,
   RESERVED_PREFIX,
 } from './collector.js';
 export { MAX_KEY_LENGTH, TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
@@ -17,8 +17,8 @@ export {
   type Coding,
   createInjector,
   DEFAULT_INJECT_LIMITS,
-  type Injector,
   type InjectLimits,
+  type Injector,
   injectableCoding,
   sharesInjectedHeaders,
 } from './inject.js';

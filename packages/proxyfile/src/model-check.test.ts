@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { checkModel } from './model-check.js';
-import { parseDocument } from './parser.js';
 import { parse } from './parse.js';
+import { parseDocument } from './parser.js';
 
 describe('checkModel (the compiled model against proxy-core’s Config schema)', () => {
   const text = 'a.test {\n\trespond\n}\n\nb.test, c.test {\n\troot * /srv\n\tfile_server\n}\n';

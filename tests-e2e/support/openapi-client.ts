@@ -1,8 +1,7 @@
 // Generates types from an OpenAPI document with openapi-typescript, then
-// compiles the fixture client (`test/fixtures/openapi-client/client.ts`)
-// against them with strict tsc. Used by src/openapi-client.test.ts (the
-// in-process app) and tests-e2e/admin-openapi-client.test.ts (the document
-// the built daemon serves). Tests only.
+// compiles the fixture client (`fixtures/openapi-client/client.ts`) against
+// them with strict tsc: what a user generating a client from the document
+// the built daemon serves does (admin-openapi-client.test.ts).
 import { execFile } from 'node:child_process';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -12,7 +11,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
-const fixture = fileURLToPath(new URL('../test/fixtures/openapi-client/client.ts', import.meta.url));
+const fixture = fileURLToPath(new URL('../fixtures/openapi-client/client.ts', import.meta.url));
 
 /** What {@link generateClient} produced. */
 export interface GeneratedClient {
