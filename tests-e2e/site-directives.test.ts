@@ -86,9 +86,9 @@ http://limited.test {
   it('routes by the most specific handle, strips handle_path prefixes, serves files', async () => {
     expect((await get('site.test', '/api/users?id=1')).body).toBe('upstream /users?id=1');
     expect((await get('site.test', '/static/hello.txt')).body).toBe('static hello');
-    const escape = await get('site.test', '/static/escape');
-    expect(escape.status).toBe(403);
-    expect(escape.body).not.toContain('SECRET');
+    const escaped = await get('site.test', '/static/escape');
+    expect(escaped.status).toBe(403);
+    expect(escaped.body).not.toContain('SECRET');
     expect((await get('site.test', '/static/%2e%2e/secret.txt')).body).not.toContain('SECRET');
   });
 

@@ -19,9 +19,16 @@ const ips = Array.from(
 const weights = Array.from({ length: 1000 }, (_, k) => 1 / (k + 1));
 const total = weights.reduce((a, b) => a + b, 0);
 const cdf = [];
-weights.reduce((acc, w, k) => ((cdf[k] = acc + w / total), cdf[k]), 0);
+let cumulative = 0;
+for (const w of weights) {
+  cumulative += w / total;
+  cdf.push(cumulative);
+}
 let seed = 1;
-const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+const random = () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
 const zipf = () => {
   const u = random();
   let lo = 0;
@@ -55,7 +62,7 @@ const cpu = () => {
 };
 const onRequest = analytics.hooks.onRequest;
 for (let k = 0; k < 4; k++) for (const r of records) onRequest(r); // warm-up (JIT, caches)
-let t0 = cpu();
+const t0 = cpu();
 for (const r of records) onRequest(r);
 const countUs = (cpu() - t0) / N;
 

@@ -172,7 +172,7 @@ function wrk(target, prefix) {
 }
 
 // --- upstream: nginx serving a 30-byte text file and a 2 KB HTML page ----------
-writeFileSync(path.join(dir, 'small.txt'), 'x'.repeat(29) + '\n');
+writeFileSync(path.join(dir, 'small.txt'), `${'x'.repeat(29)}\n`);
 writeFileSync(
   path.join(dir, 'page.html'),
   `<!doctype html><html><head><meta charset="utf-8"><title>bench</title></head><body>${'<p>lorem ipsum dolor sit amet</p>'.repeat(55)}</body></html>\n`,

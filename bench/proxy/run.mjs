@@ -178,7 +178,7 @@ process.on('SIGINT', () => process.exit(130));
 
 // --- upstream: one nginx worker serving a 30-byte and a 100 KB file --------
 const upPort = await freePort();
-writeFileSync(path.join(dir, 'small'), 'x'.repeat(29) + '\n');
+writeFileSync(path.join(dir, 'small'), `${'x'.repeat(29)}\n`);
 writeFileSync(path.join(dir, 'large'), 'y'.repeat(100 * 1024));
 const nginxConf = (name, port, body) => {
   const conf = path.join(dir, `${name}.conf`);

@@ -64,7 +64,7 @@ function generate(forCaddy) {
       '\t\t\tlb_policy least_conn',
       '\t\t\thealth_uri /health',
       '\t\t\thealth_interval 10s',
-      '\t\t\theader_up X-Site-Id "' + i + '"',
+      `\t\t\theader_up X-Site-Id "${i}"`,
       '\t\t}',
       '\t}',
     );

@@ -1,17 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import fastifyMetricsModule from 'fastify-metrics';
 import promClient, { type Registry } from 'prom-client';
 import { createAllowTable } from './allow.js';
 import { createBearerCheck } from './auth.js';
 import { writeClientError } from './client-error.js';
-import { type AdminContext, type Endpoint } from './endpoint.js';
+import type { AdminContext, Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { EMPTY_DOMAIN_PATH } from './endpoints/routes-delete.js';
 import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './error-handler.js';

@@ -7,8 +7,9 @@ type Node = Record<string, unknown>;
 
 /** Every property schema of every object schema in the document, with where it is. */
 function properties(node: unknown, at: string, out: Array<[string, Node]> = []): Array<[string, Node]> {
-  if (Array.isArray(node)) node.forEach((n, i) => properties(n, `${at}[${i}]`, out));
-  else if (node !== null && typeof node === 'object') {
+  if (Array.isArray(node)) {
+    for (const [i, n] of node.entries()) properties(n, `${at}[${i}]`, out);
+  } else if (node !== null && typeof node === 'object') {
     const props = (node as Node).properties;
     if (props !== null && typeof props === 'object') {
       for (const [name, schema] of Object.entries(props as Node)) out.push([`${at}.${name}`, schema as Node]);
@@ -73,8 +74,9 @@ describe('OpenAPI document', () => {
     expect(statuses('/reload', 'post')).toEqual(['200', '400', '401', '429', '501']);
     expect(statuses('/metrics', 'get')).toEqual(['200', '401', '404', '429']);
     expect(statuses('/health', 'get')).toEqual(['200']);
-    const purge = (doc.paths['/cache/{host}/{path}']?.['x-additionalOperations'] as Record<string, { responses: Node }>)
-      .PURGE;
+    const purge = (
+      doc.paths['/cache/{host}/{path}']?.['x-additionalOperations'] as Record<string, { responses: Node }> | undefined
+    )?.PURGE;
     expect(Object.keys(purge?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '429', '501']);
     expect(doc.paths['/health']?.get?.security).toEqual([]);
     expect(doc.paths['/metrics']?.get?.responses['200']?.content).toHaveProperty(['text/plain; version=0.0.4']);

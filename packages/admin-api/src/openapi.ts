@@ -108,7 +108,8 @@ function operation(endpoint: Endpoint): Json {
 export function openApiDocument(): Record<string, unknown> {
   const paths: Record<string, Record<string, Json>> = {};
   for (const endpoint of ENDPOINTS) {
-    const item = (paths[endpoint.path] ??= {});
+    paths[endpoint.path] ??= {};
+    const item = paths[endpoint.path] as Record<string, Json>;
     if (endpoint.method === 'PURGE') {
       // OpenAPI 3.1 has no PURGE; 3.2 names custom methods `additionalOperations`, so use that name as an extension.
       item['x-additionalOperations'] = { PURGE: operation(endpoint) };

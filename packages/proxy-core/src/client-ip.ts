@@ -64,7 +64,7 @@ export class ClientIpResolver {
     while (end > 0) {
       const comma = header.lastIndexOf(',', end - 1);
       const hop = header.slice(comma + 1, end).trim();
-      end = comma < 0 ? 0 : comma;
+      end = Math.max(comma, 0);
       if (hop.length === 0) continue;
       if (net.isIP(hop) === 0) return candidate;
       candidate = unmap(hop);

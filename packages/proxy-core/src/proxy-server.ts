@@ -225,13 +225,12 @@ export class ProxyServer {
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
     if (route === undefined) {
-      if (onRequest !== undefined) this.#track(req, res, onRequest, host, null, false, path, clientIp);
+      if (onRequest !== undefined) this.#track(res, onRequest, host, null, false, path, clientIp);
       res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
       res.end(NO_ROUTE);
       return;
     }
-    if (onRequest !== undefined)
-      this.#track(req, res, onRequest, host, route.domain, route.site.analytics, path, clientIp);
+    if (onRequest !== undefined) this.#track(res, onRequest, host, route.domain, route.site.analytics, path, clientIp);
     if (!secure && route.httpsSite && this.#redirects(host, path)) {
       res.writeHead(308, { location: `https://${hostForUrl(host)}${this.#httpsSuffix}${url}`, 'content-length': 0 });
       res.end();
@@ -313,7 +312,6 @@ export class ProxyServer {
   }
 
   #track(
-    req: IncomingMessage,
     res: ServerResponse,
     hook: NonNullable<DataPlaneHooks['onRequest']>,
     host: string,
@@ -414,7 +412,7 @@ function emitRecord(
     method: req.method ?? 'GET',
     path: pending.path,
     status: this.headersSent ? this.statusCode : 0,
-    bytesSent: written > 0 ? written : 0,
+    bytesSent: Math.max(written, 0),
     durationMs: Date.now() - pending.startedAt,
     clientIp: pending.clientIp,
     referer: req.headers.referer,

@@ -208,7 +208,7 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    if (guard !== null && guard.intercept(req, res, ctx, siteHeaders.edit(ctx.secure))) return;
+    if (guard?.intercept(req, res, ctx, siteHeaders.edit(ctx.secure))) return;
     if (limiter !== null && !limiter.admit(ctx.domain, ctx.clientIp)) {
       req.resume();
       send(res, tooMany, ctx.secure);
@@ -241,12 +241,21 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
     const refuse = (status: string): void => {
       socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     };
-    if (guard !== null && !guard.cleared(req.headers.cookie, ctx)) return refuse('403 Forbidden');
-    if (limiter !== null && !limiter.admit(ctx.domain, ctx.clientIp)) return refuse('429 Too Many Requests');
+    if (guard !== null && !guard.cleared(req.headers.cookie, ctx)) {
+      refuse('403 Forbidden');
+      return;
+    }
+    if (limiter !== null && !limiter.admit(ctx.domain, ctx.clientIp)) {
+      refuse('429 Too Many Requests');
+      return;
+    }
     const mp = matchablePath(ctx.path);
     const block = blocks.find((b) => b.pattern.matches(mp)) ?? siteBlock;
     const handler = block.handler;
-    if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) return refuse('403 Forbidden');
+    if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
+      refuse('403 Forbidden');
+      return;
+    }
     const checks = [siteBlock.auth, block === siteBlock ? null : block.auth].filter(
       (a): a is BasicAuthenticator => a !== null,
     );
@@ -261,8 +270,14 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
       forwarder.upgrade?.(req, socket, head, ctx, handler);
     };
     const verdicts = checks.map((a) => a.check(req.headers.authorization));
-    if (verdicts.some((v) => v === AUTH_DENIED)) return refuse('401 Unauthorized');
-    if (verdicts.some((v) => v === AUTH_BUSY)) return refuse('503 Service Unavailable');
+    if (verdicts.some((v) => v === AUTH_DENIED)) {
+      refuse('401 Unauthorized');
+      return;
+    }
+    if (verdicts.some((v) => v === AUTH_BUSY)) {
+      refuse('503 Service Unavailable');
+      return;
+    }
     Promise.all(verdicts.map((v) => (v === AUTH_OK ? true : v))).then(
       (oks) => (oks.every((ok) => ok === true) ? go() : refuse('401 Unauthorized')),
       () => refuse('401 Unauthorized'),

@@ -75,9 +75,7 @@ export function requestCacheMode(req: IncomingMessage): number {
   const cc = headers['cache-control'];
   if (cc === undefined) {
     const pragma = headers.pragma;
-    return pragma !== undefined && pragma.toLowerCase().includes('no-cache')
-      ? RequestCacheMode.Refresh
-      : RequestCacheMode.Normal;
+    return pragma?.toLowerCase().includes('no-cache') ? RequestCacheMode.Refresh : RequestCacheMode.Normal;
   }
   let mode: number = RequestCacheMode.Normal;
   for (const raw of cc.split(',')) {

@@ -106,7 +106,7 @@ export class UpstreamAgent extends http.Agent {
   addRequest(req: http.ClientRequest): void {
     const idle = this.#idle;
     let socket = idle.pop();
-    while (socket !== undefined && socket.destroyed) socket = idle.pop();
+    while (socket?.destroyed) socket = idle.pop();
     if (socket === undefined) {
       socket = this.#create();
     } else {

@@ -126,7 +126,9 @@ describe('RateLimiter (sliding-window estimator)', () => {
       const dotted = `${groups
         .slice(0, 6)
         .map((g) => g.toString(16))
-        .join(':')}:${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
+        .join(
+          ':',
+        )}:${(groups[6] as number) >> 8}.${(groups[6] as number) & 255}.${(groups[7] as number) >> 8}.${(groups[7] as number) & 255}`;
       for (const spelling of [full, canonical, `${canonical}%lo`, dotted]) {
         expect(rateLimitKey(spelling), spelling).toBe(expected);
       }

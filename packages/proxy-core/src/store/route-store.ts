@@ -230,7 +230,7 @@ export class RouteStore {
         this.#table = draft.table;
         this.#declared = draft.declared;
         this.#publish();
-        batch.forEach((op, i) => op.resolve(results[i]));
+        for (const [i, op] of batch.entries()) op.resolve(results[i]);
       }
     } finally {
       this.#flushing = null;
