@@ -8,7 +8,7 @@
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
 // worker); wrk and the upstream (an nginx worker serving two static files)
 // share core 0. Targets run in alternation, ROUNDS times, for a 30-byte and a
-// 100 KB body; req/s and p50/p99 are averaged over rounds, peak RSS is VmHWM.
+// 100 KB body; req/s, p50/p99 and CPU per request are medians over rounds, peak RSS is VmHWM.
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
-const ROUNDS = Number(process.env.ROUNDS ?? 2);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
 const PROXY_CORE = process.env.PROXY_CORE ?? '1';
@@ -371,7 +371,12 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+// Medians over the rounds: one disturbed round (other load on a shared machine) does not move them.
+const mean = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 for (const [file, label] of [
   ['small', '30-byte body'],
   ['large', '100 KB body'],

@@ -105,7 +105,14 @@ export class HttpForwarder implements Forwarder {
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     });
-    this.#proxy = new HttpProxy({ xfwd: false, prependPath: false });
+    this.#proxy = new HttpProxy({});
+    // No global options: web() spreads them into every request's options
+    // (`{ ...global, ...perRequest }`), and with both non-empty V8 takes a
+    // slow path: 1.5 µs per request, and the copies were promoted to the old
+    // generation (a mark-compact every 2–3 s under load, the p99 spikes).
+    // The constructor always sets `prependPath` on the object its closures
+    // keep, so it is removed again; WebSockets pass it per call.
+    delete (this.#proxy as unknown as { options: Record<string, unknown> }).options.prependPath;
     // The native web passes re-parse the target, copy every header and set up
     // closures per request; one pass over precomputed state replaces them.
     (this.#proxy as unknown as { webPasses: unknown[] }).webPasses = [forwardPass];
@@ -241,6 +248,7 @@ export class HttpForwarder implements Forwarder {
       target: member.target,
       agent: member.agent,
       secure: !tls.insecure_skip_verify,
+      prependPath: false,
     } as never);
   }
 
