@@ -1,3 +1,5 @@
+import net from 'node:net';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ClientIpResolver } from './client-ip.js';
 
@@ -34,5 +36,33 @@ describe('ClientIpResolver', () => {
   it('rejects invalid entries', () => {
     expect(() => new ClientIpResolver(['10.0.0.0/33'])).toThrow(/invalid trusted_proxies/);
     expect(() => new ClientIpResolver(['nope'])).toThrow(/invalid trusted_proxies/);
+  });
+});
+
+describe('isTrusted agrees with net.BlockList', () => {
+  it('over random IPv4 CIDRs and addresses, IPv4-mapped forms and malformed input', () => {
+    const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join('.'));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(ipv4, fc.integer({ min: 0, max: 32 })), { minLength: 1, maxLength: 4 }),
+        fc.array(ipv4, { maxLength: 20 }),
+        (cidrs, addresses) => {
+          const resolver = new ClientIpResolver(cidrs.map(([a, p]) => `${a}/${p}`));
+          const list = new net.BlockList();
+          for (const [a, p] of cidrs) list.addSubnet(a, p, 'ipv4');
+          for (const ip of addresses) {
+            expect(resolver.isTrusted(ip)).toBe(list.check(ip, 'ipv4'));
+            expect(resolver.isTrusted(`::ffff:${ip}`)).toBe(list.check(ip, 'ipv4'));
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+    const resolver = new ClientIpResolver(['10.0.0.0/8', '::1']);
+    for (const bad of ['10.0.0', '10.0.0.0.1', '010.0.0.1', '10.0.0.256', '10..0.1', '', 'x', '10.0.0.1 ']) {
+      expect(resolver.isTrusted(bad), bad).toBe(false);
+    }
+    expect(resolver.isTrusted('::1')).toBe(true);
+    expect(resolver.isTrusted('::2')).toBe(false);
   });
 });

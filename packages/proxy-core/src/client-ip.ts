@@ -11,6 +11,10 @@ import { DataPlaneError, DataPlaneErrorCode } from './errors.js';
  */
 export class ClientIpResolver {
   readonly #list: net.BlockList | null;
+  /** IPv4 ranges as `[network, mask]` pairs: checked with integer math, no allocation. */
+  readonly #v4: number[] = [];
+  /** Verdicts for addresses that are not dotted IPv4 (IPv6), which go through the BlockList. */
+  readonly #v6Verdicts = new Map<string, boolean>();
 
   /** @param trusted CIDRs or bare addresses (`10.0.0.0/8`, `::1`); throws `PROXY_INVALID_CIDR`. */
   constructor(trusted: readonly string[]) {
@@ -29,6 +33,10 @@ export class ClientIpResolver {
         throw new DataPlaneError(DataPlaneErrorCode.INVALID_CIDR, `invalid trusted_proxies entry: ${entry}`);
       }
       list.addSubnet(addr, prefix, family === 6 ? 'ipv6' : 'ipv4');
+      if (family === 4) {
+        const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+        this.#v4.push((ipv4ToInt(addr) & mask) >>> 0, mask);
+      }
     }
     this.#list = list;
   }
@@ -42,13 +50,23 @@ export class ClientIpResolver {
   isTrusted(ip: string): boolean {
     const list = this.#list;
     if (list === null || ip.length === 0) return false;
-    const family = net.isIP(ip);
-    if (family === 4) return list.check(ip, 'ipv4');
-    if (family === 6) {
-      if (ip.startsWith('::ffff:') && net.isIPv4(ip.slice(7))) return list.check(ip.slice(7), 'ipv4');
-      return list.check(ip, 'ipv6');
+    // net.BlockList.check allocates a SocketAddress per call (5% of a
+    // request's CPU with trusted_proxies set): dotted IPv4 is checked here.
+    const v4 = ipv4ToInt(ip.startsWith('::ffff:') ? ip.slice(7) : ip);
+    if (v4 >= 0) {
+      const ranges = this.#v4;
+      for (let i = 0; i < ranges.length; i += 2) {
+        if ((v4 & (ranges[i + 1] as number)) >>> 0 === ranges[i]) return true;
+      }
+      return false;
     }
-    return false;
+    let verdict = this.#v6Verdicts.get(ip);
+    if (verdict === undefined) {
+      verdict = net.isIPv6(ip) && list.check(ip, 'ipv6');
+      if (this.#v6Verdicts.size >= 4096) this.#v6Verdicts.clear();
+      this.#v6Verdicts.set(ip, verdict);
+    }
+    return verdict;
   }
 
   /**
@@ -72,6 +90,28 @@ export class ClientIpResolver {
     }
     return candidate;
   }
+}
+
+/** A dotted-quad IPv4 address as an unsigned 32-bit integer, or -1 when `ip` is not one. */
+function ipv4ToInt(ip: string): number {
+  let value = 0;
+  let octet = -1;
+  let dots = 0;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (octet < 0 || ++dots > 3) return -1;
+      value = value * 256 + octet;
+      octet = -1;
+    } else if (c >= 48 && c <= 57) {
+      // No leading zeros (net.isIPv4 refuses them too).
+      if (octet === 0) return -1;
+      octet = octet < 0 ? c - 48 : octet * 10 + (c - 48);
+      if (octet > 255) return -1;
+    } else return -1;
+  }
+  if (dots !== 3 || octet < 0) return -1;
+  return value * 256 + octet;
 }
 
 function unmap(ip: string): string {
