@@ -304,3 +304,40 @@ describe('analytics hooks', () => {
     expect(s?.unique_visitors).toBe(5);
   });
 });
+
+describe('rewriteBody (a small identity page, whole)', () => {
+  const ctxFor = (site: Site, path = '/'): RequestContext => ({
+    domain: 'a.test',
+    host: 'a.test',
+    path,
+    clientIp: '127.0.0.1',
+    secure: false,
+    site,
+  });
+  const req = (method: string) => ({ method, headers: {} }) as IncomingMessage;
+
+  it('inserts the tag before </head> outside scripts, weakens the ETag and leaves Content-Length to the data plane', () => {
+    const headers = { 'content-type': 'text/html; charset=utf-8', 'content-length': '99', etag: '"v1"' };
+    const rewrite = analytics.hooks.rewriteBody?.(ctxFor(ON), req('GET'), 200, headers) ?? null;
+    expect(rewrite).not.toBeNull();
+    expect(headers).toEqual({ 'content-type': 'text/html; charset=utf-8', etag: 'W/"v1"' });
+    const page = '<html><head><script>var s="</head>";</script></head><body>x</body></html>';
+    const out = rewrite?.(Buffer.from(page)).toString() ?? '';
+    const at = out.indexOf('<script src="/_proxyd/a.js');
+    expect(at).toBe(page.lastIndexOf('</head>'));
+    expect(out.slice(at)).toMatch(/^<script src="\/_proxyd\/a\.js\?v=[^"]+" data-t="[^"]+" defer><\/script><\/head>/);
+    const plain = Buffer.from('<p>no head or body tags</p>');
+    expect(rewrite?.(plain)).toBe(plain);
+  });
+
+  it('leaves encoded bodies, HEAD, non-HTML, reserved paths and analytics-off sites to the stream path or alone', () => {
+    const html = () => ({ 'content-type': 'text/html' });
+    expect(
+      analytics.hooks.rewriteBody?.(ctxFor(ON), req('GET'), 200, { ...html(), 'content-encoding': 'gzip' }),
+    ).toBeNull();
+    expect(analytics.hooks.rewriteBody?.(ctxFor(ON), req('HEAD'), 200, html())).toBeNull();
+    expect(analytics.hooks.rewriteBody?.(ctxFor(ON), req('GET'), 200, { 'content-type': 'text/plain' })).toBeNull();
+    expect(analytics.hooks.rewriteBody?.(ctxFor(ON, '/_proxyd/x'), req('GET'), 200, html())).toBeNull();
+    expect(analytics.hooks.rewriteBody?.(ctxFor(OFF), req('GET'), 200, html())).toBeNull();
+  });
+});

@@ -25,6 +25,7 @@ import {
   editInjectedHeaders,
   type InjectLimits,
   injectableCoding,
+  injectWhole,
   sharesInjectedHeaders,
 } from './inject.js';
 import { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
@@ -172,6 +173,19 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
         return true;
       }
       return false;
+    },
+    rewriteBody(
+      ctx: RequestContext,
+      req: IncomingMessage,
+      status: number,
+      headers: OutgoingHttpHeaders,
+    ): ((body: Buffer) => Buffer) | null {
+      // A small identity page: one synchronous search and one copy, no stream.
+      if (ctx.site.analytics === false || ctx.path.startsWith(RESERVED_PREFIX)) return null;
+      if (injectableCoding(req, status, headers) !== 'identity') return null;
+      editInjectedHeaders(headers);
+      const tag = tagFor(ctx.host);
+      return (body) => injectWhole(body, tag);
     },
     transformResponse(
       ctx: RequestContext,

@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
-import { ClosingTagFinder } from './tag-finder.js';
+import { ClosingTagFinder, findClosingTag } from './tag-finder.js';
 
 /** The content codings the injector can decode and re-encode. */
 export type Coding = 'identity' | 'gzip' | 'br' | 'deflate';
@@ -382,6 +382,16 @@ class EncodedInjector extends Transform implements Injector {
  * `</body>`) of an HTML body in the given content coding. A body with neither
  * passes unchanged.
  */
+/**
+ * The script tag inserted into a whole identity body before its first
+ * `</head>` or `</body>` outside comments and raw text (the streaming
+ * injector's rule); the body itself when there is none.
+ */
+export function injectWhole(body: Buffer, tag: Buffer): Buffer {
+  const at = findClosingTag(body);
+  return at < 0 ? body : Buffer.concat([body.subarray(0, at), tag, body.subarray(at)]);
+}
+
 export function createInjector(tag: Buffer, coding: Coding, limits: InjectLimits = DEFAULT_INJECT_LIMITS): Injector {
   return coding === 'identity' ? new IdentityInjector(tag) : new EncodedInjector(tag, coding, limits);
 }

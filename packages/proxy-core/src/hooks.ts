@@ -67,4 +67,22 @@ export interface DataPlaneHooks {
     status: number,
     headers: OutgoingHttpHeaders,
   ): Transform | null;
+  /**
+   * The whole-body form of `transformResponse`, for small bodies: asked
+   * first when the response's size is known and at most
+   * {@link SMALL_BODY_BYTES} (an upstream's Content-Length, a cached
+   * entry). A function returned gets the whole body once it has arrived;
+   * its result goes out with an exact Content-Length in one write, with no
+   * stream in between. A throwing function sends the original body. Null:
+   * `transformResponse` decides. `headers` may be edited in place.
+   */
+  rewriteBody?(
+    ctx: RequestContext,
+    req: IncomingMessage,
+    status: number,
+    headers: OutgoingHttpHeaders,
+  ): ((body: Buffer) => Buffer) | null;
 }
+
+/** The largest body `DataPlaneHooks.rewriteBody` is offered: 64 KiB. */
+export const SMALL_BODY_BYTES = 64 * 1024;

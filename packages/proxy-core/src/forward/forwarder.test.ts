@@ -247,3 +247,40 @@ describe('websockets', () => {
     await until(() => up.connections.size === 0 && server.forwarder.upstreamSocketCount() === 0);
   });
 });
+
+describe('rewriteBody (small whole bodies)', () => {
+  it('rewrites a body of known small size in one piece with an exact Content-Length; larger ones take the stream', async () => {
+    const up = await upstream((req, res) => {
+      const size = req.url === '/big' ? 70 * 1024 : 10;
+      res.writeHead(200, { 'content-type': 'text/html', 'content-length': size }).end('a'.repeat(size));
+    });
+    const streamed: string[] = [];
+    const { port } = await proxy([site('a.test', [up.port])], {
+      hooks: {
+        rewriteBody: (ctx, _req, _status, headers) => {
+          headers['x-rewritten'] = '1';
+          return ctx.path === '/throws'
+            ? () => {
+                throw new Error('boom');
+              }
+            : (body) => Buffer.concat([Buffer.from('<'), body, Buffer.from('>')]);
+        },
+        transformResponse: (ctx) => {
+          streamed.push(ctx.path);
+          return null;
+        },
+      },
+    });
+    const small = await get(port, 'a.test', '/small');
+    expect(small.body).toBe(`<${'a'.repeat(10)}>`);
+    expect(small.headers['content-length']).toBe('12');
+    expect(small.headers['transfer-encoding']).toBeUndefined();
+    expect(small.headers['x-rewritten']).toBe('1');
+    const failed = await get(port, 'a.test', '/throws');
+    expect(failed.body).toBe('a'.repeat(10));
+    expect(failed.headers['content-length']).toBe('10');
+    const big = await get(port, 'a.test', '/big');
+    expect(big.body.length).toBe(70 * 1024);
+    expect(streamed).toEqual(['/big']);
+  });
+});

@@ -13,7 +13,7 @@ import {
   requestCacheMode,
 } from '../cache/response-cache.js';
 import type { ClientIpResolver } from '../client-ip.js';
-import type { DataPlaneHooks, RequestContext } from '../hooks.js';
+import { type DataPlaneHooks, type RequestContext, SMALL_BODY_BYTES } from '../hooks.js';
 import type { HeaderOp, ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
@@ -334,6 +334,15 @@ export class HttpForwarder implements Forwarder {
     headers.age = String(entry.baseAge + Math.floor((Date.now() - entry.storedAt) / 1000));
     headers['x-cache'] = 'HIT';
     options.editResponseHeaders?.(headers, entry.status);
+    const rewrite =
+      entry.body.length <= SMALL_BODY_BYTES ? rewriteFor(this.hooks, ctx, req, entry.status, headers) : null;
+    if (rewrite !== null) {
+      const body = applyRewrite(rewrite, entry.body);
+      headers['content-length'] = String(body.length);
+      res.writeHead(entry.status, headers);
+      res.end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
     const transform = transformFor(this.hooks, ctx, req, entry.status, headers);
     res.writeHead(entry.status, headers);
     if (req.method === 'HEAD') {
@@ -379,6 +388,30 @@ function retriable(exchange: Exchange, code: string): boolean {
 
 function unmapIpv4(ip: string): string {
   return ip.startsWith('::ffff:') && ip.indexOf('.') > 0 ? ip.slice(7) : ip;
+}
+
+function rewriteFor(
+  hooks: DataPlaneHooks,
+  ctx: RequestContext,
+  req: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+): ((body: Buffer) => Buffer) | null {
+  if (hooks.rewriteBody === undefined) return null;
+  try {
+    return hooks.rewriteBody(ctx, req, status, headers);
+  } catch {
+    return null;
+  }
+}
+
+/** The rewritten body, or the original when the rewrite throws (a page never breaks). */
+function applyRewrite(rewrite: (body: Buffer) => Buffer, body: Buffer): Buffer {
+  try {
+    return rewrite(body);
+  } catch {
+    return body;
+  }
 }
 
 function transformFor(
@@ -481,7 +514,18 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
     headers['x-cache'] = 'MISS';
   }
   options.editResponseHeaders?.(headers, status);
-  const transform = transformFor(exchange.forwarder.hooks, ctx, req, status, headers);
+  const hooks = exchange.forwarder.hooks;
+  if (hooks.rewriteBody !== undefined) {
+    const declared = headers['content-length'];
+    if (declared !== undefined && Number(declared) <= SMALL_BODY_BYTES) {
+      const rewrite = rewriteFor(hooks, ctx, req, status, headers);
+      if (rewrite !== null) {
+        rewriteWhole(exchange, proxyRes, status, headers, rewrite);
+        return;
+      }
+    }
+  }
+  const transform = transformFor(hooks, ctx, req, status, headers);
   res.writeHead(status, headers);
   if (transform !== null) {
     (transform as Emitter & Transform)[kExchange] = exchange;
@@ -493,6 +537,34 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
     proxyRes.on('data', pumpData);
     proxyRes.on('end', pumpEnd);
   }
+}
+
+/**
+ * Collects a small upstream body (its Content-Length is at most
+ * {@link SMALL_BODY_BYTES}), rewrites it whole and sends head and body in
+ * one write with the new Content-Length.
+ */
+function rewriteWhole(
+  exchange: Exchange,
+  proxyRes: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+  rewrite: (body: Buffer) => Buffer,
+): void {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  proxyRes.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    bytes += chunk.length;
+  });
+  proxyRes.on('end', () => {
+    const res = exchange.res;
+    if (exchange.aborted || res.destroyed) return;
+    const body = applyRewrite(rewrite, Buffer.concat(chunks, bytes));
+    headers['content-length'] = String(body.length);
+    res.writeHead(status, headers);
+    res.end(body);
+  });
 }
 
 function pumpData(this: IncomingMessage & { req?: Emitter }, chunk: Buffer): void {
