@@ -6,6 +6,34 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSigned } from './support/certs.js';
 import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
+/** GET / over HTTPS on 127.0.0.1:`port` with SNI and Host `host`, trusting only `caFile`. */
+function httpsGet(
+  port: number,
+  host: string,
+  caFile: string,
+): Promise<{ status: number; body: string; hsts: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      { host: '127.0.0.1', port, servername: host, headers: { host }, ca: readFileSync(caFile), agent: false },
+      (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body,
+            hsts: res.headers['strict-transport-security'] as string | undefined,
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 // The built daemon serving a site with `tls <cert> <key>` (a self-signed
 // certificate made with openssl): HTTPS by SNI on https_port, HTTP → HTTPS
 // redirect, HSTS on HTTPS responses.
@@ -37,33 +65,7 @@ describe('data plane HTTPS (built daemon)', () => {
   });
 
   it('serves the manual certificate by SNI and forwards with X-Forwarded-Proto https', async () => {
-    const reply = await new Promise<{ status: number; body: string; hsts: string | undefined }>((resolve, reject) => {
-      const req = https.request(
-        {
-          host: '127.0.0.1',
-          port: httpsPort,
-          servername: 'secure.test',
-          headers: { host: 'secure.test' },
-          ca: readFileSync(path.join(dir, 'cert.pem')),
-          agent: false,
-        },
-        (res) => {
-          let body = '';
-          res.on('data', (c) => {
-            body += c;
-          });
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body,
-              hsts: res.headers['strict-transport-security'] as string | undefined,
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+    const reply = await httpsGet(httpsPort, 'secure.test', path.join(dir, 'cert.pem'));
     expect(reply.status).toBe(200);
     expect(reply.body).toBe('proto=https');
     expect(reply.hsts).toMatch(/max-age=\d+/);
@@ -97,27 +99,7 @@ describe('HTTPS added by a reload (built daemon)', () => {
       }
       expect(redirect.status).toBe(308);
       expect(redirect.headers.location).toBe(`https://later.test:${httpsPort}/x`);
-      const body = await new Promise<string>((resolve, reject) => {
-        const req = https.request(
-          {
-            host: '127.0.0.1',
-            port: httpsPort,
-            servername: 'later.test',
-            headers: { host: 'later.test' },
-            ca: readFileSync(path.join(dir, 'cert.pem')),
-            agent: false,
-          },
-          (res) => {
-            let text = '';
-            res.on('data', (c) => {
-              text += c;
-            });
-            res.on('end', () => resolve(text));
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
+      const { body } = await httpsGet(httpsPort, 'later.test', path.join(dir, 'cert.pem'));
       expect(body).toBe('proto=https');
       expect((await request(proxyd.httpPort, { headers: { host: 'plain.test' } })).body).toBe('proto=http');
     } finally {

@@ -40,7 +40,6 @@ export interface HttpForwarderOptions {
 /** What the forwarder precomputes once per `reverse_proxy` handler object. */
 interface CompiledHandler {
   readonly pool: UpstreamPool;
-  readonly headerUp: readonly HeaderOp[];
   readonly headers: UpstreamHeaderPlan;
 }
 
@@ -240,7 +239,7 @@ export class HttpForwarder implements Forwarder {
     }
     const connection = req.headers.connection;
     const upgrade = req.headers.upgrade;
-    this.#prepareHeaders(req, ctx, compiled.headerUp);
+    this.#prepareHeaders(req, ctx, compiled.headers.ops);
     if (connection !== undefined) req.headers.connection = connection;
     if (upgrade !== undefined) req.headers.upgrade = upgrade;
     const tls = handler.tls;
@@ -284,7 +283,6 @@ export class HttpForwarder implements Forwarder {
       const headers = upstreamHeaderPlan(handler.header_up);
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls)),
-        headerUp: headers.ops,
         headers,
       };
       this.#handlers.set(handler, compiled);
