@@ -320,7 +320,8 @@ describe('rewriteBody (a small identity page, whole)', () => {
     const headers = { 'content-type': 'text/html; charset=utf-8', 'content-length': '99', etag: '"v1"' };
     const rewrite = analytics.hooks.rewriteBody?.(ctxFor(ON), req('GET'), 200, headers) ?? null;
     expect(rewrite).not.toBeNull();
-    expect(headers).toEqual({ 'content-type': 'text/html; charset=utf-8', etag: 'W/"v1"' });
+    // Content-Length is left alone: the data plane replaces it with the rewritten body's length.
+    expect(headers).toEqual({ 'content-type': 'text/html; charset=utf-8', 'content-length': '99', etag: 'W/"v1"' });
     const page = '<html><head><script>var s="</head>";</script></head><body>x</body></html>';
     const out = rewrite?.(Buffer.from(page)).toString() ?? '';
     const at = out.indexOf('<script src="/_proxyd/a.js');

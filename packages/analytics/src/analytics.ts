@@ -23,6 +23,7 @@ import {
   createInjector,
   DEFAULT_INJECT_LIMITS,
   editInjectedHeaders,
+  editRewrittenHeaders,
   type InjectLimits,
   injectableCoding,
   injectWhole,
@@ -183,7 +184,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
       // A small identity page: one synchronous search and one copy, no stream.
       if (ctx.site.analytics === false || ctx.path.startsWith(RESERVED_PREFIX)) return null;
       if (injectableCoding(req, status, headers) !== 'identity') return null;
-      editInjectedHeaders(headers);
+      editRewrittenHeaders(headers);
       const tag = tagFor(ctx.host);
       return (body) => injectWhole(body, tag);
     },

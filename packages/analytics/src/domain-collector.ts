@@ -18,7 +18,7 @@ export const WINDOW_1M = { buckets: 60, widthMs: 1000 } as const;
  * (an under-count of up to 1/120, 0.83 %, of the window at a steady rate).
  */
 export const WINDOW_60M = { buckets: 120, widthMs: 30_000 } as const;
-/** Keys tracked by the space-saving counters (the snapshot shows the top 10). */
+/** Keys tracked by the filtered space-saving counters (the snapshot shows the top 10); each has 8 filter buckets per key. */
 export const TOP_CAPACITY = { pages: 32, referrers: 16, countries: 16 } as const;
 /**
  * Longest top-list key, characters: a longer path (`top_pages`) or referrer
@@ -34,7 +34,7 @@ export type VitalName = 'lcp' | 'cls' | 'inp';
 
 /**
  * Every collector of one domain (spec §2.4). Memory is fixed: two bucket
- * rings, a 16 KB HyperLogLog, three space-saving tables and (once a beacon
+ * rings, a 10 KB HyperLogLog, three filtered space-saving tables and (once a beacon
  * arrives) three TDigests.
  */
 export class DomainCollector {

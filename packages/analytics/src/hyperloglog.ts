@@ -1,23 +1,31 @@
 import { hashString } from './hash.js';
 
-/** Default precision: 2^14 one-byte registers (16 KB), standard error 1.04/√16384 ≈ 0.81 %. */
+/** Default precision: 2^14 registers (10 KB packed), standard error 1.04/√16384 ≈ 0.81 %. */
 export const HLL_PRECISION = 14;
+/** Bits per register: a rank is at most 32 - precision + 1 ≤ 29 (32-bit hashes), so 5 bits hold it. */
+const REGISTER_BITS = 5;
+const REGISTER_MASK = (1 << REGISTER_BITS) - 1;
 
 /**
  * A HyperLogLog distinct counter (Flajolet et al. 2007) with the small-range
- * (linear counting) correction. Constant memory: 2^precision bytes. Adding is
- * O(1); estimating is O(registers).
+ * (linear counting) correction. Constant memory: 2^precision registers of 5
+ * bits, packed (10 KB at the default precision, not 16 KB as one byte
+ * each). Adding is O(1); estimating is O(registers).
  */
 export class HyperLogLog {
   readonly #p: number;
+  /** Register i is the 5 bits at bit i × 5 (little-endian); one spare byte so every read can take two bytes. */
   readonly #registers: Uint8Array;
+  readonly #m: number;
   readonly #alphaMM: number;
 
   /** @param precision register index bits, 4..16 (default {@link HLL_PRECISION}) */
   constructor(precision = HLL_PRECISION) {
     this.#p = precision;
+    if (!Number.isInteger(precision) || precision < 4 || precision > 16) throw new RangeError(`precision ${precision}`);
     const m = 1 << precision;
-    this.#registers = new Uint8Array(m);
+    this.#m = m;
+    this.#registers = new Uint8Array(((m * REGISTER_BITS) >> 3) + 1);
     const alpha = m >= 128 ? 0.7213 / (1 + 1.079 / m) : m === 64 ? 0.709 : m === 32 ? 0.697 : 0.673;
     this.#alphaMM = alpha * m * m;
   }
@@ -39,17 +47,32 @@ export class HyperLogLog {
     // The rank of the remaining 32 - p bits; a guard bit bounds it.
     const rest = (hash << p) | (1 << (p - 1));
     const rank = Math.clz32(rest) + 1;
-    if (rank > (this.#registers[index] as number)) this.#registers[index] = rank;
+    const bit = index * REGISTER_BITS;
+    const at = bit >>> 3;
+    const shift = bit & 7;
+    const r = this.#registers;
+    const word = (r[at] as number) | ((r[at + 1] as number) << 8);
+    if (rank <= ((word >>> shift) & REGISTER_MASK)) return;
+    const next = (word & ~(REGISTER_MASK << shift)) | (rank << shift);
+    r[at] = next & 0xff;
+    r[at + 1] = next >>> 8;
+  }
+
+  /** The value of register `i`. */
+  #register(i: number): number {
+    const bit = i * REGISTER_BITS;
+    const at = bit >>> 3;
+    const r = this.#registers;
+    return (((r[at] as number) | ((r[at + 1] as number) << 8)) >>> (bit & 7)) & REGISTER_MASK;
   }
 
   /** The estimated number of distinct values added (rounded). */
   estimate(): number {
-    const registers = this.#registers;
-    const m = registers.length;
+    const m = this.#m;
     let sum = 0;
     let zeros = 0;
     for (let i = 0; i < m; i++) {
-      const r = registers[i] as number;
+      const r = this.#register(i);
       sum += 2 ** -r;
       if (r === 0) zeros++;
     }

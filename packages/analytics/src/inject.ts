@@ -95,13 +95,22 @@ const BODY_DIGESTS = ['content-md5', 'content-digest', 'repr-digest', 'digest'] 
 /**
  * Edits the headers of a response the injector will change (or of a HEAD or
  * 304 that stands for one): the length is unknown (`Content-Length` dropped,
- * so the body is chunked), a strong ETag becomes weak, and digests of the
- * original bytes (`Content-MD5`, `Content-Digest`, `Repr-Digest`, `Digest`)
- * are dropped. `Content-Encoding` stays: the body is re-encoded.
+ * so the body is chunked), plus {@link editRewrittenHeaders}.
  */
 export function editInjectedHeaders(headers: OutgoingHttpHeaders): void {
-  delete headers['content-length'];
-  for (const name of BODY_DIGESTS) delete headers[name];
+  if (headers['content-length'] !== undefined) delete headers['content-length'];
+  editRewrittenHeaders(headers);
+}
+
+/**
+ * The edits of a body rewritten whole, whose new length the data plane sets:
+ * a strong ETag becomes weak, and digests of the original bytes
+ * (`Content-MD5`, `Content-Digest`, `Repr-Digest`, `Digest`) are dropped.
+ * `Content-Encoding` stays: the body is re-encoded. Only headers present are
+ * deleted (a `delete` turns the object into a slower dictionary).
+ */
+export function editRewrittenHeaders(headers: OutgoingHttpHeaders): void {
+  for (const name of BODY_DIGESTS) if (headers[name] !== undefined) delete headers[name];
   const etag = headers.etag;
   if (typeof etag === 'string' && !etag.startsWith('W/')) headers.etag = `W/${etag}`;
 }

@@ -1,19 +1,29 @@
+import { hashString } from './hash.js';
+
 /** One item of a top list: a key and its guaranteed (lower-bound) count. */
 export interface TopItem {
   key: string;
   count: number;
 }
 
+/** Largest value a filter bucket holds (it saturates instead of wrapping). */
+const BUCKET_MAX = 0xffff_ffff;
+
 /**
- * Space-saving heavy hitters (Metwally et al. 2005) with a fixed capacity:
- * a key already tracked is incremented; a new key takes a free slot or
- * replaces the key with the smallest count and inherits that count + 1.
- * Each slot keeps the inherited count as its error, so `count - error` is a
- * guaranteed lower bound (exact for a key never evicted); `top` ranks and
- * reports that lower bound, so a long tail of one-off keys (whose inherited
- * counts are all error) never outranks a real heavy hitter. Any key whose true
- * count exceeds total / capacity is guaranteed to be tracked. Update is O(1)
- * for a tracked key and O(capacity) for an eviction (capacity is fixed).
+ * Filtered space-saving heavy hitters (Homem & Carvalho 2010, after Metwally
+ * et al. 2005) with a fixed capacity. A tracked key is incremented. A key not
+ * tracked first counts in a filter bucket chosen by its hash; only when that
+ * bucket reaches the smallest tracked count does the key replace the key with
+ * the smallest count (whose count then goes to its own bucket), entering with
+ * the bucket's count + 1 and that count as its error. So `count - error` is a
+ * guaranteed lower bound (exact for a key tracked from its first occurrence),
+ * and a long tail of rare keys mostly stays in the buckets instead of evicting
+ * mid-ranked keys one after another: plain space-saving, under a Zipf tail
+ * (1,000 paths, 32 slots), kept only the top 5 right; filtered, the top 10
+ * come out in order with counts within a few % (space-saving.test.ts). `top`
+ * ranks and reports the lower bound. A key not tracked has counted at most
+ * its bucket's value, which is below the smallest tracked count. Update is
+ * O(1) for a tracked key, O(key length + capacity) for any other.
  */
 export class SpaceSaving {
   readonly #capacity: number;
@@ -21,11 +31,21 @@ export class SpaceSaving {
   readonly #keys: string[] = [];
   /** Counts in slots [0, capacity), inherited errors in [capacity, 2 × capacity): one typed array (each costs ~190 B besides its data). */
   readonly #counts: Float64Array;
+  /** The filter: upper bounds of what keys not tracked have counted, by hash. */
+  readonly #buckets: Uint32Array;
 
-  /** @param capacity the number of keys tracked */
-  constructor(capacity: number) {
+  /**
+   * @param capacity the number of keys tracked
+   * @param buckets filter buckets, a power of two (default: the one at or above 8 × capacity)
+   */
+  constructor(capacity: number, buckets = 2 ** Math.ceil(Math.log2(8 * capacity))) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity ${capacity}`);
+    if (!Number.isInteger(buckets) || buckets < 1 || (buckets & (buckets - 1)) !== 0) {
+      throw new RangeError(`buckets ${buckets}: a power of two`);
+    }
     this.#capacity = capacity;
     this.#counts = new Float64Array(2 * capacity);
+    this.#buckets = new Uint32Array(buckets);
   }
 
   /** Counts one occurrence of `key`. */
@@ -35,22 +55,34 @@ export class SpaceSaving {
       this.#counts[slot] = (this.#counts[slot] as number) + 1;
       return;
     }
+    const counts = this.#counts;
+    const capacity = this.#capacity;
+    const buckets = this.#buckets;
+    const bucket = hashString(key) & (buckets.length - 1);
+    const filtered = buckets[bucket] as number;
+    let target: number;
+    if (this.#keys.length < capacity) {
+      target = this.#keys.length;
+      this.#keys.push('');
+    } else {
+      target = 0;
+      for (let i = 1; i < capacity; i++) if ((counts[i] as number) < (counts[target] as number)) target = i;
+      const min = counts[target] as number;
+      if (filtered + 1 < min) {
+        if (filtered < BUCKET_MAX) buckets[bucket] = filtered + 1;
+        return;
+      }
+      const evicted = this.#keys[target] as string;
+      this.#index.delete(evicted);
+      const home = hashString(evicted) & (buckets.length - 1);
+      buckets[home] = Math.max(buckets[home] as number, Math.min(min, BUCKET_MAX));
+    }
     // A fresh flat copy: a key sliced from a request header would otherwise keep the whole header alive.
     key = Buffer.from(key, 'utf8').toString('utf8');
-    if (this.#keys.length < this.#capacity) {
-      this.#index.set(key, this.#keys.length);
-      this.#counts[this.#keys.length] = 1;
-      this.#keys.push(key);
-      return;
-    }
-    const counts = this.#counts;
-    let min = 0;
-    for (let i = 1; i < this.#capacity; i++) if ((counts[i] as number) < (counts[min] as number)) min = i;
-    this.#index.delete(this.#keys[min] as string);
-    this.#keys[min] = key;
-    this.#index.set(key, min);
-    counts[this.#capacity + min] = counts[min] as number;
-    counts[min] = (counts[min] as number) + 1;
+    this.#keys[target] = key;
+    this.#index.set(key, target);
+    counts[target] = filtered + 1;
+    counts[capacity + target] = filtered;
   }
 
   /** The `n` keys with the highest counts, highest first (ties by key). */

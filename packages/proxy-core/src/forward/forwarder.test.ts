@@ -251,6 +251,14 @@ describe('websockets', () => {
 describe('rewriteBody (small whole bodies)', () => {
   it('rewrites a body of known small size in one piece with an exact Content-Length; larger ones take the stream', async () => {
     const up = await upstream((req, res) => {
+      if (req.url === '/chunks') {
+        // A small body that arrives in three pieces is still rewritten whole, in order.
+        res.writeHead(200, { 'content-type': 'text/html', 'content-length': 9 });
+        res.write('abc');
+        setTimeout(() => res.write('def'), 20);
+        setTimeout(() => res.end('ghi'), 40);
+        return;
+      }
       const size = req.url === '/big' ? 70 * 1024 : 10;
       res.writeHead(200, { 'content-type': 'text/html', 'content-length': size }).end('a'.repeat(size));
     });
@@ -276,6 +284,9 @@ describe('rewriteBody (small whole bodies)', () => {
     expect(small.headers['content-length']).toBe('12');
     expect(small.headers['transfer-encoding']).toBeUndefined();
     expect(small.headers['x-rewritten']).toBe('1');
+    const pieces = await get(port, 'a.test', '/chunks');
+    expect(pieces.body).toBe('<abcdefghi>');
+    expect(pieces.headers['content-length']).toBe('11');
     const failed = await get(port, 'a.test', '/throws');
     expect(failed.body).toBe('a'.repeat(10));
     expect(failed.headers['content-length']).toBe('10');

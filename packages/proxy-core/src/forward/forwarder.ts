@@ -537,10 +537,30 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
   }
 }
 
+/** A small upstream body being collected for `DataPlaneHooks.rewriteBody`. */
+class WholeBody {
+  /** The first chunk; the rest, if any, in `more` (a small body usually comes in one). */
+  first: Buffer | null = null;
+  more: Buffer[] | null = null;
+  bytes = 0;
+
+  constructor(
+    readonly exchange: Exchange,
+    readonly status: number,
+    readonly headers: IncomingHttpHeaders,
+    readonly rewrite: (body: Buffer) => Buffer,
+  ) {}
+}
+
+const kWholeBody = Symbol('proxyd.wholeBody');
+type WholeBodySource = IncomingMessage & { [kWholeBody]?: WholeBody };
+const EMPTY = Buffer.alloc(0);
+
 /**
  * Collects a small upstream body (its Content-Length is at most
  * {@link SMALL_BODY_BYTES}), rewrites it whole and sends head and body in
- * one write with the new Content-Length.
+ * one write with the new Content-Length. Listeners are module functions (no
+ * closure per response); a one-chunk body is not copied before the rewrite.
  */
 function rewriteWhole(
   exchange: Exchange,
@@ -549,20 +569,30 @@ function rewriteWhole(
   headers: IncomingHttpHeaders,
   rewrite: (body: Buffer) => Buffer,
 ): void {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  proxyRes.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    bytes += chunk.length;
-  });
-  proxyRes.on('end', () => {
-    const res = exchange.res;
-    if (exchange.aborted || res.destroyed) return;
-    const body = applyRewrite(rewrite, Buffer.concat(chunks, bytes));
-    headers['content-length'] = String(body.length);
-    res.writeHead(status, headers);
-    res.end(body);
-  });
+  (proxyRes as WholeBodySource)[kWholeBody] = new WholeBody(exchange, status, headers, rewrite);
+  proxyRes.on('data', collectWholeBody);
+  proxyRes.on('end', sendWholeBody);
+}
+
+function collectWholeBody(this: WholeBodySource, chunk: Buffer): void {
+  const whole = this[kWholeBody] as WholeBody;
+  whole.bytes += chunk.length;
+  if (whole.first === null) whole.first = chunk;
+  else if (whole.more === null) whole.more = [chunk];
+  else whole.more.push(chunk);
+}
+
+function sendWholeBody(this: WholeBodySource): void {
+  const whole = this[kWholeBody] as WholeBody;
+  const { exchange, headers } = whole;
+  const res = exchange.res;
+  if (exchange.aborted || res.destroyed) return;
+  const collected =
+    whole.more === null ? (whole.first ?? EMPTY) : Buffer.concat([whole.first as Buffer, ...whole.more], whole.bytes);
+  const body = applyRewrite(whole.rewrite, collected);
+  headers['content-length'] = String(body.length);
+  res.writeHead(whole.status, headers);
+  res.end(body);
 }
 
 function pumpData(this: IncomingMessage & { req?: Emitter }, chunk: Buffer): void {
