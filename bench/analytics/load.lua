@@ -1,6 +1,8 @@
 -- wrk request generator for bench/analytics/run.mjs: each request comes from
 -- another client IP (X-Forwarded-For; the proxy trusts 127.0.0.1) and asks for
--- one of 1,000 paths under the prefix given after `--` (/t/ or /p/).
+-- one of 1,000 paths under the prefix given after `--`: /t/ (small text), /p/
+-- (HTML page) or /m/, a site mix: one HTML page (/p/) in ten requests, the
+-- other nine small assets (/t/).
 -- Client IPs: a pool of 100,000 public IPv4 addresses spread over RIR ranges
 -- of every region (so countries vary), taken in turn from a random start.
 -- Paths: Zipf-distributed (s = 1, as page popularity roughly is): the top 32
@@ -42,5 +44,9 @@ function request()
   n = n + 1
   local v = n % POOL
   local ip = OCTETS[(v % #OCTETS) + 1] .. "." .. (math.floor(v / 256) % 256) .. "." .. (v % 256) .. "." .. (1 + v % 250)
-  return wrk.format("GET", prefix .. zipf(), { ["X-Forwarded-For"] = ip })
+  local p = prefix
+  if p == "/m/" then
+    if n % 10 == 0 then p = "/p/" else p = "/t/" end
+  end
+  return wrk.format("GET", p .. zipf(), { ["X-Forwarded-For"] = ip })
 end

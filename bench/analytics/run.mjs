@@ -2,22 +2,31 @@
 // memory of the collectors, in one run.
 //
 //   node bench/analytics/run.mjs          (or: pnpm bench analytics)
-//   ROUNDS=3 DURATION=5 node bench/analytics/run.mjs
+//   ROUNDS=9 DURATION=3 node bench/analytics/run.mjs
 //
 // Throughput: two built proxyd processes whose Proxyfiles differ only in
 // `analytics off` (which stops counting, injection and the reserved paths, so
 // "off" is a real baseline), both pinned to core 1 (`taskset`), in front of one
-// nginx upstream (core 0, with wrk). Both trust 127.0.0.1 as a proxy, and a wrk
-// Lua script (load.lua) sends every request from another client IP
+// nginx upstream (core 0, with the load). Both trust 127.0.0.1 as a proxy, and
+// a wrk Lua script (load.lua) sends every request from another client IP
 // (X-Forwarded-For, 100,000 distinct public IPv4s, so the unique-visitor sketch
 // and the GeoIP lookups work as under real traffic) for one of 1,000 paths,
-// Zipf-distributed (so the top-pages table sees a long tail). wrk loads them in
-// alternation, ROUNDS times, for a 30-byte text/plain body under /t/
-// (counting only) and a 2 KB HTML page under /p/ (counting + script
-// injection); medians over rounds are reported, with the proxy's CPU µs per
-// request. bench/analytics/hooks.mjs: the hooks' own CPU per request,
-// in-process. Memory: bench/analytics/memory.mjs (V8 heap + array buffers,
-// with --expose-gc).
+// Zipf-distributed (so the top-pages table sees a long tail).
+//
+// The two daemons are loaded AT THE SAME TIME, one wrk each, both saturating
+// the one core they share: the scheduler splits the core evenly, so each
+// daemon's throughput is inversely proportional to its CPU per request, and
+// both see the same machine at the same moment. (Loading them one after the
+// other, as this bench first did, compared windows seconds apart on a shared
+// VM where one daemon alone moves ±30 % between 5-second windows; that noise
+// was larger than the effect measured.) Per round: each daemon's requests and
+// CPU time (user + system, all threads, /proc); reported: medians over rounds
+// of the on/off throughput ratio and CPU per request. Loads: a 30-byte
+// text/plain body under /t/ (counting only), a 2 KB HTML page under /p/
+// (counting + script injection on every request, the worst case) and a site
+// mix under /m/ (one HTML page in ten requests, the rest small assets).
+// bench/analytics/hooks.mjs: the hooks' own CPU per request, in-process.
+// Memory: bench/analytics/memory.mjs (V8 heap + array buffers, --expose-gc).
 // Needs: the built daemon (pnpm build), wrk, nginx, taskset.
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +40,7 @@ const root = path.resolve(here, '../..');
 const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const DURATION = Number(process.env.DURATION ?? 3);
+const WARMUP = Number(process.env.WARMUP ?? 2);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
 const PROXY_CORE = process.env.PROXY_CORE ?? '1';
 const LOAD_CORE = process.env.LOAD_CORE ?? '0';
@@ -92,7 +102,7 @@ function start(name, args, env = {}) {
     out += d;
   });
   child.on('exit', (code) => {
-    if (!stopping) console.error(`${name} exited early (${code}):\n${out.slice(-2000)}`);
+    if (!stopping && !child.stopped) console.error(`${name} exited early (${code}):\n${out.slice(-2000)}`);
   });
   children.push(child);
   return child;
@@ -133,42 +143,64 @@ function cpuMicros(pid) {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-/**
- * `prefix`: `/t/` (small text) or `/p/` (HTML page); load.lua varies the rest
- * of the path and the client IP. Also the proxy's CPU µs per request, which
- * other load on the machine disturbs less than req/s.
- */
-function wrk(target, prefix) {
-  const { port, pid } = target;
-  const cpu0 = cpuMicros(pid);
-  const out = execFileSync(
-    'taskset',
-    [
-      '-c',
-      LOAD_CORE,
-      'wrk',
-      '-t1',
-      `-c${CONNECTIONS}`,
-      `-d${DURATION}s`,
-      '--latency',
-      '-s',
-      LOAD_SCRIPT,
-      '-H',
-      `Host: ${HOST}`,
-      `http://127.0.0.1:${port}/`,
-      '--',
-      prefix,
-    ],
-    { encoding: 'utf8' },
-  );
+/** Starts wrk against one daemon; resolves with its output. */
+function wrkRun(port, prefix, seconds) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'taskset',
+      [
+        '-c',
+        LOAD_CORE,
+        'wrk',
+        '-t1',
+        `-c${CONNECTIONS}`,
+        `-d${seconds}s`,
+        '--latency',
+        '-s',
+        LOAD_SCRIPT,
+        '-H',
+        `Host: ${HOST}`,
+        `http://127.0.0.1:${port}/`,
+        '--',
+        prefix,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}`))));
+  });
+}
+
+function parseWrk(out, port) {
   const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
   if (errors) console.error(`  ! ${errors} non-2xx responses on port ${port}`);
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN);
   return {
-    cpu: (cpuMicros(pid) - cpu0) / requests,
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
     p99: toMs(/\n\s+99%\s+(\S+)/.exec(out)?.[1] ?? ''),
   };
+}
+
+/**
+ * One round: both daemons loaded at the same time for DURATION seconds.
+ * `prefix`: `/t/` (small text), `/p/` (HTML page) or `/m/` (mix); load.lua
+ * varies the rest of the path and the client IP. Returns, per daemon,
+ * req/s, p99 and CPU µs per request.
+ */
+async function pairRound(a, b, prefix, seconds) {
+  const cpu0 = [cpuMicros(a.pid), cpuMicros(b.pid)];
+  const [outA, outB] = await Promise.all([wrkRun(a.port, prefix, seconds), wrkRun(b.port, prefix, seconds)]);
+  const cpu1 = [cpuMicros(a.pid), cpuMicros(b.pid)];
+  const ra = parseWrk(outA, a.port);
+  const rb = parseWrk(outB, b.port);
+  return [
+    { ...ra, cpu: (cpu1[0] - cpu0[0]) / ra.requests },
+    { ...rb, cpu: (cpu1[1] - cpu0[1]) / rb.requests },
+  ];
 }
 
 // --- upstream: nginx serving a 30-byte text file and a 2 KB HTML page ----------
@@ -208,84 +240,158 @@ start('upstream', ['-c', LOAD_CORE, 'nginx', '-c', path.join(dir, 'nginx.conf'),
 await waitFor(upPort, 'small.txt');
 
 // --- two proxyd, differing only in `analytics off` -----------------------------
-async function proxyd(name, analyticsOff) {
+async function proxyd(name, analyticsOff, round) {
   const [httpPort, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
-  const file = path.join(dir, `Proxyfile.${name}`);
-  writeFileSync(
-    file,
-    `{
+  const file = path.join(dir, `Proxyfile.${name}.${round}`);
+  const write = (off) =>
+    writeFileSync(
+      file,
+      `{
 \thttp_port ${httpPort}
 \thttps_port ${httpsPort}
 \tadmin 127.0.0.1:${adminPort}
-\tstate_dir ${dir}/state-${name}
+\tstate_dir ${dir}/state-${name}-${round}
 \ttrusted_proxies 127.0.0.1/32
 }
 
 http://${HOST} {
 \treverse_proxy 127.0.0.1:${upPort}
-${analyticsOff ? '\tanalytics off\n' : ''}}
+${off ? '\tanalytics off\n' : ''}}
 `,
-  );
+    );
+  write(analyticsOff);
   const child = start(name, ['-c', PROXY_CORE, process.execPath, PROXYD, 'run', '--config', file], {
     PROXY_LOG: 'warn',
     PROXY_ADMIN_TOKEN: 'bench',
   });
-  const page = await waitFor(httpPort, 'p/0');
+  await waitFor(httpPort, 'p/0');
   // taskset execs the command: the child's pid is the daemon's.
-  return { name, port: httpPort, pid: child.pid, injected: page.includes('data-t='), adminPort };
+  return { name, port: httpPort, pid: child.pid, child, adminPort, write };
 }
-const on = await proxyd('analytics-on', false);
-const off = await proxyd('analytics-off', true);
-if (!on.injected || off.injected) throw new Error('injection is not what the Proxyfiles say');
+
+async function admin(daemon, method, route) {
+  const res = await fetch(`http://127.0.0.1:${daemon.adminPort}${route}`, {
+    method,
+    headers: { authorization: 'Bearer bench' },
+  });
+  if (res.status !== 200) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Rewrites a daemon's Proxyfile with analytics on or off and reloads it (POST /reload). */
+async function switchAnalytics(daemon, off) {
+  daemon.write(off);
+  await admin(daemon, 'POST', '/reload');
+}
+
+/** Whether a daemon injects the script now (its Proxyfile says analytics on). */
+async function injects(daemon) {
+  return (await waitFor(daemon.port, 'p/0')).includes('data-t=');
+}
+
+/** Stops a daemon and waits for it to exit. */
+function stop(daemon) {
+  return new Promise((resolve) => {
+    if (daemon.child.exitCode !== null) return resolve();
+    daemon.child.stopped = true;
+    daemon.child.once('exit', resolve);
+    daemon.child.kill('SIGTERM');
+  });
+}
 
 const LOADS = [
   ['small text', '/t/'],
   ['html page', '/p/'],
+  ['site mix', '/m/'],
 ];
-const results = {};
-for (const [load, prefix] of LOADS) {
-  for (const t of [on, off]) results[`${t.name} ${load}`] = [];
-  for (const t of [on, off]) wrk(t, prefix); // warm-up (JIT)
-  for (let r = 0; r < ROUNDS; r++) {
-    const order = r % 2 === 0 ? [on, off] : [off, on];
-    for (const t of order) results[`${t.name} ${load}`].push(wrk(t, prefix));
+// A crossover per round: a fresh pair of daemons X and Y, X with analytics on
+// and Y off for every load, then both Proxyfiles swapped and reloaded (same
+// processes) and every load again. A process keeps its own speed for its
+// lifetime (JIT and memory-layout luck: two identical daemons differ by up to
+// ±15 % from one pair to the next), and in the product of the two phases'
+// on/off ratios, (X_on/Y_off) × (Y_on/X_off), each process's factor cancels:
+// its square root is the round's on/off ratio.
+const results = Object.fromEntries(LOADS.map(([load]) => [load, []]));
+let x;
+let y;
+for (let r = 0; r < ROUNDS; r++) {
+  if (r > 0) await Promise.all([stop(x), stop(y)]);
+  x = await proxyd('x', false, r);
+  y = await proxyd('y', true, r);
+  const phases = [];
+  for (const xOn of [true, false]) {
+    if (!xOn) await Promise.all([switchAnalytics(x, true), switchAnalytics(y, false)]);
+    const [on, off] = xOn ? [x, y] : [y, x];
+    if (!(await injects(on)) || (await injects(off))) throw new Error('injection is not what the Proxyfiles say');
+    const phase = {};
+    for (const [load, prefix] of LOADS) {
+      await pairRound(on, off, prefix, WARMUP); // warm-up (JIT)
+      phase[load] = await pairRound(on, off, prefix, DURATION);
+    }
+    phases.push(phase);
+  }
+  for (const [load] of LOADS) {
+    const [[a1, b1], [a2, b2]] = [phases[0][load], phases[1][load]];
+    const round = {
+      ratio: Math.sqrt((a1.rps / b1.rps) * (a2.rps / b2.rps)),
+      cpuRatio: Math.sqrt((a1.cpu / b1.cpu) * (a2.cpu / b2.cpu)),
+      on: { rps: (a1.rps + a2.rps) / 2, cpu: (a1.cpu + a2.cpu) / 2, p99: Math.max(a1.p99, a2.p99) },
+      off: { rps: (b1.rps + b2.rps) / 2, cpu: (b1.cpu + b2.cpu) / 2, p99: Math.max(b1.p99, b2.p99) },
+    };
+    results[load].push(round);
+    if (process.env.VERBOSE) {
+      console.error(
+        `  ${load} round ${r + 1}: on/off ${(a1.rps / b1.rps).toFixed(3)} then ${(a2.rps / b2.rps).toFixed(3)} -> ${round.ratio.toFixed(3)}; CPU on/off ${round.cpuRatio.toFixed(3)}`,
+      );
+    }
   }
 }
 
-// What the on daemon counted: the load really varied clients and paths; the off daemon counted nothing.
-async function snapshots(adminPort) {
-  const res = await fetch(`http://127.0.0.1:${adminPort}/analytics`, { headers: { authorization: 'Bearer bench' } });
-  return res.json();
-}
-const [counted] = await snapshots(on.adminPort);
-const offCounted = await snapshots(off.adminPort);
-if (!counted || offCounted.length !== 0) throw new Error('expected counts on the analytics-on daemon only');
+// What was counted: the load really varied clients and paths, and an `analytics off` phase counted nothing.
+const [counted] = await admin(y, 'GET', '/analytics');
+const before = (await admin(x, 'GET', '/analytics'))[0]?.page_views_60m;
+await pairRound(y, x, '/t/', 1); // x is off now
+const after = (await admin(x, 'GET', '/analytics'))[0]?.page_views_60m;
+if (!counted || before !== after) throw new Error(`counting is not what the Proxyfiles say (${before} -> ${after})`);
 
-// The median over rounds: one round disturbed by other load on the machine does not move it.
-const avg = (xs, k) => {
-  const v = xs.map((x) => x[k]).sort((a, b) => a - b);
+// Medians over rounds: a round disturbed by other load on the machine does not move them.
+const median = (values) => {
+  const v = [...values].sort((x, y) => x - y);
   const mid = v.length >> 1;
   return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 };
-console.log(`rounds=${ROUNDS} duration=${DURATION}s connections=${CONNECTIONS} proxy core=${PROXY_CORE}`);
-console.log('target                        req/s     p99 ms  CPU µs/req');
-for (const [k, xs] of Object.entries(results)) {
-  const row = `${avg(xs, 'rps').toFixed(0).padStart(7)} ${avg(xs, 'p99').toFixed(2).padStart(10)}`;
-  console.log(`${k.padEnd(28)} ${row} ${avg(xs, 'cpu').toFixed(1).padStart(11)}`);
-}
+console.log(
+  `rounds=${ROUNDS} (a fresh pair of daemons each) warm-up=${WARMUP}s duration=${DURATION}s connections=${CONNECTIONS} per daemon, both loaded at once, proxy core=${PROXY_CORE}`,
+);
+console.log('load          on req/s  off req/s  on/off   loss   p99 on/off ms   CPU µs/req on/off   extra CPU');
 for (const [load] of LOADS) {
-  const a = avg(results[`analytics-on ${load}`], 'rps');
-  const b = avg(results[`analytics-off ${load}`], 'rps');
-  const loss = ((b - a) / b) * 100;
-  const ca = avg(results[`analytics-on ${load}`], 'cpu');
-  const cb = avg(results[`analytics-off ${load}`], 'cpu');
-  const extra = ((ca - cb) / cb) * 100;
+  const rounds = results[load];
+  const ratio = median(rounds.map((x) => x.ratio));
+  const extra = (median(rounds.map((x) => x.cpuRatio)) - 1) * 100;
   console.log(
-    `${load}: analytics on vs off: ${loss.toFixed(1)} % throughput loss, +${(ca - cb).toFixed(1)} µs CPU per request (+${extra.toFixed(1)} %) (goal <= 5 %)`,
+    [
+      load.padEnd(12),
+      median(rounds.map((x) => x.on.rps))
+        .toFixed(0)
+        .padStart(9),
+      median(rounds.map((x) => x.off.rps))
+        .toFixed(0)
+        .padStart(10),
+      ratio.toFixed(3).padStart(7),
+      `${((1 - ratio) * 100).toFixed(1)} %`.padStart(7),
+      `${median(rounds.map((x) => x.on.p99)).toFixed(1)} / ${median(rounds.map((x) => x.off.p99)).toFixed(1)}`.padStart(
+        15,
+      ),
+      `${median(rounds.map((x) => x.on.cpu)).toFixed(1)} / ${median(rounds.map((x) => x.off.cpu)).toFixed(1)}`.padStart(
+        19,
+      ),
+      `${extra >= 0 ? '+' : ''}${extra.toFixed(1)} %`.padStart(11),
+    ].join(' '),
   );
 }
+console.log('goal: loss <= 5 % (loss = 1 - on/off, the median of per-round throughput ratios)');
 console.log(
-  `counted by the on daemon: unique_visitors=${counted.unique_visitors} top_pages=${counted.top_pages.length} countries=${counted.countries.length}; off daemon domains: ${offCounted.length}`,
+  `counted: unique_visitors=${counted.unique_visitors} top_pages=${counted.top_pages.length} countries=${counted.countries.length}; an analytics-off phase: ${before} -> ${after} page views`,
 );
 console.log('hooks (in-process CPU µs):', JSON.stringify(hooksCost));
 console.log('memory:', JSON.stringify(memory));
