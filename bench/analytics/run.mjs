@@ -2,7 +2,7 @@
 // memory of the collectors, in one run.
 //
 //   node bench/analytics/run.mjs          (or: pnpm bench analytics)
-//   ROUNDS=9 DURATION=3 node bench/analytics/run.mjs
+//   ROUNDS=9 DURATION=3 VERBOSE=1 node bench/analytics/run.mjs
 //
 // Throughput: two built proxyd processes whose Proxyfiles differ only in
 // `analytics off` (which stops counting, injection and the reserved paths, so
@@ -13,18 +13,29 @@
 // and the GeoIP lookups work as under real traffic) for one of 1,000 paths,
 // Zipf-distributed (so the top-pages table sees a long tail).
 //
-// The two daemons are loaded AT THE SAME TIME, one wrk each, both saturating
-// the one core they share: the scheduler splits the core evenly, so each
-// daemon's throughput is inversely proportional to its CPU per request, and
-// both see the same machine at the same moment. (Loading them one after the
-// other, as this bench first did, compared windows seconds apart on a shared
-// VM where one daemon alone moves ±30 % between 5-second windows; that noise
-// was larger than the effect measured.) Per round: each daemon's requests and
-// CPU time (user + system, all threads, /proc); reported: medians over rounds
-// of the on/off throughput ratio and CPU per request. Loads: a 30-byte
-// text/plain body under /t/ (counting only), a 2 KB HTML page under /p/
-// (counting + script injection on every request, the worst case) and a site
-// mix under /m/ (one HTML page in ten requests, the rest small assets).
+// How on and off are compared, and why: on this shared 2-core VM one daemon
+// alone moves ±30 % between 3-second windows, and two identical daemons
+// started side by side differ by up to ±15 % for their whole lifetime (JIT
+// and memory-layout luck of each process). Both are larger than the effect
+// measured. Tried and dropped: alternating windows of two daemons (the first
+// version of this bench) and one daemon switched on and off by reload in
+// ABBA windows (pairs of adjacent windows scattered from -11 % to +35 %).
+// What is used: a crossover per round. A fresh pair of daemons X and Y is
+// loaded AT THE SAME TIME, one wrk each, both saturating the one core they
+// share (so both see the same machine at the same moment, and each one's
+// throughput is inversely proportional to its CPU per request): X with
+// analytics on and Y off for every load, then both Proxyfiles swapped and
+// reloaded (POST /reload, same processes) and every load again. In the
+// product of the two phases' on/off ratios, (X_on/Y_off) × (Y_on/X_off),
+// each process's own factor cancels; its square root is the round's on/off
+// ratio, and the median over rounds is reported, with CPU per request (user
+// + system, all threads, /proc). The two phases of a round agree within a
+// few %. Caveat: sharing a core charges the daemon with the larger working
+// set for cache refills after every switch between the two, so this reads
+// high rather than low. Loads: a 30-byte text/plain body under /t/
+// (counting only), a 2 KB HTML page under /p/ (counting + script injection
+// on every request, the worst case) and a site mix under /m/ (one HTML page
+// in ten requests, the rest small assets).
 // bench/analytics/hooks.mjs: the hooks' own CPU per request, in-process.
 // Memory: bench/analytics/memory.mjs (V8 heap + array buffers, --expose-gc).
 // Needs: the built daemon (pnpm build), wrk, nginx, taskset.
