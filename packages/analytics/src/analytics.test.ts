@@ -146,6 +146,42 @@ async function tokenFor(host: string): Promise<string> {
   return m[1] as string;
 }
 
+describe('counting in batches', () => {
+  const record = (host: string, path: string) => ({
+    host,
+    domain: host,
+    analytics: true,
+    method: 'GET',
+    path,
+    status: 200,
+    bytesSent: 10,
+    durationMs: 0,
+    clientIp: '192.0.2.1',
+    referer: undefined,
+    userAgent: undefined,
+    contentType: 'text/html',
+    startedAt: 0,
+  });
+
+  it('a queued record is in the next read (list, get), and counted by the next turn of the event loop without one', async () => {
+    analytics.hooks.onRequest?.(record('batch-a.test', '/one'));
+    analytics.hooks.onRequest?.(record('batch-a.test', '/two'));
+    // Not counted yet: the queue holds them until it fills or the event loop turns.
+    expect(analytics.collector.get('batch-a.test')).toBeUndefined();
+    expect(analytics.get('batch-a.test')?.page_views_1m).toBe(2);
+    analytics.hooks.onRequest?.(record('batch-b.test', '/'));
+    expect(analytics.list().find((s) => s.domain === 'batch-b.test')?.page_views_1m).toBe(1);
+    analytics.hooks.onRequest?.(record('batch-c.test', '/'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(analytics.collector.get('batch-c.test')?.page_views_1m).toBe(1);
+  });
+
+  it('a full queue (64 records) is counted at once', () => {
+    for (let i = 0; i < 64; i++) analytics.hooks.onRequest?.(record('batch-d.test', `/${i}`));
+    expect(analytics.collector.get('batch-d.test')?.page_views_1m).toBe(64);
+  });
+});
+
 describe('analytics hooks', () => {
   it('injects the script tag into HTML (identity and gzip) and drops Content-Length', async () => {
     const res = await get('/', 'site.test');
