@@ -202,12 +202,18 @@ function parseWrk(out, port) {
  * varies the rest of the path and the client IP. Returns, per daemon,
  * req/s, p99 and CPU µs per request.
  */
-async function pairRound(a, b, prefix, seconds) {
+async function pairRound(a, b, prefix, seconds, retry = true) {
   const cpu0 = [cpuMicros(a.pid), cpuMicros(b.pid)];
   const [outA, outB] = await Promise.all([wrkRun(a.port, prefix, seconds), wrkRun(b.port, prefix, seconds)]);
   const cpu1 = [cpuMicros(a.pid), cpuMicros(b.pid)];
   const ra = parseWrk(outA, a.port);
   const rb = parseWrk(outB, b.port);
+  if (!(ra.requests > 0 && rb.requests > 0 && ra.rps > 0 && rb.rps > 0)) {
+    // A window wrk could not measure (seen once in ~100): say so, and measure it again once.
+    console.error(`  ! unreadable wrk output, ${retry ? 'measuring again' : 'giving up'}:\n${outA}\n${outB}`);
+    if (retry) return pairRound(a, b, prefix, seconds, false);
+    throw new Error('wrk gave no numbers twice');
+  }
   return [
     { ...ra, cpu: (cpu1[0] - cpu0[0]) / ra.requests },
     { ...rb, cpu: (cpu1[1] - cpu0[1]) / rb.requests },
