@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Reader, type Response } from 'mmdb-lib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CountryLookup } from './collector.js';
 import { AnalyticsError } from './errors.js';
 import { defaultGeoipPath, openCountryLookup, parseIPv4 } from './geoip.js';
@@ -331,6 +331,30 @@ describe('GeoIP country lookup on written databases', () => {
     );
     return file;
   }
+
+  it('a database with more distinct records than a country one (a City database) is not flattened: same answers through the reader', async () => {
+    // The written file has ~5,600 distinct records; a limit of 1,000 makes it "too many".
+    const file = await writeDatabase(24, 6, false);
+    const reader = new Reader<Response>(readFileSync(file));
+    const size = 2 ** (32 - BITS);
+    const ips = Array.from({ length: Math.ceil(NETWORKS / 3) }, (_, k) => ipv4(3 * k * size + 1));
+    const get = vi.spyOn(Reader.prototype, 'get');
+    try {
+      // Flattened (the default limit): lookups never call the reader.
+      const flat = await openCountryLookup(file);
+      get.mockClear();
+      ips.forEach((ip, k) => expect(flat(ip, hashString(ip))).toBe(expected(3 * k)));
+      expect(get).not.toHaveBeenCalled();
+      // Not flattened: every IPv4 lookup goes through the reader, with the same answers.
+      const lookup = await openCountryLookup(file, { maxFlattenRecords: 1000 });
+      get.mockClear();
+      ips.forEach((ip, k) => expect(lookup(ip, hashString(ip))).toBe(expected(3 * k)));
+      expect(get).toHaveBeenCalledTimes(ips.length);
+    } finally {
+      get.mockRestore();
+    }
+    expect(disagreements(await openCountryLookup(file, { maxFlattenRecords: 1000 }), reader, ips)).toEqual([]);
+  });
 
   for (const [recordSize, ipVersion, straddle] of [
     [24, 4, false],
