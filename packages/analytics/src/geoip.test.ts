@@ -343,12 +343,12 @@ describe('GeoIP country lookup on written databases', () => {
       // Flattened (the default limit): lookups never call the reader.
       const flat = await openCountryLookup(file);
       get.mockClear();
-      ips.forEach((ip, k) => expect(flat(ip, hashString(ip))).toBe(expected(3 * k)));
+      for (const [k, ip] of ips.entries()) expect(flat(ip, hashString(ip))).toBe(expected(3 * k));
       expect(get).not.toHaveBeenCalled();
       // Not flattened: every IPv4 lookup goes through the reader, with the same answers.
       const lookup = await openCountryLookup(file, { maxFlattenRecords: 1000 });
       get.mockClear();
-      ips.forEach((ip, k) => expect(lookup(ip, hashString(ip))).toBe(expected(3 * k)));
+      for (const [k, ip] of ips.entries()) expect(lookup(ip, hashString(ip))).toBe(expected(3 * k));
       expect(get).toHaveBeenCalledTimes(ips.length);
     } finally {
       get.mockRestore();
