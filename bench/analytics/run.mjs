@@ -321,13 +321,7 @@ const LOADS = [
   ['html page', '/p/'],
   ['site mix', '/m/'],
 ];
-// A crossover per round: a fresh pair of daemons X and Y, X with analytics on
-// and Y off for every load, then both Proxyfiles swapped and reloaded (same
-// processes) and every load again. A process keeps its own speed for its
-// lifetime (JIT and memory-layout luck: two identical daemons differ by up to
-// ±15 % from one pair to the next), and in the product of the two phases'
-// on/off ratios, (X_on/Y_off) × (Y_on/X_off), each process's factor cancels:
-// its square root is the round's on/off ratio.
+// The crossover described at the top: per round, X on / Y off, then swapped by reload.
 const results = Object.fromEntries(LOADS.map(([load]) => [load, []]));
 let x;
 let y;

@@ -22,9 +22,9 @@ export function defaultGeoipPath(): string {
 /** Entries of the direct-mapped lookup cache (indexed by the IP hash). */
 const CACHE_SLOTS = 4096;
 /**
- * Countries kept by data pointer (the IPv4 fast path), and records kept by data
- * offset inside mmdb-lib (the `reader.get` path); a country database has a few
- * hundred distinct records. Past the limit the map is emptied and refilled.
+ * Records mmdb-lib keeps decoded (by data offset) for `reader.get`; a country
+ * database has a few hundred distinct ones. Past the limit the map is emptied
+ * and refilled.
  */
 const RECORD_CACHE_LIMIT = 4096;
 
@@ -147,9 +147,8 @@ function ipv4Countries(
   const records = new Float64Array(66);
   const prefixes = new Float64Array(66);
   const depths = new Uint8Array(66);
-  let top = 0;
   records[0] = start;
-  top = 1;
+  let top = 1;
   while (top > 0) {
     top--;
     const record = records[top] as number;

@@ -21,8 +21,8 @@ export class HyperLogLog {
 
   /** @param precision register index bits, 4..16 (default {@link HLL_PRECISION}) */
   constructor(precision = HLL_PRECISION) {
-    this.#p = precision;
     if (!Number.isInteger(precision) || precision < 4 || precision > 16) throw new RangeError(`precision ${precision}`);
+    this.#p = precision;
     const m = 1 << precision;
     this.#m = m;
     this.#registers = new Uint8Array(((m * REGISTER_BITS) >> 3) + 1);

@@ -539,10 +539,7 @@ function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes: Incomi
 
 /** A small upstream body being collected for `DataPlaneHooks.rewriteBody`. */
 class WholeBody {
-  /** The first chunk; the rest, if any, in `more` (a small body usually comes in one). */
-  first: Buffer | null = null;
-  more: Buffer[] | null = null;
-  bytes = 0;
+  readonly chunks: Buffer[] = [];
 
   constructor(
     readonly exchange: Exchange,
@@ -554,7 +551,6 @@ class WholeBody {
 
 const kWholeBody = Symbol('proxyd.wholeBody');
 type WholeBodySource = IncomingMessage & { [kWholeBody]?: WholeBody };
-const EMPTY = Buffer.alloc(0);
 
 /**
  * Collects a small upstream body (its Content-Length is at most
@@ -575,11 +571,7 @@ function rewriteWhole(
 }
 
 function collectWholeBody(this: WholeBodySource, chunk: Buffer): void {
-  const whole = this[kWholeBody] as WholeBody;
-  whole.bytes += chunk.length;
-  if (whole.first === null) whole.first = chunk;
-  else if (whole.more === null) whole.more = [chunk];
-  else whole.more.push(chunk);
+  (this[kWholeBody] as WholeBody).chunks.push(chunk);
 }
 
 function sendWholeBody(this: WholeBodySource): void {
@@ -587,9 +579,9 @@ function sendWholeBody(this: WholeBodySource): void {
   const { exchange, headers } = whole;
   const res = exchange.res;
   if (exchange.aborted || res.destroyed) return;
-  const collected =
-    whole.more === null ? (whole.first ?? EMPTY) : Buffer.concat([whole.first as Buffer, ...whole.more], whole.bytes);
-  const body = applyRewrite(whole.rewrite, collected);
+  // A small body usually comes in one chunk: rewritten as it is, not copied first.
+  const chunks = whole.chunks;
+  const body = applyRewrite(whole.rewrite, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
   headers['content-length'] = String(body.length);
   res.writeHead(whole.status, headers);
   res.end(body);
