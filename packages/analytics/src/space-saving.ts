@@ -23,7 +23,9 @@ const BUCKET_MAX = 0xffff_ffff;
  * come out in order with counts within a few % (space-saving.test.ts). `top`
  * ranks and reports the lower bound. A key not tracked has counted at most
  * its bucket's value, which is below the smallest tracked count. Update is
- * O(1) for a tracked key, O(key length + capacity) for any other.
+ * O(1) for a tracked key, O(key length) for one that stays in its bucket,
+ * and O(key length + capacity) when the smallest tracked count must be found
+ * again (after that slot was counted or replaced).
  */
 export class SpaceSaving {
   readonly #capacity: number;
@@ -33,6 +35,12 @@ export class SpaceSaving {
   readonly #counts: Float64Array;
   /** The filter: upper bounds of what keys not tracked have counted, by hash. */
   readonly #buckets: Uint32Array;
+  /**
+   * The first slot with the smallest count, or -1 when not known. Counts only
+   * grow, so it stays right until that slot itself is counted or replaced;
+   * a key not tracked then costs no scan of the table (most of a long tail).
+   */
+  #minSlot = -1;
 
   /**
    * @param capacity the number of keys tracked
@@ -53,6 +61,7 @@ export class SpaceSaving {
     const slot = this.#index.get(key);
     if (slot !== undefined) {
       this.#counts[slot] = (this.#counts[slot] as number) + 1;
+      if (slot === this.#minSlot) this.#minSlot = -1;
       return;
     }
     const counts = this.#counts;
@@ -65,8 +74,12 @@ export class SpaceSaving {
       target = this.#keys.length;
       this.#keys.push('');
     } else {
-      target = 0;
-      for (let i = 1; i < capacity; i++) if ((counts[i] as number) < (counts[target] as number)) target = i;
+      target = this.#minSlot;
+      if (target < 0) {
+        target = 0;
+        for (let i = 1; i < capacity; i++) if ((counts[i] as number) < (counts[target] as number)) target = i;
+        this.#minSlot = target;
+      }
       const min = counts[target] as number;
       if (filtered + 1 < min) {
         if (filtered < BUCKET_MAX) buckets[bucket] = filtered + 1;
@@ -83,6 +96,7 @@ export class SpaceSaving {
     this.#index.set(key, target);
     counts[target] = filtered + 1;
     counts[capacity + target] = filtered;
+    this.#minSlot = -1;
   }
 
   /** The `n` keys with the highest counts, highest first (ties by key). */
