@@ -19,7 +19,7 @@ export function defaultGeoipPath(): string {
   );
 }
 
-/** Entries of the direct-mapped lookup cache (indexed by the IP hash). */
+/** Entries of the direct-mapped cache of `reader.get` lookups (indexed by the IP hash). */
 const CACHE_SLOTS = 4096;
 /**
  * Records mmdb-lib keeps decoded (by data offset) for `reader.get`; a country
@@ -86,13 +86,14 @@ type IPv4Countries = (address: number) => string | null;
  * `::/96`, so its start node is found by following 96 zero bits from the
  * root; an IPv4 tree starts at node 0. Every leaf becomes a range (its first
  * address and a country index), neighbours of the same country merge, and a
- * table by the top 16 bits points into the ranges. A lookup reads the table,
- * then a binary search over the few ranges of that /16: a handful of cache
- * lines, where walking the tree per request touched up to 32 nodes spread over
- * the 8 MB file (each a likely cache miss). `countryOf(address)` decodes
+ * table by the top 16 bits gives the country of a /16 that one range covers,
+ * else the ranges to search. A lookup reads the table, then for ~20 % of the
+ * /16s a binary search over the few ranges of that /16: one to a handful of
+ * cache lines, where walking the tree per request touched up to 32 nodes spread
+ * over the 8 MB file (each a likely cache miss). `countryOf(address)` decodes
  * the record of a leaf's first address (with mmdb-lib), once per distinct
  * data pointer. The embedded database flattens to 355,814 ranges (2.1 MB
- * plus the 256 KB table) in ~70–120 ms at start. null when the file has more
+ * plus a 512 KB table by /16) in ~70–120 ms at start. null when the file has more
  * than `maxRecords` distinct records or {@link MAX_FLATTEN_LEAVES} leaves: it
  * is not a country database, and decoding every record would take long.
  */
@@ -172,25 +173,39 @@ function ipv4Countries(
   return lookupTable(starts, codes, names);
 }
 
-/** Sorted ranges with a /16 index: the country of an address. */
+/**
+ * Sorted ranges with a /16 index: the country of an address. `slash16`
+ * holds two entries per /16: the first and last range that can hold its
+ * addresses, or, when one range covers the whole /16 (~80 % of them in the
+ * embedded database), `-1 - country` and 0, so most lookups read one cache
+ * line and search nothing.
+ */
 function lookupTable(starts: number[], codes: number[], names: Array<string | null>): IPv4Countries {
   const first = Uint32Array.from(starts);
-  // Two-letter codes (and null) number at most 677: a 16-bit index.
+  // Two-letter codes (and null) number at most 677 in a country database (maxRecords bounds any other): ≤ 16 bits.
   const country = Uint16Array.from(codes);
-  // top[h] = the first range starting at or after h << 16 (top[65536] = the range count).
-  const top = new Uint32Array(65_537);
+  const slash16 = new Int32Array(2 * 65_536);
+  // The last range starting at or before each /16's first address (the first range starts at 0.0.0.0:
+  // the tree's leftmost leaf), and the last starting before the next /16.
   let i = 0;
-  for (let h = 0; h <= 65_536; h++) {
+  for (let h = 0; h < 65_536; h++) {
     const from = h * 65_536;
-    while (i < first.length && (first[i] as number) < from) i++;
-    top[h] = i;
+    while (i + 1 < first.length && (first[i + 1] as number) <= from) i++;
+    let last = i;
+    while (last + 1 < first.length && (first[last + 1] as number) < from + 65_536) last++;
+    if (last === i) {
+      slash16[2 * h] = -1 - (country[i] as number);
+    } else {
+      slash16[2 * h] = i;
+      slash16[2 * h + 1] = last;
+    }
   }
   return (address) => {
-    const h = address >>> 16;
-    // The last range starting at or before the address is in [top[h] - 1, top[h + 1] - 1]
-    // (the first range starts at 0.0.0.0: the tree's leftmost leaf).
-    let lo = Math.max((top[h] as number) - 1, 0);
-    let hi = (top[h + 1] as number) - 1;
+    const at = (address >>> 16) << 1;
+    let lo = slash16[at] as number;
+    if (lo < 0) return names[-1 - lo] as string | null;
+    // The last range starting at or before the address, in [lo, hi].
+    let hi = slash16[at + 1] as number;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
       if ((first[mid] as number) <= address) lo = mid;
@@ -256,9 +271,9 @@ function dottedQuad(address: number): string {
  * allocating and looked up in the ranges flattened from the search tree at
  * open (see {@link ipv4Countries}); mmdb-lib's `reader.get` decoded each
  * distinct record once for them. Anything else (IPv6, IPv4-mapped, `01.2.3.4`,
- * garbage) goes to `reader.get` and gets whatever it answers. A 4096-slot
- * direct-mapped cache keyed by the IP string (slot from the IP hash) answers
- * repeat visitors before either. A database that is not flattened (more than
+ * garbage) goes to `reader.get` and gets whatever it answers; for those, a
+ * 4096-slot direct-mapped cache keyed by the IP string (slot from the IP hash)
+ * answers repeat visitors first. A database that is not flattened (more than
  * `maxFlattenRecords`, default {@link MAX_FLATTEN_RECORDS}, distinct records:
  * e.g. a City database given as `geoip_db`) answers IPv4 through `reader.get`
  * too (~0.7 µs a lookup instead of ~0.2).
@@ -292,13 +307,18 @@ export async function openCountryLookup(
   } catch (err) {
     throw new AnalyticsError('ANALYTICS_GEOIP_UNREADABLE', `${file}: ${(err as Error).message}`);
   }
-  const ips: Array<string | undefined> = new Array(CACHE_SLOTS);
+  // The cache serves `reader.get` only: the flattened ranges answer about as fast as
+  // a cache hit, and caching their IPs would keep a string alive per request (GC work).
+  const ips: Array<string | undefined> = new Array(CACHE_SLOTS).fill(undefined);
   const countries: Array<string | null> = new Array(CACHE_SLOTS).fill(null);
   return (ip, ipHash) => {
+    if (ipv4 !== null) {
+      const address = parseIPv4(ip);
+      if (address >= 0) return ipv4(address);
+    }
     const slot = ipHash & (CACHE_SLOTS - 1);
     if (ips[slot] === ip) return countries[slot] as string | null;
-    const address = parseIPv4(ip);
-    const country = address < 0 || ipv4 === null ? decodeWith(reader, ip) : ipv4(address);
+    const country = decodeWith(reader, ip);
     ips[slot] = ip;
     countries[slot] = country;
     return country;
