@@ -2,7 +2,7 @@
 // memory of the collectors, in one run.
 //
 //   node bench/analytics/run.mjs          (or: pnpm bench analytics)
-//   ROUNDS=9 DURATION=3 VERBOSE=1 node bench/analytics/run.mjs
+//   ROUNDS=9 DURATION=3 VERBOSE=1 LOADS=html,mix node bench/analytics/run.mjs
 //
 // Throughput: two built proxyd processes whose Proxyfiles differ only in
 // `analytics off` (which stops counting, injection and the reserved paths, so
@@ -316,11 +316,12 @@ function stop(daemon) {
   });
 }
 
+// LOADS=html (or text, mix; comma-separated) runs only those loads.
 const LOADS = [
   ['small text', '/t/'],
   ['html page', '/p/'],
   ['site mix', '/m/'],
-];
+].filter(([load]) => !process.env.LOADS || process.env.LOADS.split(',').some((w) => load.includes(w)));
 // The crossover described at the top: per round, X on / Y off, then swapped by reload.
 const results = Object.fromEntries(LOADS.map(([load]) => [load, []]));
 let x;

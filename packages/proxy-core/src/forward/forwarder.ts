@@ -68,6 +68,8 @@ interface Exchange {
   /** The client went away before the response finished. */
   aborted: boolean;
   released: boolean;
+  /** A small body being collected for `DataPlaneHooks.rewriteBody`, or null. */
+  whole: WholeBody | null;
 }
 
 type Emitter = { [kExchange]?: Exchange };
@@ -222,6 +224,7 @@ export class HttpForwarder implements Forwarder {
       drainHooked: false,
       aborted: false,
       released: false,
+      whole: null,
     };
     this.#proxy.web(req, res, { target: member.target, exchange } as never);
   }
@@ -542,21 +545,19 @@ class WholeBody {
   readonly chunks: Buffer[] = [];
 
   constructor(
-    readonly exchange: Exchange,
     readonly status: number,
     readonly headers: IncomingHttpHeaders,
     readonly rewrite: (body: Buffer) => Buffer,
   ) {}
 }
 
-const kWholeBody = Symbol('proxyd.wholeBody');
-type WholeBodySource = IncomingMessage & { [kWholeBody]?: WholeBody };
-
 /**
  * Collects a small upstream body (its Content-Length is at most
  * {@link SMALL_BODY_BYTES}), rewrites it whole and sends head and body in
  * one write with the new Content-Length. Listeners are module functions (no
- * closure per response); a one-chunk body is not copied before the rewrite.
+ * closure per response) that reach the state through the exchange, as the
+ * pump does, so no property is added to Node's IncomingMessage. A one-chunk
+ * body is not copied before the rewrite.
  */
 function rewriteWhole(
   exchange: Exchange,
@@ -565,18 +566,20 @@ function rewriteWhole(
   headers: IncomingHttpHeaders,
   rewrite: (body: Buffer) => Buffer,
 ): void {
-  (proxyRes as WholeBodySource)[kWholeBody] = new WholeBody(exchange, status, headers, rewrite);
+  exchange.whole = new WholeBody(status, headers, rewrite);
   proxyRes.on('data', collectWholeBody);
   proxyRes.on('end', sendWholeBody);
 }
 
-function collectWholeBody(this: WholeBodySource, chunk: Buffer): void {
-  (this[kWholeBody] as WholeBody).chunks.push(chunk);
+function collectWholeBody(this: IncomingMessage & { req?: Emitter }, chunk: Buffer): void {
+  this.req?.[kExchange]?.whole?.chunks.push(chunk);
 }
 
-function sendWholeBody(this: WholeBodySource): void {
-  const whole = this[kWholeBody] as WholeBody;
-  const { exchange, headers } = whole;
+function sendWholeBody(this: IncomingMessage & { req?: Emitter }): void {
+  const exchange = this.req?.[kExchange];
+  const whole = exchange?.whole;
+  if (exchange === undefined || !whole) return;
+  const { headers } = whole;
   const res = exchange.res;
   if (exchange.aborted || res.destroyed) return;
   // A small body usually comes in one chunk: rewritten as it is, not copied first.
