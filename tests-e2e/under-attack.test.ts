@@ -101,7 +101,9 @@ describe('under_attack in a real browser (Chromium)', () => {
       body: 'token=a.b.c.d&counter=1',
     });
     expect(badSolution.status).toBe(403);
-    expect(hits.length).toBe(before);
-    expect(hits.some((h) => h.startsWith('/plain'))).toBe(false);
+    // None of these requests reached the upstream. (Only their paths are checked: a favicon request
+    // of the browser tests above can still land after their context closed.)
+    const sent = (h: string) => h.startsWith('/plain') || h.startsWith('/_proxyd/');
+    expect(hits.slice(before).filter(sent)).toEqual([]);
   });
 });
