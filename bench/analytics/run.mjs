@@ -19,7 +19,9 @@
 // and memory-layout luck of each process). Both are larger than the effect
 // measured. Tried and dropped: alternating windows of two daemons (the first
 // version of this bench) and one daemon switched on and off by reload in
-// ABBA windows (pairs of adjacent windows scattered from -11 % to +35 %).
+// ABBA windows (pairs of adjacent windows scattered from -11 % to +35 %),
+// and each daemon of a pair on its own core with its own wrk (the two phases
+// of a round disagreed by up to 30 points).
 // What is used: a crossover per round. A fresh pair of daemons X and Y is
 // loaded AT THE SAME TIME, one wrk each, both saturating the one core they
 // share (so both see the same machine at the same moment, and each one's
