@@ -89,6 +89,17 @@ describe('findClosingTag', () => {
     expect(findClosingTag(Buffer.from('<body><plaintext></body></plaintext></body>'))).toBe(-1);
   });
 
+  it('starts every document afresh, whatever state the previous one ended in', () => {
+    // Each of these ends inside something that would hide a closing tag if its state were kept.
+    const unfinished = ['<plaintext>', '<!-- ', '<script>', '<title>', '<p class="', '<![CDATA[', '<!doctype ', '</hea'];
+    for (const before of unfinished) {
+      expect(findClosingTag(Buffer.from(before))).toBe(-1);
+      expect(findClosingTag(Buffer.from('<head></head>'))).toBe(6);
+    }
+    expect(findClosingTag(Buffer.from('<p></body>'))).toBe(3);
+    expect(findClosingTag(Buffer.from('xx</head>'))).toBe(2);
+  });
+
   for (const [name, doc] of Object.entries(TRAPS)) {
     it(`skips closing tags hidden in: ${name}, whatever the chunking`, async () => {
       const { input, want } = expectInjected(doc);
