@@ -91,7 +91,16 @@ describe('findClosingTag', () => {
 
   it('starts every document afresh, whatever state the previous one ended in', () => {
     // Each of these ends inside something that would hide a closing tag if its state were kept.
-    const unfinished = ['<plaintext>', '<!-- ', '<script>', '<title>', '<p class="', '<![CDATA[', '<!doctype ', '</hea'];
+    const unfinished = [
+      '<plaintext>',
+      '<!-- ',
+      '<script>',
+      '<title>',
+      '<p class="',
+      '<![CDATA[',
+      '<!doctype ',
+      '</hea',
+    ];
     for (const before of unfinished) {
       expect(findClosingTag(Buffer.from(before))).toBe(-1);
       expect(findClosingTag(Buffer.from('<head></head>'))).toBe(6);
