@@ -3,6 +3,7 @@
 //
 //   node bench/analytics/run.mjs          (or: pnpm bench analytics)
 //   ROUNDS=9 DURATION=3 VERBOSE=1 LOADS=html,mix node bench/analytics/run.mjs
+//   METHOD=alone [NULL=1] [PAIRS=6] node bench/analytics/run.mjs   (one daemon alone, see runAlone)
 //
 // Throughput: two built proxyd processes whose Proxyfiles differ only in
 // `analytics off` (which stops counting, injection and the reserved paths, so
@@ -324,6 +325,116 @@ const LOADS = [
   ['html page', '/p/'],
   ['site mix', '/m/'],
 ].filter(([load]) => !process.env.LOADS || process.env.LOADS.split(',').some((w) => load.includes(w)));
+/** POST /reload, waiting out the admin API's reload rate limit (429 with `retry_after` seconds). */
+async function reloadNow(daemon) {
+  for (;;) {
+    const res = await fetch(`http://127.0.0.1:${daemon.adminPort}/reload`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer bench' },
+    });
+    const body = await res.json();
+    if (res.status === 200) return;
+    if (typeof body.retry_after !== 'number') throw new Error(`POST /reload: ${res.status} ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, body.retry_after * 1000));
+  }
+}
+
+/** Requests and CPU (µs) of one daemon loaded alone for `seconds`. */
+async function aloneWindow(daemon, prefix, seconds) {
+  const cpu0 = cpuMicros(daemon.pid);
+  const out = await wrkRun(daemon.port, prefix, seconds);
+  const cpu = cpuMicros(daemon.pid) - cpu0;
+  const r = parseWrk(out, daemon.port);
+  if (!(r.requests > 0)) throw new Error(`unreadable wrk output:\n${out}`);
+  return { requests: r.requests, cpu };
+}
+
+/**
+ * METHOD=alone: one fresh daemon per round, alone on its core (as a user
+ * runs it), switched between analytics on and off by POST /reload between
+ * windows of DURATION seconds, in the order on,off,off,on,on,off,… (PAIRS
+ * pairs per load; each window after a switch is preceded by one unmeasured
+ * second, so the code paths the switch left cold are warm again). The same
+ * process is compared with itself, so its lifetime luck cancels; adjacent
+ * windows see nearly the same machine. A round's ratio is its on requests
+ * over its off requests; the median over rounds is reported. NULL=1 reloads
+ * `analytics off` for both states: the noise floor of the method.
+ */
+async function runAlone() {
+  const PAIRS = Number(process.env.PAIRS ?? 6);
+  const nullRun = process.env.NULL === '1';
+  const rounds = Object.fromEntries(LOADS.map(([load]) => [load, []]));
+  let daemon;
+  for (let r = 0; r < ROUNDS; r++) {
+    if (daemon) await stop(daemon);
+    daemon = await proxyd('z', false, r);
+    for (const [load, prefix] of LOADS) {
+      const sum = { on: { requests: 0, cpu: 0 }, off: { requests: 0, cpu: 0 } };
+      for (let i = 0; i < PAIRS; i++) {
+        for (const state of i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
+          daemon.write(nullRun || state === 'off');
+          await reloadNow(daemon);
+          if ((await injects(daemon)) !== (!nullRun && state === 'on'))
+            throw new Error('injection is not what the Proxyfile says');
+          await wrkRun(daemon.port, prefix, i === 0 && state === 'on' ? WARMUP : 1);
+          const w = await aloneWindow(daemon, prefix, DURATION);
+          sum[state].requests += w.requests;
+          sum[state].cpu += w.cpu;
+        }
+      }
+      const round = {
+        ratio: sum.on.requests / sum.off.requests,
+        on: { rps: sum.on.requests / (PAIRS * DURATION), cpu: sum.on.cpu / sum.on.requests },
+        off: { rps: sum.off.requests / (PAIRS * DURATION), cpu: sum.off.cpu / sum.off.requests },
+      };
+      rounds[load].push(round);
+      if (process.env.VERBOSE) console.error(`  ${load} round ${r + 1}: on/off ${round.ratio.toFixed(3)}`);
+    }
+  }
+  // The last window was counted only if it was `on`: page views move with the Proxyfile.
+  daemon.write(true);
+  await reloadNow(daemon);
+  const before = (await admin(daemon, 'GET', '/analytics'))[0]?.page_views_60m;
+  await aloneWindow(daemon, '/t/', 1);
+  const after = (await admin(daemon, 'GET', '/analytics'))[0]?.page_views_60m;
+  if (!nullRun && !(before > 0)) throw new Error('the analytics-on windows counted nothing');
+  if (before !== after) throw new Error(`an analytics-off window counted requests (${before} -> ${after})`);
+  const median = (values) => {
+    const v = [...values].sort((a, b) => a - b);
+    const mid = v.length >> 1;
+    return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  };
+  console.log(
+    `METHOD=alone${nullRun ? ' NULL=1 (both states analytics off: the noise floor)' : ''}: rounds=${ROUNDS} (a fresh daemon each, alone on core ${PROXY_CORE}) pairs=${PAIRS} windows of ${DURATION}s, connections=${CONNECTIONS}`,
+  );
+  console.log('load          on req/s  off req/s  on/off   loss   CPU µs/req on/off   per-round on/off');
+  for (const [load] of LOADS) {
+    const rs = rounds[load];
+    const ratio = median(rs.map((x) => x.ratio));
+    console.log(
+      [
+        load.padEnd(12),
+        median(rs.map((x) => x.on.rps))
+          .toFixed(0)
+          .padStart(9),
+        median(rs.map((x) => x.off.rps))
+          .toFixed(0)
+          .padStart(10),
+        ratio.toFixed(3).padStart(7),
+        `${((1 - ratio) * 100).toFixed(1)} %`.padStart(7),
+        `${median(rs.map((x) => x.on.cpu)).toFixed(1)} / ${median(rs.map((x) => x.off.cpu)).toFixed(1)}`.padStart(19),
+        `  ${rs.map((x) => x.ratio.toFixed(3)).join(' ')}`,
+      ].join(' '),
+    );
+  }
+  console.log('goal: loss <= 5 % (loss = 1 - on/off, the median of per-round ratios)');
+}
+
+if (process.env.METHOD === 'alone') {
+  await runAlone();
+  process.exit(0);
+}
+
 // The crossover described at the top: per round, X on / Y off, then swapped by reload.
 const results = Object.fromEntries(LOADS.map(([load]) => [load, []]));
 let x;
