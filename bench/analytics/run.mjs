@@ -325,6 +325,29 @@ const LOADS = [
   ['html page', '/p/'],
   ['site mix', '/m/'],
 ].filter(([load]) => !process.env.LOADS || process.env.LOADS.split(',').some((w) => load.includes(w)));
+/** The median: a round disturbed by other load on the machine does not move it. */
+function median(values) {
+  const v = [...values].sort((x, y) => x - y);
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+/** The first cells of a result line: load, on and off req/s, on/off and loss (medians over rounds). */
+function ratioCells(load, rounds) {
+  const ratio = median(rounds.map((x) => x.ratio));
+  return [
+    load.padEnd(12),
+    median(rounds.map((x) => x.on.rps))
+      .toFixed(0)
+      .padStart(9),
+    median(rounds.map((x) => x.off.rps))
+      .toFixed(0)
+      .padStart(10),
+    ratio.toFixed(3).padStart(7),
+    `${((1 - ratio) * 100).toFixed(1)} %`.padStart(7),
+  ];
+}
+
 /** POST /reload, waiting out the admin API's reload rate limit (429 with `retry_after` seconds). */
 async function reloadNow(daemon) {
   for (;;) {
@@ -399,29 +422,15 @@ async function runAlone() {
   const after = (await admin(daemon, 'GET', '/analytics'))[0]?.page_views_60m;
   if (!nullRun && !(before > 0)) throw new Error('the analytics-on windows counted nothing');
   if (before !== after) throw new Error(`an analytics-off window counted requests (${before} -> ${after})`);
-  const median = (values) => {
-    const v = [...values].sort((a, b) => a - b);
-    const mid = v.length >> 1;
-    return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-  };
   console.log(
     `METHOD=alone${nullRun ? ' NULL=1 (both states analytics off: the noise floor)' : ''}: rounds=${ROUNDS} (a fresh daemon each, alone on core ${PROXY_CORE}) pairs=${PAIRS} windows of ${DURATION}s, connections=${CONNECTIONS}`,
   );
   console.log('load          on req/s  off req/s  on/off   loss   CPU µs/req on/off   per-round on/off');
   for (const [load] of LOADS) {
     const rs = rounds[load];
-    const ratio = median(rs.map((x) => x.ratio));
     console.log(
       [
-        load.padEnd(12),
-        median(rs.map((x) => x.on.rps))
-          .toFixed(0)
-          .padStart(9),
-        median(rs.map((x) => x.off.rps))
-          .toFixed(0)
-          .padStart(10),
-        ratio.toFixed(3).padStart(7),
-        `${((1 - ratio) * 100).toFixed(1)} %`.padStart(7),
+        ...ratioCells(load, rs),
         `${median(rs.map((x) => x.on.cpu)).toFixed(1)} / ${median(rs.map((x) => x.off.cpu)).toFixed(1)}`.padStart(19),
         `  ${rs.map((x) => x.ratio.toFixed(3)).join(' ')}`,
       ].join(' '),
@@ -479,31 +488,16 @@ await pairRound(y, x, '/t/', 1); // x is off now
 const after = (await admin(x, 'GET', '/analytics'))[0]?.page_views_60m;
 if (!counted || before !== after) throw new Error(`counting is not what the Proxyfiles say (${before} -> ${after})`);
 
-// Medians over rounds: a round disturbed by other load on the machine does not move them.
-const median = (values) => {
-  const v = [...values].sort((x, y) => x - y);
-  const mid = v.length >> 1;
-  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-};
 console.log(
   `rounds=${ROUNDS} (a fresh pair of daemons each) warm-up=${WARMUP}s duration=${DURATION}s connections=${CONNECTIONS} per daemon, both loaded at once, proxy core=${PROXY_CORE}`,
 );
 console.log('load          on req/s  off req/s  on/off   loss   p99 on/off ms   CPU µs/req on/off   extra CPU');
 for (const [load] of LOADS) {
   const rounds = results[load];
-  const ratio = median(rounds.map((x) => x.ratio));
   const extra = (median(rounds.map((x) => x.cpuRatio)) - 1) * 100;
   console.log(
     [
-      load.padEnd(12),
-      median(rounds.map((x) => x.on.rps))
-        .toFixed(0)
-        .padStart(9),
-      median(rounds.map((x) => x.off.rps))
-        .toFixed(0)
-        .padStart(10),
-      ratio.toFixed(3).padStart(7),
-      `${((1 - ratio) * 100).toFixed(1)} %`.padStart(7),
+      ...ratioCells(load, rounds),
       `${median(rounds.map((x) => x.on.p99)).toFixed(1)} / ${median(rounds.map((x) => x.off.p99)).toFixed(1)}`.padStart(
         15,
       ),
