@@ -99,24 +99,6 @@ export class ClosingTagFinder {
   #brackets = 0;
   #match = -1;
 
-  /** Back to the state of a new finder (before any byte), so one instance can search document after document. */
-  reset(): void {
-    this.#state = DATA;
-    this.#offset = 0;
-    this.#tagStart = 0;
-    this.#endTag = false;
-    this.#nameLength = 0;
-    this.#rawOpen = null;
-    this.#raw = PLAINTEXT_NAME;
-    this.#rawIndex = 0;
-    this.#declIndex = 0;
-    this.#declCdata = false;
-    this.#dashes = 0;
-    this.#bang = false;
-    this.#brackets = 0;
-    this.#match = -1;
-  }
-
   /** Bytes fed so far. */
   get offset(): number {
     return this.#offset;
@@ -352,9 +334,5 @@ export class ClosingTagFinder {
  * matched (its end is not seen).
  */
 export function findClosingTag(data: Uint8Array): number {
-  // One finder for every whole document: `feed` runs to completion synchronously, so no two searches overlap.
-  wholeDocumentFinder.reset();
-  return wholeDocumentFinder.feed(data);
+  return new ClosingTagFinder().feed(data);
 }
-
-const wholeDocumentFinder = new ClosingTagFinder();
