@@ -301,7 +301,7 @@ async function admin(daemon, method, route) {
 /** Rewrites a daemon's Proxyfile with analytics on or off and reloads it (POST /reload). */
 async function switchAnalytics(daemon, off) {
   daemon.write(off);
-  await admin(daemon, 'POST', '/reload');
+  await reloadNow(daemon);
 }
 
 /** Whether a daemon injects the script now (its Proxyfile says analytics on). */
@@ -395,8 +395,7 @@ async function runAlone() {
       const sum = { on: { requests: 0, cpu: 0 }, off: { requests: 0, cpu: 0 } };
       for (let i = 0; i < PAIRS; i++) {
         for (const state of i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
-          daemon.write(nullRun || state === 'off');
-          await reloadNow(daemon);
+          await switchAnalytics(daemon, nullRun || state === 'off');
           if ((await injects(daemon)) !== (!nullRun && state === 'on'))
             throw new Error('injection is not what the Proxyfile says');
           await wrkRun(daemon.port, prefix, i === 0 && state === 'on' ? WARMUP : 1);
@@ -415,8 +414,7 @@ async function runAlone() {
     }
   }
   // The last window was counted only if it was `on`: page views move with the Proxyfile.
-  daemon.write(true);
-  await reloadNow(daemon);
+  await switchAnalytics(daemon, true);
   const before = (await admin(daemon, 'GET', '/analytics'))[0]?.page_views_60m;
   await aloneWindow(daemon, '/t/', 1);
   const after = (await admin(daemon, 'GET', '/analytics'))[0]?.page_views_60m;
