@@ -289,13 +289,19 @@ ${off ? '\tanalytics off\n' : ''}}
   return { name, port: httpPort, pid: child.pid, child, adminPort, write };
 }
 
-async function admin(daemon, method, route) {
+/** One admin API call: its status and JSON body. */
+async function adminCall(daemon, method, route) {
   const res = await fetch(`http://127.0.0.1:${daemon.adminPort}${route}`, {
     method,
     headers: { authorization: 'Bearer bench' },
   });
-  if (res.status !== 200) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-  return res.json();
+  return { status: res.status, body: await res.json() };
+}
+
+async function admin(daemon, method, route) {
+  const { status, body } = await adminCall(daemon, method, route);
+  if (status !== 200) throw new Error(`${method} ${route}: ${status} ${JSON.stringify(body)}`);
+  return body;
 }
 
 /** Rewrites a daemon's Proxyfile with analytics on or off and reloads it (POST /reload). */
@@ -351,13 +357,9 @@ function ratioCells(load, rounds) {
 /** POST /reload, waiting out the admin API's reload rate limit (429 with `retry_after` seconds). */
 async function reloadNow(daemon) {
   for (;;) {
-    const res = await fetch(`http://127.0.0.1:${daemon.adminPort}/reload`, {
-      method: 'POST',
-      headers: { authorization: 'Bearer bench' },
-    });
-    const body = await res.json();
-    if (res.status === 200) return;
-    if (typeof body.retry_after !== 'number') throw new Error(`POST /reload: ${res.status} ${JSON.stringify(body)}`);
+    const { status, body } = await adminCall(daemon, 'POST', '/reload');
+    if (status === 200) return;
+    if (typeof body.retry_after !== 'number') throw new Error(`POST /reload: ${status} ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, body.retry_after * 1000));
   }
 }
