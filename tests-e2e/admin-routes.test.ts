@@ -228,6 +228,28 @@ describe('admin API flags and logging', () => {
     }
   });
 
+  // Issue 14: the event-loop delay gauges printed `Nan` before their first sample.
+  it('GET /metrics right after start prints no NaN and passes promtool', async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-fresh-metrics-'));
+    const proxyd = await startProxyd({
+      sites: '',
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+      args: ['--state-dir', stateDir],
+    });
+    try {
+      const scrapes = await Promise.all([1, 2, 3].map(() => adminCall(proxyd.adminPort, 'GET', '/metrics')));
+      for (const res of scrapes) {
+        expect(res.status).toBe(200);
+        expect(res.body).not.toMatch(/\bNa[Nn]\b/);
+        const check = spawnSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8' });
+        expect(`${check.stdout}${check.stderr}`.trim()).toBe('');
+      }
+    } finally {
+      await proxyd.stop();
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
   it('--no-metrics answers 404 on GET /metrics', async () => {
     const proxyd = await startProxyd({
       sites: '',

@@ -99,4 +99,18 @@ describe('metrics', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  // Issue 14: right after start the event-loop delay histogram holds no
+  // sample, and prom-client printed its mean and stddev as `Nan`.
+  it('prints no NaN right after start, nor for scrapes closer than the delay sampling interval', async () => {
+    const metrics = createMetrics();
+    const scrapes = await Promise.all([metrics.render(), metrics.render(), metrics.render()]);
+    for (const text of scrapes) expect(text).not.toMatch(/\bNa[Nn]\b/);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const later = await metrics.render();
+    expect(later).not.toMatch(/\bNa[Nn]\b/);
+    const mean = /^nodejs_eventloop_lag_mean_seconds (\S+)$/m.exec(later)?.[1];
+    expect(Number(mean)).toBeGreaterThan(0);
+    expect(Number.isFinite(Number(mean))).toBe(true);
+  });
 });

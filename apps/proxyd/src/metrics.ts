@@ -1,5 +1,6 @@
 import type { RequestRecord, RouteOrigin } from '@proxyd/proxy-core';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { replaceEventLoopDelayGauges } from './event-loop-metrics.js';
 import { RequestMetrics } from './request-metrics.js';
 
 /** Label value of requests no route matched. */
@@ -56,7 +57,9 @@ export interface ProxydMetrics {
  *   count because its domain cap was reached; read from the collector at
  *   each scrape (0 until a source is set).
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
- *   the three `nodejs_active_*_total` gauges (see below).
+ *   the three `nodejs_active_*_total` gauges (see below); the event-loop
+ *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
+ *   scrape with no delay sampled since the previous one, never `Nan`.
  */
 export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
   const maxDomains = options.maxDomains ?? 1000;
@@ -110,6 +113,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     ]) {
       registry.removeSingleMetric(name);
     }
+    replaceEventLoopDelayGauges(registry);
   }
 
   return {
