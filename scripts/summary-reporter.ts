@@ -10,13 +10,16 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const mod of modules) {
+      let failedHere = 0;
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') failedHere++;
         else skipped++;
       }
-      if (mod.state() === 'failed' && mod.children.size === 0) failed++;
+      // A file that failed outside any test (an import, a beforeAll hook)
+      // counts once, whatever its tests' states say.
+      failed += mod.state() === 'failed' && failedHere === 0 ? 1 : failedHere;
     }
     process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   }
