@@ -4,6 +4,8 @@
 //   node bench/proxy/run.mjs            (or: pnpm bench proxy)
 //   ROUNDS=3 DURATION=5 node bench/proxy/run.mjs
 //
+//   BASELINE=../other-checkout BASELINE_NODE=/usr/bin/node ONLY="proxyd,proxyd base" node bench/proxy/run.mjs
+//
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
 // worker); wrk and the upstream (an nginx worker serving two static files)
@@ -313,11 +315,16 @@ const floor = start('node floor', 'taskset', [
 ]);
 await addTarget('node floor', floorPort, floor);
 
-const proxydPort = await freePort();
-const adminPort = await freePort();
-writeFileSync(
-  path.join(dir, 'Proxyfile'),
-  `{
+// proxyd, and optionally a second build of it (BASELINE=<checkout>, run by
+// BASELINE_NODE, default this node) measured in the same alternation: an A/B
+// of two commits or two Node versions in one run.
+async function addProxyd(name, main, node) {
+  const proxydPort = await freePort();
+  const adminPort = await freePort();
+  const confDir = mkdtempSync(path.join(dir, 'proxyd-'));
+  writeFileSync(
+    path.join(confDir, 'Proxyfile'),
+    `{
 \thttp_port ${proxydPort}
 \tadmin 127.0.0.1:${adminPort}
 }
@@ -326,25 +333,35 @@ http://${HOST} {
 \treverse_proxy 127.0.0.1:${upPort}
 }
 `,
-);
-const proxyd = start(
-  'proxyd',
-  'taskset',
-  [
-    '-c',
-    PROXY_CORE,
-    process.execPath,
-    ...(process.env.PROXYD_NODE_ARGS ? process.env.PROXYD_NODE_ARGS.split(' ') : []),
-    PROXYD,
-    'run',
-    '--config',
-    path.join(dir, 'Proxyfile'),
-    '--state-dir',
-    path.join(dir, 'state'),
-  ],
-  { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench' },
-);
-await addTarget('proxyd', proxydPort, proxyd);
+  );
+  const child = start(
+    name,
+    'taskset',
+    [
+      '-c',
+      PROXY_CORE,
+      node,
+      ...(process.env.PROXYD_NODE_ARGS ? process.env.PROXYD_NODE_ARGS.split(' ') : []),
+      main,
+      'run',
+      '--config',
+      path.join(confDir, 'Proxyfile'),
+      '--state-dir',
+      path.join(confDir, 'state'),
+    ],
+    { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench' },
+  );
+  await addTarget(name, proxydPort, child);
+}
+await addProxyd('proxyd', PROXYD, process.env.PROXYD_NODE ?? process.execPath);
+if (process.env.BASELINE) {
+  const main = path.resolve(process.env.BASELINE, 'apps/proxyd/dist/main.js');
+  if (!existsSync(main)) {
+    console.error(`BASELINE: no built daemon at ${main}`);
+    process.exit(2);
+  }
+  await addProxyd('proxyd base', main, process.env.BASELINE_NODE ?? process.execPath);
+}
 
 // --- measure, in alternation ------------------------------------------------
 const chosen = ONLY ? targets.filter((t) => ONLY.includes(t.name)) : targets;
@@ -365,7 +382,7 @@ for (let round = 1; round <= ROUNDS; round++) {
       list.push(r);
       results.set(key, list);
       console.log(
-        `  round ${round} ${file.padEnd(5)} ${t.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  cpu ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs.toFixed(1)} µs/req`,
+        `  round ${round} ${file.padEnd(5)} ${t.name.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  cpu ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs.toFixed(1)} µs/req`,
       );
     }
   }
@@ -403,7 +420,7 @@ for (const [file, label] of [
     const vsCaddy = caddyS ? (s.rps / caddyS.rps).toFixed(2) : '-';
     const vsFloor = floorS ? (s.rps / floorS.rps).toFixed(2) : '-';
     console.log(
-      `${t.name.padEnd(10)} ${s.rps.toFixed(0).padStart(7)}   ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}   ${rss.padStart(11)}   ${vsCaddy.padStart(6)}   ${vsFloor.padStart(6)}   ${Number.isNaN(s.cpuUs) ? '-' : s.cpuUs.toFixed(1)}`,
+      `${t.name.padEnd(11)} ${s.rps.toFixed(0).padStart(7)}   ${s.p50.toFixed(2).padStart(7)}  ${s.p99.toFixed(2).padStart(7)}   ${rss.padStart(11)}   ${vsCaddy.padStart(6)}   ${vsFloor.padStart(6)}   ${Number.isNaN(s.cpuUs) ? '-' : s.cpuUs.toFixed(1)}`,
     );
   }
 }
@@ -420,6 +437,15 @@ for (const file of FILES) {
     parts.push(`p99 ${mean(p.map((r) => r.p99)).toFixed(2)} vs ${mean(c.map((r) => r.p99)).toFixed(2)} ms`);
   }
   if (f) parts.push(`${(mean(p.map((r) => r.rps)) / mean(f.map((r) => r.rps))).toFixed(2)}× floor`);
+  const b = get('proxyd base');
+  if (b) {
+    // Pairwise per round: the two builds ran back to back, so machine drift cancels.
+    const ratios = p.map((r, i) => r.rps / (b[i]?.rps ?? Number.NaN));
+    const cpu = p.map((r, i) => r.cpuUs / (b[i]?.cpuUs ?? Number.NaN));
+    parts.push(
+      `${mean(ratios).toFixed(3)}× base (rounds ${ratios.map((x) => x.toFixed(3)).join(' ')}), CPU/req ${mean(cpu).toFixed(3)}× base`,
+    );
+  }
   console.log(`  ${file === 'small' ? '30 B ' : '100 KB'}: proxyd ${parts.join(', ')}`);
 }
 stopAll();
