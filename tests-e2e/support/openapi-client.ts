@@ -27,7 +27,10 @@ export interface GeneratedClient {
 export async function generateClient(document: unknown, dir: string): Promise<GeneratedClient> {
   // The package's exports map `./*.js` to `./*.mjs`, so locate its bin from package.json.
   const generator = join(dirname(require.resolve('openapi-typescript/package.json')), 'bin', 'cli.js');
-  const tsc = require.resolve('typescript/bin/tsc');
+  // tests-e2e's own TypeScript 6 (openapi-typescript needs the compiler's JS
+  // API, which the repo's native TypeScript 7 does not have); its exports map
+  // has no `./bin/tsc`.
+  const tsc = join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc');
   await writeFile(join(dir, 'openapi.json'), JSON.stringify(document, null, 2));
   await run(process.execPath, [generator, join(dir, 'openapi.json'), '-o', join(dir, 'schema.d.ts')], {
     timeout: 60_000,

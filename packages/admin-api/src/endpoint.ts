@@ -1,5 +1,5 @@
-import type { TSchema } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { AnalyticsPort, CachePort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
 
 /** The HTTP methods the admin API routes. */

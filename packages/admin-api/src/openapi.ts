@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import type { TSchema } from 'typebox';
 import type { Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import * as schemas from './schemas.js';
@@ -87,14 +87,14 @@ function operation(endpoint: Endpoint): Json {
       name,
       in: 'path',
       required: true,
-      description: String(schema.description ?? name),
+      description: String((schema as { description?: unknown }).description ?? name),
       schema: toJson(schema),
     }));
   }
   if (endpoint.body !== undefined) {
     op.requestBody = {
       required: true,
-      description: String(endpoint.body.description ?? 'Request body'),
+      description: String((endpoint.body as { description?: unknown }).description ?? 'Request body'),
       content: { 'application/json': { schema: toJson(endpoint.body, false) } },
     };
   }

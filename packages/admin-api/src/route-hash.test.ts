@@ -57,7 +57,7 @@ describe('route_hash: the documented formula against the real RouteStore behind 
   });
 
   it('the README and the OpenAPI description of route_hash state the same definition', async () => {
-    const description = SnapshotResponse.properties.route_hash.description as string;
+    const description = (SnapshotResponse.properties.route_hash as { description?: string }).description as string;
     expect(description).toMatch(/SHA-256/);
     const prose = (await readme()).replace(/\n>\s*/g, ' ').replace(/\s+/g, ' ');
     expect(prose).toContain(description);

@@ -3,7 +3,7 @@
  * Fastify validates and serializes with them, and `openapi.ts` builds the
  * OpenAPI 3.1 document from them. Every field carries a description.
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from 'typebox';
 
 const DOMAIN_PATTERN =
   '^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$';

@@ -1,5 +1,5 @@
 import type { RequestRecord } from '@proxyd/proxy-core';
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { AnalyticsCollector, type DomainCapReached } from './collector.js';
 import { MAX_KEY_LENGTH } from './domain-collector.js';

@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from 'typebox';
 
 const Percentiles = Type.Object(
   { p50: Type.Number(), p75: Type.Number(), p95: Type.Number(), p99: Type.Number() },

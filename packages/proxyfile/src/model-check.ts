@@ -1,21 +1,23 @@
 import { Config } from '@proxyd/proxy-core/model';
-import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
-import type { ValueError } from '@sinclair/typebox/errors';
+import { Compile, type Validator } from 'typebox/compile';
+import type { TLocalizedValidationError } from 'typebox/error';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionOf, quoteText } from './lexer.js';
 import type { Document } from './parser.js';
 
-let checker: TypeCheck<typeof Config> | null = null;
+let checker: Validator<Record<string, never>, typeof Config> | null = null;
 
-/** The most telling error: inside a union, the first error of the variant that fails least. */
-function specific(error: ValueError): ValueError {
-  let best: ValueError[] | null = null;
-  for (const variant of error.errors) {
-    const list = [...variant];
-    if (list.length > 0 && (best === null || list.length < best.length)) best = list;
+/**
+ * The most telling error of the flat list TypeBox reports: the one deepest in
+ * the value (inside a union, a variant's own error rather than the union's
+ * "must match a schema in anyOf"); the first of equals.
+ */
+function specific(errors: readonly TLocalizedValidationError[]): TLocalizedValidationError | undefined {
+  let best: TLocalizedValidationError | undefined;
+  for (const error of errors) {
+    if (best === undefined || error.instancePath.length > best.instancePath.length) best = error;
   }
-  const first = best?.[0];
-  return first === undefined ? error : specific(first);
+  return best;
 }
 
 /**
@@ -26,11 +28,10 @@ function specific(error: ValueError): ValueError {
  * block (its first address and position) and the schema path.
  */
 export function checkModel(config: Config, doc: Document): void {
-  checker ??= TypeCompiler.Compile(Config);
+  checker ??= Compile(Config);
   if (checker.Check(config)) return;
-  const found = checker.Errors(config).First();
-  const first = found === undefined ? undefined : specific(found);
-  const path = first?.path ?? '';
+  const first = specific(checker.Errors(config));
+  const path = first?.instancePath ?? '';
   const why = first ? `${path}: ${first.message}` : 'the model does not validate';
   const site = /^\/sites\/(\d+)(?:\/|$)/.exec(path);
   const block = site ? doc.sites[Number(site[1])] : undefined;

@@ -1,6 +1,6 @@
 import { Config } from '@proxyd/proxy-core/model';
-import { Value } from '@sinclair/typebox/value';
 import fc from 'fast-check';
+import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { format, ProxyfileError, parse } from './index.js';
 

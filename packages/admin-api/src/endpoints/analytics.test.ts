@@ -1,5 +1,5 @@
 import { AnalyticsCollector, AnalyticsSnapshotSchema } from '@proxyd/analytics';
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { AUTH, memoryAnalytics, sampleSnapshot, testApp } from '../memory-ports.test-helpers.js';
 import type { AnalyticsSnapshot } from '../ports.js';

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { Endpoint } from '../endpoint.js';
 import { AdminError } from '../errors.js';
 import { PlainText, ReloadResponse, ReloadTooSoon } from '../schemas.js';

@@ -78,8 +78,8 @@ const TEXT = 'text/plain; charset=utf-8';
 
 /**
  * Forwards requests to `reverse_proxy` pools with http-proxy-3 on its native
- * (node:http) path. The library's web pass table is replaced by one lean
- * pass ({@link forwardPass}) that reuses precomputed targets and agents and
+ * (node:http) path. One lean web pass ({@link forwardPass}), put first with
+ * the library's `before` hook, that reuses precomputed targets and agents and
  * allocates no closures per request; WebSockets use its own `ws` passes.
  *
  * Per request: cache lookup (site `cache`) → pool pick (503 + Retry-After
@@ -107,16 +107,10 @@ export class HttpForwarder implements Forwarder {
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     });
     this.#proxy = new HttpProxy({});
-    // No global options: web() spreads them into every request's options
-    // (`{ ...global, ...perRequest }`), and with both non-empty V8 takes a
-    // slow path: 1.5 µs per request, and the copies were promoted to the old
-    // generation (a mark-compact every 2–3 s under load, the p99 spikes).
-    // The constructor always sets `prependPath` on the object its closures
-    // keep, so it is removed again; WebSockets pass it per call.
-    delete (this.#proxy as unknown as { options: Record<string, unknown> }).options.prependPath;
-    // The native web passes re-parse the target, copy every header and set up
-    // closures per request; one pass over precomputed state replaces them.
-    (this.#proxy as unknown as { webPasses: unknown[] }).webPasses = [forwardPass];
+    // The library's web passes re-parse the target, copy every header and set
+    // up closures per request. One pass over precomputed state goes first
+    // (the public `before` hook) and returns true, so theirs never run.
+    this.#proxy.before('web', 'deleteLength', forwardPass as never);
     this.#proxy.on('error', onProxyError);
     this.#proxy.on('proxyReqWs', onProxyReqWs);
   }

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
 import { emptySite, UNDER_ATTACK_MAX_DIFFICULTY, UnderAttack } from '../model/index.js';

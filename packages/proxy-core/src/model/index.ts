@@ -2,12 +2,12 @@
  * The config model: plain data that the Proxyfile compiles into, that route
  * sources (admin API, container labels) produce, and that the data plane
  * builds its RouteTable from. TypeBox schemas only — no runtime weight beyond
- * `@sinclair/typebox`, so `@proxyd/proxyfile` can import this subpath.
+ * `typebox`, so `@proxyd/proxyfile` can import this subpath.
  *
  * Conventions: durations are integers in milliseconds (`*_ms`), sizes in
  * bytes, host names lowercase. Every schema and its static type share a name.
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from 'typebox';
 
 /** A TCP port, 1–65535. */
 export const Port = Type.Integer({ minimum: 1, maximum: 65535, description: 'TCP port, 1–65535' });

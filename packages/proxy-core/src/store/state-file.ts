@@ -1,7 +1,7 @@
 import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type Static, Type } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { type Static, Type } from 'typebox';
+import { Value } from 'typebox/value';
 import type { ApiRouteRecord } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
 import { parseUpstream } from './upstream.js';
@@ -126,8 +126,8 @@ function validate(text: string): StateFileContent | string {
     return `not valid JSON: ${(err as Error).message}`;
   }
   if (!Value.Check(StateFileContent, json)) {
-    const first = Value.Errors(StateFileContent, json).First();
-    return `does not match ${STATE_FORMAT}: ${first ? `${first.path || '/'} ${first.message}` : 'invalid'}`;
+    const [first] = Value.Errors(StateFileContent, json);
+    return `does not match ${STATE_FORMAT}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'invalid'}`;
   }
   const seen = new Set<string>();
   for (const route of json.routes) {
