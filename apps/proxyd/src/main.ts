@@ -5,11 +5,14 @@ import { defaultGlobalOptions } from '@proxyd/proxy-core';
 import { DEFAULT_ADMIN_SOCKET } from './admin-socket.js';
 import { loadProxyfile, startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
+import { tuneHeapForStreaming } from './heap-tuning.js';
 import { createLogging } from './logging.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
+// Before any traffic: Node 24 reclaims socket Buffers with major GCs otherwise.
+tuneHeapForStreaming();
 const logging = createLogging(process.env.PROXY_LOG);
 const logger = logging.root;
 
