@@ -5,6 +5,7 @@
 //   ROUNDS=3 DURATION=5 node bench/proxy/run.mjs
 //
 //   BASELINE=../other-checkout BASELINE_NODE=/usr/bin/node ONLY="proxyd,proxyd base" node bench/proxy/run.mjs
+//   PROXYD_CHECKOUT=../a BASELINE=../a ONLY="proxyd,proxyd base" node bench/proxy/run.mjs   (null run: the noise band)
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
@@ -19,7 +20,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
+// PROXYD_CHECKOUT runs another checkout's build as "proxyd" (with BASELINE: an A/B of two builds, or a null run of one).
+const PROXYD = path.join(path.resolve(process.env.PROXYD_CHECKOUT ?? root), 'apps/proxyd/dist/main.js');
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
