@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type Config, type DataPlaneHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
+import { type Config, composeHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
 import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
@@ -64,20 +64,6 @@ function childLogging(logger: Logger): Logging {
   };
 }
 
-function composeHooks(analytics: DataPlaneHooks, onRequest: DataPlaneHooks['onRequest']): DataPlaneHooks {
-  if (!onRequest) return analytics;
-  const first = analytics.onRequest?.bind(analytics);
-  return {
-    ...analytics,
-    onRequest: first
-      ? (record) => {
-          first(record);
-          onRequest(record);
-        }
-      : onRequest,
-  };
-}
-
 /**
  * Starts the route store (restoring API routes), analytics, metrics, the
  * data plane and the admin API, in that order.
@@ -107,9 +93,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stateDir,
     logger: logging.forTarget(ANALYTICS_TARGET),
   });
+  const accessLog = createAccessLog(logging);
   const hooks = composeHooks(
-    composeHooks(analytics.hooks, metrics ? (record) => metrics.onRequest(record) : undefined),
-    createAccessLog(logging),
+    analytics.hooks,
+    metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
+    accessLog ? { onRequest: accessLog } : {},
   );
   const tlsLog = logging.forTarget('proxy::tls');
   const dataPlane = await startDataPlane(config, store.routes, hooks, {

@@ -86,3 +86,96 @@ export interface DataPlaneHooks {
 
 /** The largest body `DataPlaneHooks.rewriteBody` is offered: 64 KiB. */
 export const SMALL_BODY_BYTES = 64 * 1024;
+
+type HookName = keyof DataPlaneHooks;
+
+/** The hooks of kind `name` of every set that has one, bound to their set, in order. */
+function hooksOf<K extends HookName>(sets: readonly DataPlaneHooks[], name: K): NonNullable<DataPlaneHooks[K]>[] {
+  const found: NonNullable<DataPlaneHooks[K]>[] = [];
+  for (const set of sets) {
+    const hook = set[name];
+    if (hook !== undefined)
+      found.push((hook as (...args: never[]) => unknown).bind(set) as NonNullable<DataPlaneHooks[K]>);
+  }
+  return found;
+}
+
+/**
+ * One set of hooks made of several, composed once (at start, not per
+ * request). Each kind composes as follows, the sets taken in argument order:
+ *
+ * - `onRequest`: every set's hook is called with the same record; one that
+ *   throws does not keep the later ones from being called.
+ * - `intercept`: asked in turn until one answers (returns true); a throw
+ *   counts as not answering.
+ * - `rewriteBody`, `transformResponse`: the first set whose hook returns a
+ *   non-null function (or stream) decides, the later ones are not asked;
+ *   a throw counts as null. (`rewriteBody` of every set is asked before any
+ *   `transformResponse`, as the data plane asks one set.)
+ *
+ * A kind that only one set has is that set's own function (bound to it),
+ * so composing costs nothing per request then; a kind no set has stays
+ * absent, and the data plane skips it as before.
+ */
+export function composeHooks(...sets: DataPlaneHooks[]): DataPlaneHooks {
+  const composed: DataPlaneHooks = {};
+  const onRequest = hooksOf(sets, 'onRequest');
+  if (onRequest.length === 1) composed.onRequest = onRequest[0] as NonNullable<DataPlaneHooks['onRequest']>;
+  else if (onRequest.length > 1) {
+    composed.onRequest = (record) => {
+      for (let i = 0; i < onRequest.length; i++) {
+        try {
+          (onRequest[i] as NonNullable<DataPlaneHooks['onRequest']>)(record);
+        } catch {
+          // A throwing hook is ignored (the DataPlaneHooks contract); the next still runs.
+        }
+      }
+    };
+  }
+  const intercept = hooksOf(sets, 'intercept');
+  if (intercept.length === 1) composed.intercept = intercept[0] as NonNullable<DataPlaneHooks['intercept']>;
+  else if (intercept.length > 1) {
+    composed.intercept = (req, res, ctx) => {
+      for (let i = 0; i < intercept.length; i++) {
+        try {
+          if ((intercept[i] as NonNullable<DataPlaneHooks['intercept']>)(req, res, ctx)) return true;
+        } catch {
+          // Not answered: the next hook is asked.
+        }
+      }
+      return false;
+    };
+  }
+  const rewrite = hooksOf(sets, 'rewriteBody');
+  if (rewrite.length === 1) composed.rewriteBody = rewrite[0] as NonNullable<DataPlaneHooks['rewriteBody']>;
+  else if (rewrite.length > 1) {
+    composed.rewriteBody = (ctx, req, status, headers) => {
+      for (let i = 0; i < rewrite.length; i++) {
+        try {
+          const fn = (rewrite[i] as NonNullable<DataPlaneHooks['rewriteBody']>)(ctx, req, status, headers);
+          if (fn !== null) return fn;
+        } catch {
+          // Counts as null: the next hook is asked.
+        }
+      }
+      return null;
+    };
+  }
+  const transform = hooksOf(sets, 'transformResponse');
+  if (transform.length === 1) {
+    composed.transformResponse = transform[0] as NonNullable<DataPlaneHooks['transformResponse']>;
+  } else if (transform.length > 1) {
+    composed.transformResponse = (ctx, req, status, headers) => {
+      for (let i = 0; i < transform.length; i++) {
+        try {
+          const stream = (transform[i] as NonNullable<DataPlaneHooks['transformResponse']>)(ctx, req, status, headers);
+          if (stream !== null) return stream;
+        } catch {
+          // Counts as null: the next hook is asked.
+        }
+      }
+      return null;
+    };
+  }
+  return composed;
+}

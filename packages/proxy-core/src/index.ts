@@ -5,7 +5,7 @@ export { compileFallbackSite } from './fallback-site.js';
 export { AgentPool, ConnectTimeoutError } from './forward/agents.js';
 export { HttpForwarder, type HttpForwarderOptions } from './forward/forwarder.js';
 export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
-export { SMALL_BODY_BYTES } from './hooks.js';
+export { composeHooks, SMALL_BODY_BYTES } from './hooks.js';
 export { CHALLENGE_PATH, CLEARANCE_COOKIE } from './middleware/under-attack.js';
 export * from './model/index.js';
 export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
