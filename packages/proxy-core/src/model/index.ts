@@ -1,13 +1,28 @@
 /**
  * The config model: plain data that the Proxyfile compiles into, that route
  * sources (admin API, container labels) produce, and that the data plane
- * builds its RouteTable from. TypeBox schemas only — no runtime weight beyond
- * `typebox`, so `@proxyd/proxyfile` can import this subpath.
+ * builds its RouteTable from. TypeBox schemas and the pure value rules of
+ * `values.ts` only — no runtime weight beyond `typebox` and `node:net`, so
+ * `@proxyd/proxyfile` and `@proxyd/admin-api` can import this subpath.
  *
  * Conventions: durations are integers in milliseconds (`*_ms`), sizes in
  * bytes, host names lowercase. Every schema and its static type share a name.
  */
 import { type Static, Type } from 'typebox';
+
+export {
+  type HostPort,
+  MAX_DOMAIN_BYTES,
+  MAX_LABEL_BYTES,
+  type Parsed,
+  parseDomain,
+  parseHeaderName,
+  parseHost,
+  parseHostName,
+  parseHostPort,
+  parsePort,
+  parseRate,
+} from './values.js';
 
 /** A TCP port, 1–65535. */
 export const Port = Type.Integer({ minimum: 1, maximum: 65535, description: 'TCP port, 1–65535' });
