@@ -1,4 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { forwardThroughCache } from './cache/cache-step.js';
 import type { RequestContext } from './hooks.js';
 import type { Site } from './model/index.js';
 import type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
@@ -34,20 +35,18 @@ const secureEdit = securityHeaders(true);
 export function compileFallbackSite(site: Site, forwarder: Forwarder): CompiledSite {
   const handler = site.handler;
   const plain: ForwardOptions = { path: '/', editResponseHeaders: plainEdit };
+  const caches = site.cache === null ? undefined : forwarder.caches;
   return {
     handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void {
       if (handler?.kind === 'reverse_proxy') {
-        forwarder.forward(
-          req,
-          res,
-          ctx,
-          handler,
-          ctx.secure
-            ? { path: req.url ?? '/', editResponseHeaders: secureEdit }
-            : req.url === '/'
-              ? plain
-              : { path: req.url ?? '/', editResponseHeaders: plainEdit },
-        );
+        const options: ForwardOptions = ctx.secure
+          ? { path: req.url ?? '/', editResponseHeaders: secureEdit }
+          : req.url === '/'
+            ? plain
+            : { path: req.url ?? '/', editResponseHeaders: plainEdit };
+        // The site `cache` step in front of the forwarder, as in compileSite.
+        if (caches !== undefined) forwardThroughCache(forwarder, caches, req, res, ctx, handler, options);
+        else forwarder.forward(req, res, ctx, handler, options);
       } else if (handler?.kind === 'respond') {
         res.writeHead(handler.status, { 'content-type': 'text/plain; charset=utf-8' }).end(handler.body);
       } else {

@@ -1,17 +1,20 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
 import type { ReverseProxyHandler } from './model/index.js';
 
 /**
- * The seam between request routing/forwarding (proxy-server, forward/, pool/,
- * cache/) and the site middleware (middleware/, site-handler.ts).
+ * The seam between request routing/forwarding (proxy-server, forward/, pool/)
+ * and the site steps (site/, site-handler.ts, middleware/, cache/).
  *
  * Flow: ProxyServer matches the host → builds the RequestContext (real client
  * IP) → runs `hooks.intercept` → calls the route's `CompiledSite.handle`. The
- * site runs its middleware in the documented order and, for `reverse_proxy`,
- * calls `Forwarder.forward`, which owns pools, health, caching, the response
- * transform hook and error statuses (502/503/504).
+ * site walks its ordered steps (`SITE_STEP_ORDER`) and, for `reverse_proxy`,
+ * the `cache` step answers a HIT through `Forwarder.deliver` or calls
+ * `Forwarder.forward` with a {@link ResponseObserver} that fills the cache;
+ * the forwarder owns pools, health, the response hooks and error statuses
+ * (502/503/504).
  */
 export interface ForwardOptions {
   /** Path (with query) sent upstream; differs from req.url after `handle_path` strips a prefix. */
@@ -21,6 +24,19 @@ export interface ForwardOptions {
    * they are written to the client: security headers and `header` ops.
    */
   editResponseHeaders?: (headers: OutgoingHttpHeaders, status: number) => void;
+  /** Sees the upstream response before it is delivered (the cache step's fill); absent: none. */
+  observer?: ResponseObserver;
+}
+
+/** Sees an upstream response once, before `editResponseHeaders` (e.g. to tee its body into a cache). */
+export interface ResponseObserver {
+  /**
+   * Called with the upstream response (its body not read yet: listeners
+   * attached now see every chunk), its status and its headers (hop-by-hop
+   * removed). `headers` is what the client will get: a copy must be taken
+   * to keep them unedited; edits show in the response. Never throws.
+   */
+  onUpstreamResponse(upstream: IncomingMessage, status: number, headers: IncomingHttpHeaders): void;
 }
 
 /** Forwards one request to a reverse_proxy handler's pool. */
@@ -37,6 +53,23 @@ export interface Forwarder {
    * client socket is closed with 503/502 when no member is eligible or reachable.
    */
   upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, handler: ReverseProxyHandler): void;
+  /**
+   * Answers with a response held whole in memory (a cache HIT) through the
+   * forwarder's response path: `editResponseHeaders`, then the body hooks
+   * (`rewriteBody`, `transformResponse`). `headers` is edited in place.
+   * Absent: sites answer nothing from memory (the `cache` step is skipped).
+   */
+  deliver?(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    options: ForwardOptions,
+    status: number,
+    headers: IncomingHttpHeaders,
+    body: Buffer,
+  ): void;
+  /** Where the sites' `cache` steps keep their caches (absent: the step is skipped). */
+  readonly caches?: CacheRegistry;
 }
 
 /** A site compiled once per Site object (shared by all its domains). */

@@ -10,7 +10,7 @@ import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { normalizeHost, type Route, RouteTable } from './route-table.js';
-import { closeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
+import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
@@ -342,7 +342,7 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   bodyBytes = 0;
   /** Content-Type seen by `writeHead` (a headers object passed there is not kept by Node). */
   contentType: string | undefined = undefined;
-  [kExchange]: unknown = undefined;
+  [kExchange]: ExchangeSlot | undefined = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
   /** The server listens for 'close' once per response (records and forwarder aborts). */
   readonly [kCloseOwned] = true;
@@ -383,7 +383,7 @@ function byteLength(chunk: unknown, encoding: unknown): number {
 
 /** The one 'close' listener of every response: forwarder abort handling, then the request record. */
 function onResponseClose(this: CountingResponse): void {
-  if (this[kExchange] !== undefined) closeSlot.onClose?.(this);
+  this[kExchange]?.onResponseClose(this);
   if (this[kRecord] !== undefined) emitRecord.call(this);
 }
 

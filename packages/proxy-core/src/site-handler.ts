@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { forwardThroughCache } from './cache/cache-step.js';
 import type { RequestContext } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { FileServer } from './middleware/file-server.js';
@@ -321,6 +322,14 @@ function compileTerminal(handler: Handler | null, plan: HeaderPlan, forwarder: F
     case 'reverse_proxy': {
       const plain: HeaderEdit = plan.plain;
       const secure: HeaderEdit = plan.secure;
+      const caches = forwarder.caches;
+      if (caches !== undefined) {
+        return (req, res, ctx, path) =>
+          forwardThroughCache(forwarder, caches, req, res, ctx, handler, {
+            path,
+            editResponseHeaders: ctx.secure ? secure : plain,
+          });
+      }
       return (req, res, ctx, path) =>
         forwarder.forward(req, res, ctx, handler, { path, editResponseHeaders: ctx.secure ? secure : plain });
     }

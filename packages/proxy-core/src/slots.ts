@@ -9,8 +9,18 @@ export const kExchange = Symbol('proxyd.exchange');
 export const kRecord = Symbol('proxyd.record');
 /**
  * Set on responses whose server already listens for 'close' once and calls
- * {@link closeSlot}: the forwarder then adds no listener of its own.
+ * {@link ExchangeSlot.onResponseClose}: the forwarder then adds no listener
+ * of its own.
  */
 export const kCloseOwned = Symbol('proxyd.closeOwned');
-/** The forwarder's close handler for a response's exchange (set by the forwarder module). */
-export const closeSlot: { onClose: ((res: object) => void) | null } = { onClose: null };
+
+/**
+ * What a response's {@link kExchange} slot holds while a forwarder works on
+ * it: the exchange itself, told when the response closes (a prototype
+ * method, so the server's one 'close' listener reaches the right forwarder
+ * without a module-level callback or a closure per request).
+ */
+export interface ExchangeSlot {
+  /** The response closed: abort the upstream request if it had not finished, release the member. */
+  onResponseClose(res: object): void;
+}

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { HeaderOp } from '../model/index.js';
-import { HOP_BY_HOP_NAMES, isHopByHop } from './hop-by-hop.js';
+import { HOP_BY_HOP_NAMES, isHopByHop, stripHopByHop } from './hop-by-hop.js';
 
 /** How the request head sent upstream is built for one `reverse_proxy` handler. */
 export interface UpstreamHeaderPlan {
@@ -113,4 +113,30 @@ function connectionTokens(value: string): ReadonlySet<string> | null {
     if (name.length > 0) names.add(name);
   }
   return names;
+}
+
+/**
+ * The WebSocket form of {@link buildUpstreamHeaders}: edits `req.headers`
+ * in place (http-proxy-3's `ws` pass copies them), with the same rules —
+ * hop-by-hop headers out (the caller puts `Connection` and `Upgrade` back),
+ * a chunked body stays chunked, `X-Forwarded-*` from `forwarded`, then
+ * `header_up`.
+ */
+export function editUpstreamHeaders(req: IncomingMessage, forwarded: ForwardedFor, plan: UpstreamHeaderPlan): void {
+  const headers = req.headers;
+  const chunked = headers['transfer-encoding'] !== undefined;
+  stripHopByHop(headers, req.rawHeaders);
+  // Without Content-Length a streamed body must stay chunked on the upstream hop.
+  if (chunked && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
+  headers['x-forwarded-for'] = forwarded.forwardedFor;
+  if (!forwarded.trusted || headers['x-forwarded-proto'] === undefined) headers['x-forwarded-proto'] = forwarded.proto;
+  if (!forwarded.trusted || headers['x-forwarded-host'] === undefined) headers['x-forwarded-host'] = forwarded.host;
+  for (const op of plan.ops) {
+    if (op.op === 'delete') delete headers[op.name];
+    else if (op.op === 'set') headers[op.name] = op.value ?? '';
+    else {
+      const prev = headers[op.name];
+      headers[op.name] = prev === undefined ? (op.value ?? '') : `${prev}, ${op.value ?? ''}`;
+    }
+  }
 }

@@ -1,0 +1,138 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestContext } from '../hooks.js';
+import type { ReverseProxyHandler } from '../model/index.js';
+import type { Forwarder, ForwardOptions, ResponseObserver } from '../pipeline.js';
+import {
+  type CacheEntry,
+  type CacheRegistry,
+  cacheLifetimeMs,
+  entrySize,
+  isCacheableRequest,
+  RequestCacheMode,
+  type ResponseCache,
+  requestCacheMode,
+} from './response-cache.js';
+
+/**
+ * The site `cache` step, in front of `reverse_proxy`: a cacheable request
+ * (see {@link isCacheableRequest}) is answered from the site's cache when a
+ * fresh entry is there (`X-Cache: HIT`, `Age`, through
+ * `Forwarder.deliver`), else forwarded with `X-Cache: MISS` and, for a GET
+ * that may be stored, a {@link CacheFill} observing the upstream response.
+ * Other requests, and sites without `cache`, go straight to the forwarder.
+ */
+export function forwardThroughCache(
+  forwarder: Forwarder,
+  caches: CacheRegistry,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  handler: ReverseProxyHandler,
+  options: ForwardOptions,
+): void {
+  const config = ctx.site.cache;
+  if (config === null || !isCacheableRequest(req)) {
+    forwarder.forward(req, res, ctx, handler, options);
+    return;
+  }
+  const cache = caches.forSite(ctx.site, config);
+  const key = ctx.host + (req.url ?? '/');
+  const mode = requestCacheMode(req);
+  if ((mode & RequestCacheMode.Refresh) === 0) {
+    const entry = cache.get(key);
+    if (entry !== undefined && forwarder.deliver !== undefined) {
+      forwarder.deliver(req, res, ctx, options, entry.status, hitHeaders(entry), entry.body);
+      return;
+    }
+  }
+  res.setHeader('x-cache', 'MISS');
+  if (req.method !== 'GET' || (mode & RequestCacheMode.NoStore) !== 0) {
+    forwarder.forward(req, res, ctx, handler, options);
+    return;
+  }
+  forwarder.forward(req, res, ctx, handler, {
+    path: options.path,
+    ...(options.editResponseHeaders === undefined ? {} : { editResponseHeaders: options.editResponseHeaders }),
+    observer: new CacheFill(cache, key),
+  });
+}
+
+/** A copy of a stored entry's headers with `Age` and `X-Cache: HIT`. */
+function hitHeaders(entry: CacheEntry): IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = { ...entry.headers };
+  headers.age = String(entry.baseAge + Math.floor((Date.now() - entry.storedAt) / 1000));
+  headers['x-cache'] = 'HIT';
+  return headers;
+}
+
+/**
+ * Tees an upstream body into the cache while it streams to the client.
+ * Not stored: a response the cache rules refuse ({@link cacheLifetimeMs}),
+ * a body over the cache's entry limit (declared or counted), a key another
+ * response is already filling, a fill that would take the bytes buffered by
+ * all fills past `max_size`, an incomplete body, or a response the
+ * upstream's `Age` already made stale.
+ */
+export class CacheFill implements ResponseObserver {
+  constructor(
+    readonly cache: ResponseCache,
+    readonly key: string,
+  ) {}
+
+  onUpstreamResponse(upstream: IncomingMessage, status: number, headers: IncomingHttpHeaders): void {
+    const lifetime = cacheLifetimeMs(status, headers, this.cache.ttlMs);
+    if (lifetime > 0) collectForCache(this.cache, this.key, upstream, { ...headers }, status, lifetime);
+    headers['x-cache'] = 'MISS';
+  }
+}
+
+function collectForCache(
+  cache: ResponseCache,
+  key: string,
+  proxyRes: IncomingMessage,
+  headers: IncomingHttpHeaders,
+  status: number,
+  lifetimeMs: number,
+): void {
+  const declared = Number(headers['content-length'] ?? 0);
+  const ageHeader = Number.parseInt(String(headers.age ?? '0'), 10);
+  const age = Number.isFinite(ageHeader) && ageHeader > 0 ? ageHeader : 0;
+  const freshMs = lifetimeMs - age * 1000;
+  if (declared > cache.maxEntryBytes || freshMs <= 0 || !cache.beginFill(key)) return;
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let abandoned = false;
+  const abandon = () => {
+    abandoned = true;
+    chunks.length = 0;
+  };
+  proxyRes.on('data', (chunk: Buffer) => {
+    if (abandoned) return;
+    if (bytes + chunk.length > cache.maxEntryBytes || !cache.reserveFill(chunk.length)) {
+      abandon();
+      return;
+    }
+    bytes += chunk.length;
+    chunks.push(chunk);
+  });
+  proxyRes.on('end', () => {
+    if (abandoned || !proxyRes.complete) return;
+    const body = Buffer.concat(chunks, bytes);
+    headers['content-length'] = String(body.length);
+    const now = Date.now();
+    delete headers.age;
+    cache.set(key, {
+      status,
+      headers,
+      body,
+      storedAt: now,
+      baseAge: age,
+      expiresAt: now + freshMs,
+      size: entrySize(headers, body, key),
+    });
+  });
+  proxyRes.on('close', () => {
+    abandon();
+    cache.endFill(key, bytes);
+  });
+}

@@ -1,0 +1,51 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Transform } from 'node:stream';
+import type { DataPlaneHooks, RequestContext } from '../hooks.js';
+import { kExchange } from '../slots.js';
+import type { Emitter } from './exchange.js';
+
+/** `hooks.rewriteBody`'s function for this response, or null (absent, declined or threw). */
+export function rewriteFor(
+  hooks: DataPlaneHooks,
+  ctx: RequestContext,
+  req: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+): ((body: Buffer) => Buffer) | null {
+  if (hooks.rewriteBody === undefined) return null;
+  try {
+    return hooks.rewriteBody(ctx, req, status, headers);
+  } catch {
+    return null;
+  }
+}
+
+/** The rewritten body, or the original when the rewrite throws (a page never breaks). */
+export function applyRewrite(rewrite: (body: Buffer) => Buffer, body: Buffer): Buffer {
+  try {
+    return rewrite(body);
+  } catch {
+    return body;
+  }
+}
+
+/** `hooks.transformResponse`'s stream for this response, or null (absent, declined or threw). */
+export function transformFor(
+  hooks: DataPlaneHooks,
+  ctx: RequestContext,
+  req: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+): Transform | null {
+  if (hooks.transformResponse === undefined) return null;
+  try {
+    return hooks.transformResponse(ctx, req, status, headers);
+  } catch {
+    return null;
+  }
+}
+
+/** A transform piped into the client's response failed: the response cannot be completed. */
+export function destroyPipedTarget(this: Emitter & Transform): void {
+  this[kExchange]?.res.destroy();
+}
