@@ -1,10 +1,10 @@
-import type { GlobalOptions } from '@proxyd/proxy-core/model';
+import { type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
 import { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
-import { isCidr, isEmail, isValidHost, portOf, readPort } from './values.js';
+import { isCidr, isEmail, readPort } from './values.js';
 
 /** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
 const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
@@ -49,9 +49,7 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions) => void> = {
   },
   admin(d, g) {
     const t = single(d, 'an admin address (host:port)');
-    const m = /^(\[[^\]]+\]|[^:[\]]+):(\d+)$/.exec(t.text);
-    const host = m?.[1]?.replace(/^\[|\]$/g, '') ?? '';
-    if (!m || portOf(m[2] as string) === null || !isValidHost(host.toLowerCase(), false)) {
+    if (!parseHostPort(t.text).ok) {
       throw d.unexpected(t, 'an admin address (host:port), e.g. 127.0.0.1:6190', ProxyfileErrorCode.INVALID_VALUE);
     }
     g.admin = t.text;

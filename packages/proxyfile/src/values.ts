@@ -1,35 +1,25 @@
 import { isIP } from 'node:net';
-import type { SiteAddress, UpstreamAddress } from '@proxyd/proxy-core/model';
+import {
+  parseDomain,
+  parseHeaderName,
+  parseHost,
+  parsePort,
+  type SiteAddress,
+  type UpstreamAddress,
+} from '@proxyd/proxy-core/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { quoteText, show, type Token, width } from './lexer.js';
 
-const DOMAIN_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Structure only (brackets, optional port); the host and the port go through the model's rules.
 const HOST_PORT = /^(\[[^\]]*\]|[^:/[\]]+)(?::(\d{1,5}))?$/;
-
-/** Whether `host` (lowercase, without brackets) is a domain name, `*.domain`, or an IP address. */
-export function isValidHost(host: string, allowWildcard: boolean): boolean {
-  if (isIP(host) !== 0) return true;
-  if (host.length > 253) return false;
-  const labels = host.split('.');
-  if (allowWildcard && labels[0] === '*' && labels.length > 1) labels.shift();
-  return labels.every((l) => DOMAIN_LABEL.test(l));
-}
-
-/** Parses a port number (1–65535) or returns null. */
-export function portOf(text: string): number | null {
-  if (!/^\d{1,5}$/.test(text)) return null;
-  const port = Number(text);
-  return port >= 1 && port <= 65535 ? port : null;
-}
 
 /** Reads a `port` argument (1–65535). */
 export function readPort(d: Dispenser, what: string): number {
   const t = d.arg(`${what} (1-65535)`);
-  const port = portOf(t.text);
-  if (port === null) throw d.unexpected(t, `${what} (1-65535)`, ProxyfileErrorCode.INVALID_VALUE);
-  return port;
+  const port = parsePort(t.text);
+  if (!port.ok) throw d.unexpected(t, `${what} (1-65535)`, ProxyfileErrorCode.INVALID_VALUE);
+  return port.value;
 }
 
 /**
@@ -86,17 +76,23 @@ function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
     );
   }
   if (host.startsWith('[')) {
-    host = host.slice(1, -1);
-    if (isIP(host) !== 6) throw bad(`${quoteText(host)} is not an IPv6 address`);
-  } else if (!isValidHost(host, true)) {
-    throw bad(
-      `${quoteText(host)} is not a valid domain (labels of letters, digits, "-" or "_", at most 63 characters each; "*." only as the first label)`,
-    );
+    const ip = parseHost(host);
+    if (!ip.ok) throw bad(`${quoteText(host.slice(1, -1))} is not an IPv6 address`);
+    host = ip.value;
+  } else {
+    const domain = parseDomain(host);
+    if (!domain.ok) {
+      throw bad(
+        `${quoteText(host)} is not a valid domain (labels of letters, digits, "-" or "_", at most 63 characters each; "*." only as the first label)`,
+      );
+    }
+    host = domain.value;
   }
   let port: number | null = null;
   if (m[2] !== undefined) {
-    port = portOf(m[2]);
-    if (port === null) throw bad(`port "${m[2]}" is not 1-65535`);
+    const parsed = parsePort(m[2]);
+    if (!parsed.ok) throw bad(`port "${m[2]}" ${parsed.problem}`);
+    port = parsed.value;
   }
   return { scheme, host, port };
 }
@@ -126,26 +122,24 @@ export function parseUpstream(d: Dispenser, t: Token): ParsedUpstream {
   if (rest.endsWith('/')) rest = rest.slice(0, -1);
   const m = HOST_PORT.exec(rest);
   if (!m) throw fail();
-  let host = (m[1] as string).toLowerCase();
-  if (host.startsWith('[')) {
-    host = host.slice(1, -1);
-    if (isIP(host) !== 6) throw fail();
-  } else if (!isValidHost(host, false)) throw fail();
-  let port: number | null;
+  const host = parseHost(m[1] as string);
+  if (!host.ok) throw fail();
+  let port: number;
   if (m[2] === undefined) {
     if (tls === null) throw fail();
     port = tls ? 443 : 80;
   } else {
-    port = portOf(m[2]);
-    if (port === null) {
+    const parsed = parsePort(m[2]);
+    if (!parsed.ok) {
       throw d.error(
         t,
         ProxyfileErrorCode.INVALID_UPSTREAM,
-        `invalid upstream ${show(t)}: port "${m[2]}" is not 1-65535, expected ${UPSTREAM_EXPECTED}`,
+        `invalid upstream ${show(t)}: port "${m[2]}" ${parsed.problem}, expected ${UPSTREAM_EXPECTED}`,
       );
     }
+    port = parsed.value;
   }
-  return { address: { host, port }, tls };
+  return { address: { host: host.value, port }, tls };
 }
 
 const DURATION_UNITS: Record<string, number> = {
@@ -212,9 +206,9 @@ export function parseSize(text: string): number | null {
   return Number.isSafeInteger(bytes) ? bytes : null;
 }
 
-/** Checks a header field name (RFC 9110 token characters). */
+/** Checks a header field name (the model's `parseHeaderName`: an RFC 9110 token). */
 export function checkHeaderName(d: Dispenser, t: Token, name: string): void {
-  if (!HEADER_NAME.test(name)) {
+  if (!parseHeaderName(name).ok) {
     throw d.unexpected(t, "a header name (letters, digits and !#$%&'*+-.^_`|~)", ProxyfileErrorCode.INVALID_VALUE);
   }
 }

@@ -1,3 +1,4 @@
+import { parseRate } from '@proxyd/proxy-core/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Directive } from './directive.js';
 
@@ -7,7 +8,8 @@ const EXPECTED = 'a rate of the form <n>/s (requests per second per client IP), 
  * ```
  * rate_limit <n>/s
  * ```
- * Per-client-IP limit for the whole site, in requests per second (n ≥ 1).
+ * Per-client-IP limit for the whole site, in requests per second (the
+ * model's `parseRate`: n a whole number ≥ 1 without a leading zero).
  */
 export const rateLimit: Directive = {
   name: 'rate_limit',
@@ -15,11 +17,10 @@ export const rateLimit: Directive = {
   once: true,
   parse(d, state) {
     const t = d.arg(EXPECTED);
-    const m = /^(\d{1,9})\/s$/.exec(t.text);
-    const n = m ? Number(m[1]) : 0;
-    if (n < 1) throw d.unexpected(t, EXPECTED, ProxyfileErrorCode.INVALID_RATE_LIMIT);
+    const rate = parseRate(t.text);
+    if (!rate.ok) throw d.unexpected(t, EXPECTED, ProxyfileErrorCode.INVALID_RATE_LIMIT);
     d.end();
     d.noBlock();
-    state.site.rate_limit = n;
+    state.site.rate_limit = rate.value;
   },
 };
