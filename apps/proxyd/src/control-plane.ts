@@ -5,7 +5,8 @@ import {
   createAdminApp,
   writeClientError,
 } from '@proxyd/admin-api';
-import { type Config, DEFAULTS, type RouteStore } from '@proxyd/proxy-core';
+import { type Config, DEFAULTS } from '@proxyd/proxy-core';
+import type { RouteStore } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
 import type { ProxydMetrics } from './metrics.js';

@@ -1,5 +1,7 @@
 import path from 'node:path';
-import { type Config, composeHooks, RouteStore, routesFromConfig } from '@proxyd/proxy-core';
+import { type Config, composeHooks } from '@proxyd/proxy-core';
+import { routesFromConfig } from '@proxyd/proxyfile';
+import { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
 import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
@@ -10,7 +12,7 @@ import { createMetrics } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
-export { loadProxyfile } from './reload.js';
+export { loadProxyfile } from '@proxyd/proxyfile';
 
 /** What starts a daemon: a parsed config and where it came from. */
 export interface DaemonOptions {

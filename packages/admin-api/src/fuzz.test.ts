@@ -4,7 +4,7 @@ import http from 'node:http';
 import { isIPv6 } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RouteStore } from '@proxyd/proxy-core';
+import { RouteStore } from '@proxyd/route-store';
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
 import { Registry } from 'prom-client';

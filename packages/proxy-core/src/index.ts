@@ -12,29 +12,7 @@ export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
 export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
 export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
 export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
-export { routesFromConfig } from './routes.js';
 export { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
-export {
-  type AdminRouteView,
-  type ApiRouteRecord,
-  apiRouteSpec,
-  type DesiredRoute,
-  formatUpstream,
-  parseUpstream,
-  type RecoveredState,
-  type RouteListener,
-  RouteStore,
-  type RouteStoreOptions,
-  routeHash,
-  type SnapshotInput,
-  type SnapshotOutcome,
-  STATE_FORMAT,
-  StateFile,
-  StateFileContent,
-  StoreError,
-  StoreErrorCode,
-  toAdminRoute,
-} from './store/index.js';
 export {
   type CertificatePair,
   type CertificateStore,

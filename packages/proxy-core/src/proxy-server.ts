@@ -3,13 +3,16 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SecureContext } from 'node:tls';
+import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { ClientIpResolver } from './client-ip.js';
+import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
-import { normalizeHost, type Route, RouteTable } from './route-table.js';
+import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
+import { normalizeHost, RouteTable } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 
@@ -28,8 +31,10 @@ export interface ProxyServerOptions {
   trustedProxies?: readonly string[];
   /** Builds each Site's handler; default {@link compileFallbackSite}. */
   compileSite?: SiteCompilerWithForwarder;
-  /** Certificates of the HTTPS listener, by SNI. Absent: no HTTPS listener and no redirects. */
+  /** Certificates of the HTTPS listeners, by SNI. Absent: no HTTPS listener and no redirects. */
   certificates?: CertificateStore;
+  /** Answers ACME HTTP-01 challenges before host matching. Absent: challenge paths go on as any request. */
+  challenges?: ChallengeResponder;
   /** The HTTPS port named in redirects (default 443: no port in the Location). */
   httpsPort?: number;
   /** Upstream connect timeout, ms (default 5000). */
@@ -43,7 +48,9 @@ const NO_ROUTE = 'no route for host\n';
 const BAD_TARGET = 'bad request target\n';
 const SLASH = 0x2f;
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
-const ACME_PREFIX = '/.well-known/acme-challenge/';
+const ACME_TOKEN_START = '/.well-known/acme-challenge/'.length;
+const RAW_NO_ROUTE = `HTTP/1.1 404 Not Found\r\ncontent-type: ${TEXT}\r\ncontent-length: ${NO_ROUTE.length}\r\nconnection: close\r\n\r\n${NO_ROUTE}`;
+const RAW_BAD_TARGET = `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_TARGET.length}\r\nconnection: close\r\n\r\n${BAD_TARGET}`;
 
 /** What the server keeps per request for its `onRequest` record. */
 interface PendingRecord {
@@ -57,11 +64,12 @@ interface PendingRecord {
 }
 
 /**
- * The data-plane listeners. Per request: match the host in the current
- * {@link RouteTable} (unknown host → `404 no route for host`, no upstream
- * contacted) → HTTP→HTTPS redirect for HTTPS sites that have a certificate →
- * RequestContext with the real client IP → `hooks.intercept` → the route's
- * CompiledSite. `hooks.onRequest` gets one record per finished request.
+ * The data-plane listeners and their front door, one path for requests and
+ * upgrades ({@link ProxyServer.enter}): request target → host → ACME
+ * challenge → client IP → route (unknown host → `404 no route for host`, no
+ * upstream contacted) → HTTP→HTTPS redirect (`wantsHttps`) →
+ * RequestContext → `hooks.intercept` → listener check (site ports) → the
+ * route's CompiledSite. `hooks.onRequest` gets one record per finished request.
  */
 export class ProxyServer {
   #table: RouteTable;
@@ -70,8 +78,17 @@ export class ProxyServer {
   readonly #clientIp: ClientIpResolver;
   readonly #compile: (site: Site) => CompiledSite;
   readonly #certificates: CertificateStore | undefined;
+  readonly #challenges: ChallengeResponder | undefined;
   readonly #httpsSuffix: string;
   readonly #servers: (http.Server | https.Server)[] = [];
+  /** Bound ports of the main listeners ({@link listen}, {@link listenHttps}). */
+  readonly #mainPorts = new Set<number>();
+  /** Site-port listeners asked for so far ({@link listenSitePort}). */
+  readonly #sitePorts = new Set<number>();
+  /** Whether a main HTTPS listener is open (redirects lead somewhere). */
+  #httpsOpen = false;
+  /** Whether any listener may refuse a route: some route is pinned or a site port is open. */
+  #pinning = false;
   /** Upgraded (WebSocket) client sockets: the HTTP server no longer tracks them. */
   readonly #upgraded = new Set<Duplex>();
 
@@ -88,9 +105,15 @@ export class ProxyServer {
     const forwarder = this.#forwarder;
     this.#compile = (site) => compileSite(site, forwarder);
     this.#certificates = options.certificates;
-    this.#httpsSuffix = options.httpsPort === undefined || options.httpsPort === 443 ? '' : `:${options.httpsPort}`;
+    this.#challenges = options.challenges;
+    this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
+  }
+
+  /** Whether a main HTTPS listener is open (a condition of every redirect). */
+  get httpsOpen(): boolean {
+    return this.#httpsOpen;
   }
 
   /** The current route table. */
@@ -106,33 +129,66 @@ export class ProxyServer {
   /**
    * Publishes a new route set: one reference swap, so a request in flight
    * finishes on the table it started with. Compiled sites are reused for
-   * unchanged Site objects; dropped ones are closed, their pools and caches released.
+   * unchanged Site objects; dropped ones are closed, their pools and caches
+   * released. `sitePorts` (lowercase domain → port, from `sitePortsOf`)
+   * pins routes to site-port listeners; default none.
    */
-  setRoutes(routes: readonly RouteSpec[], version: number): void {
+  setRoutes(routes: readonly RouteSpec[], version: number, sitePorts?: ReadonlyMap<string, number>): void {
     const previous = this.#table;
-    const next = new RouteTable(routes, version, this.#compile, previous);
+    const next = new RouteTable(routes, version, this.#compile, previous, sitePorts);
     this.#table = next;
-    this.#retain();
-    for (const compiled of previous.compiledSites()) if (!next.holds(compiled)) safeClose(compiled);
+    this.#pinning = next.pinnedCount > 0 || this.#sitePorts.size > 0;
+    const dropped: CompiledSite[] = [];
+    for (const compiled of previous.compiledSites()) if (!next.holds(compiled)) dropped.push(compiled);
+    // Pools and caches are created on first use; a swap that dropped no site
+    // and added none with `cache` leaves them (and `caches.enabled`) as they are.
+    if (dropped.length > 0 || next.freshSites().some((site) => site.cache !== null)) this.#retain();
+    for (const compiled of dropped) safeClose(compiled);
   }
 
-  /** Listens for plain HTTP on host:port (port 0 picks a free one). */
-  listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
-    const handler = (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res, false);
+  /** Listens for plain HTTP on host:port (port 0 picks a free one): a main listener. */
+  async listen(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+    const address = await this.#start(this.#httpServer(), port, host);
+    this.#mainPorts.add(address.port);
+    return address;
+  }
+
+  /**
+   * Listens for HTTPS on host:port with SNI: a main listener, the one
+   * redirects lead to (the redirect names `httpsPort`). Each handshake takes
+   * its certificate from the {@link CertificateStore}; an unknown name fails
+   * the handshake.
+   */
+  async listenHttps(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+    const address = await this.#start(this.#httpsServer(), port, host);
+    this.#mainPorts.add(address.port);
+    this.#httpsOpen = true;
+    return address;
+  }
+
+  /**
+   * Listens on a site port (plain HTTP, or HTTPS by SNI with `tls`): it
+   * serves only the routes pinned to `port` by {@link setRoutes}, and once
+   * one is asked for, the main listeners serve only unpinned routes.
+   */
+  async listenSitePort(port: number, host: string, tls: boolean): Promise<AddressInfo> {
+    this.#sitePorts.add(port);
+    this.#pinning = true;
+    return await this.#start(tls ? this.#httpsServer() : this.#httpServer(), port, host);
+  }
+
+  #httpServer(): http.Server {
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, false);
     const server = http.createServer({ ServerResponse: CountingResponse }, handler);
     // No automatic `100 Continue`: the forwarder asks for the body only
     // after the access checks passed (a 401/429 goes out without it).
     server.on('checkContinue', handler);
-    return this.#start(server, port, host);
+    return server;
   }
 
-  /**
-   * Listens for HTTPS on host:port with SNI: each handshake takes its
-   * certificate from the {@link CertificateStore}; an unknown name fails the handshake.
-   */
-  listenHttps(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
+  #httpsServer(): https.Server {
     const certificates = this.#certificates;
-    if (certificates === undefined) return Promise.reject(new Error('no certificate store configured'));
+    if (certificates === undefined) throw new Error('no certificate store configured');
     const server = https.createServer(
       {
         ServerResponse: CountingResponse,
@@ -153,11 +209,11 @@ export class ProxyServer {
           else callback(null, result);
         },
       },
-      (req, res) => this.#handle(req, res, true),
+      (req, res) => this.enter(req, res, null, null, true),
     );
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res, true));
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true));
     server.on('tlsClientError', (_err, socket) => socket.destroy());
-    return this.#start(server, port, host);
+    return server;
   }
 
   /** Stops every listener, closes connections, health checks and upstream sockets. */
@@ -177,9 +233,13 @@ export class ProxyServer {
   }
 
   #start(server: http.Server | https.Server, port: number, host: string): Promise<AddressInfo> {
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-      this.#upgrade(req, socket, head, server instanceof https.Server),
-    );
+    const secure = server instanceof https.Server;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      this.#upgraded.add(socket);
+      socket.once('close', () => this.#upgraded.delete(socket));
+      this.enter(req, null, socket, head, secure);
+    });
     server.on('clientError', onClientError);
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
@@ -203,107 +263,129 @@ export class ProxyServer {
     this.#forwarder.caches.retain(sites);
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
+  /**
+   * The front door, one path for requests (`res`) and upgrades (`socket`,
+   * `head`): request target (absolute form → origin form, else 400) → host
+   * → ACME challenge (requests only, when a responder is set) → client IP →
+   * route (unknown host: 404) → request record → HTTP→HTTPS redirect
+   * (requests only: a WebSocket client does not follow one) → context →
+   * `hooks.intercept` (requests) → listener check (a route pinned elsewhere:
+   * 404) → the route's CompiledSite. Public for tests and benchmarks that
+   * drive it without a socket; listeners call it.
+   */
+  enter(
+    req: IncomingMessage,
+    res: ServerResponse | null,
+    socket: Duplex | null,
+    head: Buffer | null,
+    secure: boolean,
+  ): void {
     const hostHeader = req.headers.host;
     const host = hostHeader === undefined ? '' : normalizeHost(hostHeader);
     let url = req.url ?? '/';
     if (url.charCodeAt(0) !== SLASH) {
       const origin = originForm(url, host);
       if (origin === null) {
-        req.resume();
-        res.writeHead(400, { 'content-type': TEXT, 'content-length': BAD_TARGET.length, connection: 'close' });
-        res.end(BAD_TARGET);
+        refuse(req, res, socket, 400);
         return;
       }
       req.url = url = origin;
     }
-    const route = this.#table.matchHost(host);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    const onRequest = this.#hooks.onRequest;
+    const onRequest = res === null ? undefined : this.#hooks.onRequest;
+    if (res !== null && this.#challenges !== undefined && isChallengePath(path)) {
+      if (this.#answerChallenge(req, res, host, path, onRequest)) return;
+    }
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
+    const route = this.#table.matchHost(host);
     if (route === undefined) {
-      if (onRequest !== undefined) this.#track(res, onRequest, host, null, false, path, clientIp);
-      res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
-      res.end(NO_ROUTE);
+      if (onRequest !== undefined) this.#track(res as ServerResponse, onRequest, host, null, false, path, clientIp);
+      refuse(req, res, socket, 404);
       return;
     }
-    if (onRequest !== undefined) this.#track(res, onRequest, host, route.domain, route.site.analytics, path, clientIp);
-    if (!secure && route.httpsSite && this.#redirects(host, path)) {
-      res.writeHead(308, { location: `https://${hostForUrl(host)}${this.#httpsSuffix}${url}`, 'content-length': 0 });
+    if (onRequest !== undefined) {
+      this.#track(res as ServerResponse, onRequest, host, route.domain, route.site.analytics, path, clientIp);
+    }
+    // `route.httpsSite` first: the certificate lookup only for HTTPS sites.
+    if (
+      res !== null &&
+      !secure &&
+      route.httpsSite &&
+      this.#certificates !== undefined &&
+      !isChallengePath(path) &&
+      wantsHttps(route, this.#certificates.has(host), this.#httpsOpen)
+    ) {
+      res.writeHead(308, { location: httpsLocation(host, this.#httpsSuffix, url), 'content-length': 0 });
       res.end();
       return;
     }
     const ctx: RequestContext = { domain: route.domain, host, path, clientIp, secure, site: route.site };
-    const intercept = this.#hooks.intercept;
-    if (intercept !== undefined) {
-      try {
-        if (intercept(req, res, ctx)) return;
-      } catch {
-        // A throwing hook is ignored (hooks.ts contract).
+    if (res !== null) {
+      const intercept = this.#hooks.intercept;
+      if (intercept !== undefined) {
+        try {
+          if (intercept(req, res, ctx)) return;
+        } catch {
+          // A throwing hook is ignored (hooks.ts contract).
+        }
       }
     }
-    const compiled = route.compiled as CompiledSite;
-    try {
-      compiled.handle(req, res, ctx);
-    } catch {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': TEXT }).end('internal error\n');
-      else res.destroy();
-    }
-  }
-
-  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, secure: boolean): void {
-    socket.on('error', () => socket.destroy());
-    this.#upgraded.add(socket);
-    socket.once('close', () => this.#upgraded.delete(socket));
-    const host = req.headers.host === undefined ? '' : normalizeHost(req.headers.host);
-    const route: Route | undefined = this.#table.matchHost(host);
-    if (route === undefined) {
-      socket.end(
-        `HTTP/1.1 404 Not Found\r\ncontent-type: ${TEXT}\r\ncontent-length: ${NO_ROUTE.length}\r\nconnection: close\r\n\r\n${NO_ROUTE}`,
-      );
+    if (this.#pinning && !servedOn(route.sitePort, req.socket.localPort, this.#mainPorts)) {
+      refuse(req, res, socket, 404);
       return;
     }
-    let url = req.url ?? '/';
-    if (url.charCodeAt(0) !== SLASH) {
-      const origin = originForm(url, host);
-      if (origin === null) {
-        socket.end(
-          `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_TARGET.length}\r\nconnection: close\r\n\r\n${BAD_TARGET}`,
-        );
-        return;
+    const compiled = route.compiled as CompiledSite;
+    if (res !== null) {
+      try {
+        compiled.handle(req, res, ctx);
+      } catch {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': TEXT }).end('internal error\n');
+        else res.destroy();
       }
-      req.url = url = origin;
+      return;
     }
-    const q = url.indexOf('?');
-    const clientIp = this.#clientIp.enabled
-      ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
-      : this.#peerIp(req);
-    const ctx: RequestContext = {
-      domain: route.domain,
-      host,
-      path: q < 0 ? url : url.slice(0, q),
-      clientIp,
-      secure,
-      site: route.site,
-    };
-    const compiled = route.compiled;
-    if (compiled?.upgrade !== undefined) {
-      compiled.upgrade(req, socket, head, ctx);
+    const upgradeSocket = socket as Duplex;
+    const upgradeHead = head as Buffer;
+    if (compiled.upgrade !== undefined) {
+      compiled.upgrade(req, upgradeSocket, upgradeHead, ctx);
       return;
     }
     const site = route.site;
     if (site.handler?.kind === 'reverse_proxy' && site.basic_auth === null && !site.under_attack.enabled) {
-      this.#forwarder.upgrade(req, socket, head, ctx, site.handler);
+      this.#forwarder.upgrade(req, upgradeSocket, upgradeHead, ctx, site.handler);
       return;
     }
-    socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    upgradeSocket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
-  #redirects(host: string, path: string): boolean {
-    return this.#certificates !== undefined && !path.startsWith(ACME_PREFIX) && this.#certificates.has(host);
+  /** Asks the challenge responder; true when it answered (200, the key authorization as text). */
+  #answerChallenge(
+    req: IncomingMessage,
+    res: ServerResponse,
+    host: string,
+    path: string,
+    onRequest: DataPlaneHooks['onRequest'],
+  ): boolean {
+    let answer: string | null;
+    try {
+      answer = (this.#challenges as ChallengeResponder).respond(path.slice(ACME_TOKEN_START), host);
+    } catch {
+      answer = null;
+    }
+    if (answer === null) return false;
+    if (onRequest !== undefined) {
+      const clientIp = this.#clientIp.enabled
+        ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
+        : this.#peerIp(req);
+      this.#track(res, onRequest, host, null, false, path, clientIp);
+    }
+    req.resume();
+    res.writeHead(200, { 'content-type': TEXT, 'content-length': Buffer.byteLength(answer) });
+    res.end(answer);
+    return true;
   }
 
   #peerIp(req: IncomingMessage): string {
@@ -465,8 +547,23 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
-function hostForUrl(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
+/**
+ * Turns a request or an upgrade away with 400 `bad request target` or 404
+ * `no route for host`; an upgrade's socket gets the raw response and closes.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse | null, socket: Duplex | null, status: 400 | 404): void {
+  if (res === null) {
+    socket?.end(status === 400 ? RAW_BAD_TARGET : RAW_NO_ROUTE);
+    return;
+  }
+  if (status === 400) {
+    req.resume();
+    res.writeHead(400, { 'content-type': TEXT, 'content-length': BAD_TARGET.length, connection: 'close' });
+    res.end(BAD_TARGET);
+    return;
+  }
+  res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
+  res.end(NO_ROUTE);
 }
 
 function safeClose(compiled: CompiledSite): void {

@@ -10,6 +10,7 @@
  */
 import { type Static, Type } from 'typebox';
 
+export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
 export {
   type HostPort,
   MAX_DOMAIN_BYTES,

@@ -1,3 +1,4 @@
+import { SITE_DIRECTIVES } from '@proxyd/proxy-core/model';
 import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';
 import { cache } from './cache.js';
@@ -12,26 +13,33 @@ import { reverseProxy } from './reverse-proxy.js';
 import { tls } from './tls.js';
 import { underAttack } from './under-attack.js';
 
-/**
- * Every directive, in the order the data plane applies them (proxy-core's
- * middleware order), whatever order a file writes them in.
- */
-export const DIRECTIVES: readonly Directive[] = [
+/** Every directive parser, in no particular order. */
+const PARSERS: readonly Directive[] = [
   tls,
+  analytics,
+  header,
   underAttack,
   rateLimit,
   basicAuth,
   redir,
-  header,
-  cache,
-  analytics,
   handle,
   handlePath,
+  cache,
   root,
   fileServer,
   respond,
   reverseProxy,
 ];
+
+/**
+ * Every directive, in the order the data plane applies them: proxy-core's
+ * `SITE_DIRECTIVES` (the site steps' order), whatever order a file writes
+ * them in. `index.test.ts` checks that every parser has a step there and
+ * every step's directive a parser here.
+ */
+export const DIRECTIVES: readonly Directive[] = SITE_DIRECTIVES.flatMap(({ name }) =>
+  PARSERS.filter((d) => d.name === name),
+);
 
 /** Directives by name; `basicauth` is Caddy's older spelling of `basic_auth`. */
 export const DIRECTIVE_BY_NAME: ReadonlyMap<string, Directive> = new Map([

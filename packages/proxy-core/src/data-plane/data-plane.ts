@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import type { CacheRegistry } from '../cache/response-cache.js';
+import type { ChallengeResponder } from '../challenge.js';
+import type { DataPlaneHooks } from '../hooks.js';
+import type { Config, RouteSpec } from '../model/index.js';
+import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
+import { compileSite } from '../site-handler.js';
+import { loadManualCertificates, MemoryCertificateStore } from '../tls/certificate-store.js';
+import { sitePortsOf } from './site-ports.js';
+
+/** A bound listener address. */
+export interface ListenerAddress {
+  host: string;
+  port: number;
+}
+
+/** Extra knobs of {@link DataPlane.start}. */
+export interface DataPlaneOptions {
+  /** Builds each Site's handler; default proxy-core's `compileSite` (every directive) with {@link secret}. */
+  compileSite?: SiteCompilerWithForwarder;
+  /** HMAC key of `under_attack` clearance cookies; default 32 random bytes per data plane. */
+  secret?: Buffer;
+  /** Address the listeners bind (default 0.0.0.0). */
+  bindHost?: string;
+  /** Answers ACME HTTP-01 challenges before host matching; default none. */
+  challenges?: ChallengeResponder;
+  /** Reports certificate files that could not be loaded. */
+  onCertificateError?: (err: Error) => void;
+  /**
+   * Reports a listener that a new route set needs but that cannot be opened:
+   * a site port (in use, or asked for with both protocols), or the
+   * https_port when the first certificate arrives after start. At start
+   * such a failure fails {@link DataPlane.start} instead.
+   */
+  onSitePortError?: (err: Error) => void;
+}
+
+/** Whether any site of the config serves HTTPS (opens the https_port listener at start). */
+function servesHttps(config: Config): boolean {
+  return config.sites.some((site) => site.tls.mode !== 'off' && site.addresses.some((a) => a.scheme !== 'http'));
+}
+
+/**
+ * The running data plane: its listener set, the route set it serves, its
+ * certificates, pools and caches. Listeners: HTTP on `http_port`, HTTPS (SNI)
+ * on `https_port` when at least one site serves HTTPS (or, later, when the
+ * first certificate arrives), and one listener per other port a site address
+ * names (plain HTTP for `http://host:port` or `tls off`, HTTPS by SNI
+ * otherwise). A site named with such a port is served only there; other
+ * sites only on the main listeners. Routes published later may add site
+ * ports (opened then); a listener is not closed before the data plane closes.
+ * `trusted_proxies` decides the client IP; `hooks` receive request records
+ * and transform bodies.
+ */
+export class DataPlane {
+  /** The listeners of ports that site addresses name (`http://a.example.com:8080`), in the order opened. */
+  readonly sitePortAddresses: readonly (ListenerAddress & { tls: boolean })[];
+  /** The certificates the HTTPS listeners serve by SNI (manual `tls` files; ACME adds to it). */
+  readonly certificates: MemoryCertificateStore;
+  /** The response caches (the admin API's CachePort: `{ enabled, purge(key) }`). */
+  readonly cache: Pick<CacheRegistry, 'enabled' | 'purge'>;
+
+  readonly #proxy: ProxyServer;
+  readonly #httpPort: number;
+  readonly #httpsPort: number;
+  readonly #bindHost: string;
+  readonly #report: (err: Error) => void;
+  readonly #onCertificateError: ((err: Error) => void) | undefined;
+  readonly #sitePortAddresses: (ListenerAddress & { tls: boolean })[] = [];
+  /** Site port → whether it was opened for HTTPS. */
+  readonly #listening = new Map<number, boolean>();
+  #loaded = new Set<string>();
+  #httpAddress: ListenerAddress = { host: '', port: 0 };
+  #httpsAddress: ListenerAddress | null = null;
+  #httpsOpening = false;
+
+  private constructor(
+    proxy: ProxyServer,
+    certificates: MemoryCertificateStore,
+    config: Config,
+    options: DataPlaneOptions,
+  ) {
+    this.#proxy = proxy;
+    this.certificates = certificates;
+    this.#httpPort = config.global.http_port;
+    this.#httpsPort = config.global.https_port;
+    this.#bindHost = options.bindHost ?? '0.0.0.0';
+    this.#report = options.onSitePortError ?? (() => {});
+    this.#onCertificateError = options.onCertificateError;
+    this.sitePortAddresses = this.#sitePortAddresses;
+    const caches = proxy.forwarder.caches;
+    this.cache = {
+      get enabled() {
+        return caches.enabled;
+      },
+      purge: (key) => caches.purge(key),
+    };
+  }
+
+  /**
+   * Opens the listeners for `routes` (version 1) and serves them. Fails,
+   * closing what it opened, when a listener cannot be opened or two routes
+   * ask one site port for different protocols.
+   */
+  static async start(
+    config: Config,
+    routes: readonly RouteSpec[],
+    hooks: DataPlaneHooks,
+    options: DataPlaneOptions = {},
+  ): Promise<DataPlane> {
+    const { http_port: httpPort, https_port: httpsPort } = config.global;
+    const initial = sitePortsOf(routes, httpPort, httpsPort);
+    const conflict = initial.conflicts[0];
+    if (conflict !== undefined) {
+      throw new Error(
+        `site port ${conflict.port}: ${conflict.kept} and ${conflict.refused} ask it for different protocols (plain HTTP and HTTPS)`,
+      );
+    }
+    const certificates = new MemoryCertificateStore();
+    const secret = options.secret ?? randomBytes(32);
+    const proxy = new ProxyServer({
+      hooks,
+      trustedProxies: config.global.trusted_proxies,
+      compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
+      certificates,
+      httpsPort,
+      ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
+    });
+    const plane = new DataPlane(proxy, certificates, config, options);
+    plane.#loadCertificates(routes);
+    proxy.setRoutes(routes, 1, initial.byDomain);
+    try {
+      const http = await proxy.listen(httpPort, plane.#bindHost);
+      plane.#httpAddress = { host: http.address, port: http.port };
+      if (servesHttps(config)) await plane.#openHttps();
+      for (const { port, tls, domain } of initial.ports.values()) {
+        plane.#listening.set(port, tls);
+        await plane.#openSitePort(port, tls, domain);
+      }
+    } catch (err) {
+      await proxy.close();
+      throw err;
+    }
+    return plane;
+  }
+
+  /** Where the HTTP listener is bound. */
+  get httpAddress(): ListenerAddress {
+    return this.#httpAddress;
+  }
+
+  /** Where the HTTPS listener is bound; null while none is open (a later certificate opens it). */
+  get httpsAddress(): ListenerAddress | null {
+    return this.#httpsAddress;
+  }
+
+  /** Pool members and whether each is in rotation (for `proxyd_upstream_healthy`). */
+  upstreamHealth(): Iterable<{ upstream: string; healthy: boolean }> {
+    return this.#proxy.forwarder.upstreamHealth();
+  }
+
+  /**
+   * Publishes a new route set; requests in flight finish on the old table.
+   * Opens the site ports it names for the first time and, on the first
+   * certificate after a start without HTTPS, the https_port listener
+   * (failures go to `onSitePortError`).
+   */
+  setRoutes(routes: readonly RouteSpec[], version: number): void {
+    const ports = sitePortsOf(routes, this.#httpPort, this.#httpsPort);
+    const report = this.#report;
+    for (const c of ports.conflicts) {
+      report(new Error(`site port ${c.port}: ${c.kept} and ${c.refused} ask it for different protocols`));
+    }
+    for (const { port, tls, domain } of ports.ports.values()) {
+      const open = this.#listening.get(port);
+      if (open === undefined) {
+        this.#listening.set(port, tls);
+        this.#openSitePort(port, tls, domain).catch(report);
+      } else if (open !== tls) {
+        report(
+          new Error(
+            `site port ${port} (${domain}) is open for ${open ? 'HTTPS' : 'plain HTTP'} since start; a restart changes it`,
+          ),
+        );
+      }
+    }
+    this.#loadCertificates(routes);
+    this.#proxy.setRoutes(routes, version, ports.byDomain);
+    // The first certificate after a start without HTTPS (a reload added `tls <cert> <key>`).
+    if (this.#httpsAddress === null && !this.#httpsOpening && this.#loaded.size > 0) {
+      this.#openHttps().catch((err: unknown) => {
+        this.#httpsOpening = false;
+        report(new Error(`https_port ${this.#httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
+      });
+    }
+  }
+
+  /** Stops every listener, closes connections, health checks and upstream sockets. */
+  close(): Promise<void> {
+    return this.#proxy.close();
+  }
+
+  #loadCertificates(routes: readonly RouteSpec[]): void {
+    const result = loadManualCertificates(this.certificates, routes, this.#loaded);
+    this.#loaded = result.loaded;
+    for (const err of result.errors) this.#onCertificateError?.(err);
+  }
+
+  async #openHttps(): Promise<void> {
+    this.#httpsOpening = true;
+    const a = await this.#proxy.listenHttps(this.#httpsPort, this.#bindHost);
+    this.#httpsAddress = { host: a.address, port: a.port };
+  }
+
+  async #openSitePort(port: number, tls: boolean, domain: string): Promise<void> {
+    try {
+      const a = await this.#proxy.listenSitePort(port, this.#bindHost, tls);
+      this.#sitePortAddresses.push({ host: a.address, port: a.port, tls });
+    } catch (err) {
+      throw new Error(`site port ${port} (${domain}): ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
+    }
+  }
+}

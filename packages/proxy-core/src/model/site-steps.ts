@@ -1,0 +1,56 @@
+/**
+ * The order in which the data plane applies a site's directives, whatever
+ * order a Proxyfile writes them in: the one table the site pipeline
+ * (proxy-core `site-handler.ts`), the Proxyfile's directive list and the
+ * README follow.
+ *
+ * - `front_door`: before the site's steps — `tls` (the HTTP→HTTPS redirect
+ *   and the certificate) and `analytics` (its reserved `/_proxyd/*` paths
+ *   answered by `hooks.intercept`; counting and injection apply to the
+ *   response).
+ * - `headers`: the security headers and `header` ops, compiled once and
+ *   applied to every response the site writes (its own answers included).
+ * - `under_attack`, `rate_limit`, `basic_auth` (the site's), `redir` (the
+ *   site's, first matching `from` in file order).
+ * - `handle`: `handle` / `handle_path` selection (most specific pattern
+ *   first), then the chosen block's own `basic_auth` and `redir`.
+ * - `cache`: in front of `reverse_proxy`.
+ * - `terminal`: `file_server` (with `root`), `respond` or `reverse_proxy`;
+ *   none: 404.
+ */
+export const SITE_STEP_ORDER = [
+  'front_door',
+  'headers',
+  'under_attack',
+  'rate_limit',
+  'basic_auth',
+  'redir',
+  'handle',
+  'cache',
+  'terminal',
+] as const;
+
+/** One step of {@link SITE_STEP_ORDER}. */
+export type SiteStepName = (typeof SITE_STEP_ORDER)[number];
+
+/**
+ * Every site directive with the step that applies it, in data-plane order
+ * (steps as in {@link SITE_STEP_ORDER}; within a step, the order the
+ * Proxyfile lists them in).
+ */
+export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: SiteStepName }[] = [
+  { name: 'tls', step: 'front_door' },
+  { name: 'analytics', step: 'front_door' },
+  { name: 'header', step: 'headers' },
+  { name: 'under_attack', step: 'under_attack' },
+  { name: 'rate_limit', step: 'rate_limit' },
+  { name: 'basic_auth', step: 'basic_auth' },
+  { name: 'redir', step: 'redir' },
+  { name: 'handle', step: 'handle' },
+  { name: 'handle_path', step: 'handle' },
+  { name: 'cache', step: 'cache' },
+  { name: 'root', step: 'terminal' },
+  { name: 'file_server', step: 'terminal' },
+  { name: 'respond', step: 'terminal' },
+  { name: 'reverse_proxy', step: 'terminal' },
+];

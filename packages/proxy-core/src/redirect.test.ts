@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { emptySite, type SiteAddress } from './model/index.js';
+import { httpsLocation, httpsPortSuffix, isHttpsSite, wantsHttps } from './redirect.js';
+
+describe('isHttpsSite', () => {
+  it.each([
+    // address scheme, tls mode, HTTPS site
+    [null, 'auto', true],
+    ['https', 'auto', true],
+    [null, 'manual', true],
+    ['http', 'auto', false],
+    [null, 'off', false],
+    ['https', 'off', false],
+  ] as const)('scheme %s, tls %s: %s', (scheme: SiteAddress['scheme'], mode, https) => {
+    const site = emptySite([{ scheme, host: 'a.test', port: null }]);
+    site.tls.mode = mode;
+    expect(isHttpsSite(site, 'a.test')).toBe(https);
+  });
+
+  it('reads the address that named the domain, not the first one', () => {
+    const site = emptySite([
+      { scheme: 'http', host: 'plain.test', port: null },
+      { scheme: null, host: 'secure.test', port: null },
+    ]);
+    expect(isHttpsSite(site, 'plain.test')).toBe(false);
+    expect(isHttpsSite(site, 'secure.test')).toBe(true);
+    expect(isHttpsSite(site, 'other.test')).toBe(false);
+  });
+});
+
+describe('wantsHttps', () => {
+  it.each([
+    // httpsSite, sitePort, certificate available, HTTPS listener open, redirect
+    [true, null, true, true, true],
+    [true, null, false, true, false],
+    [true, null, true, false, false],
+    [true, null, false, false, false],
+    [true, 9002, true, true, false],
+    [true, 0, true, true, false],
+    [false, null, true, true, false],
+    [false, null, false, false, false],
+  ] as const)(
+    'httpsSite %s, site port %s, certificate %s, listener %s: %s',
+    (httpsSite, sitePort, cert, open, want) => {
+      expect(wantsHttps({ httpsSite, sitePort }, cert, open)).toBe(want);
+    },
+  );
+});
+
+describe('httpsLocation', () => {
+  it('names the https_port unless it is 443, and brackets IPv6 hosts', () => {
+    expect(httpsLocation('a.test', httpsPortSuffix(443), '/p?q=1')).toBe('https://a.test/p?q=1');
+    expect(httpsLocation('a.test', httpsPortSuffix(undefined), '/')).toBe('https://a.test/');
+    expect(httpsLocation('a.test', httpsPortSuffix(8443), '/p')).toBe('https://a.test:8443/p');
+    expect(httpsLocation('::1', httpsPortSuffix(8443), '/')).toBe('https://[::1]:8443/');
+  });
+});
