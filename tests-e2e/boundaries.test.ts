@@ -21,7 +21,8 @@ const allowed: Record<string, string[]> = {
   '@proxyd/proxyfile': ['@proxyd/proxy-core/model'],
   // Types only (checked below): analytics implements proxy-core's hook interfaces without its runtime.
   '@proxyd/analytics': ['@proxyd/proxy-core'],
-  '@proxyd/admin-api': [],
+  // The shared value rules (domains, host:port), pure functions beside the model's schemas.
+  '@proxyd/admin-api': ['@proxyd/proxy-core/model'],
   '@proxyd/cli': ['@proxyd/proxyfile', '@proxyd/admin-api'],
   '@proxyd/proxyd': [
     '@proxyd/proxy-core',

@@ -1,12 +1,11 @@
 import path from 'node:path';
-import { type Config, composeHooks } from '@proxyd/proxy-core';
+import { type Config, composeHooks, DataPlane } from '@proxyd/proxy-core';
 import { routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
 import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { startControlPlane } from './control-plane.js';
-import { startDataPlane } from './data-plane.js';
 import type { Logging } from './logging.js';
 import { createMetrics } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
@@ -102,7 +101,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     accessLog ? { onRequest: accessLog } : {},
   );
   const tlsLog = logging.forTarget('proxy::tls');
-  const dataPlane = await startDataPlane(config, store.routes, hooks, {
+  const dataPlane = await DataPlane.start(config, store.routes, hooks, {
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
     onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
     onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),

@@ -1,5 +1,14 @@
 export { CacheRegistry, cacheLifetimeMs, ResponseCache } from './cache/response-cache.js';
+export { ACME_CHALLENGE_PREFIX, type ChallengeResponder, isChallengePath } from './challenge.js';
 export { ClientIpResolver } from './client-ip.js';
+export { DataPlane, type DataPlaneOptions, type ListenerAddress } from './data-plane/data-plane.js';
+export {
+  type SitePort,
+  type SitePortConflict,
+  type SitePorts,
+  servedOn,
+  sitePortsOf,
+} from './data-plane/site-ports.js';
 export { DataPlaneError, DataPlaneErrorCode } from './errors.js';
 export { compileFallbackSite } from './fallback-site.js';
 export { AgentPool, ConnectTimeoutError } from './forward/agents.js';
@@ -11,6 +20,7 @@ export * from './model/index.js';
 export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
 export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
 export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
+export { type HttpsRuleSubject, httpsLocation, isHttpsSite, wantsHttps } from './redirect.js';
 export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
 export { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
 export {
