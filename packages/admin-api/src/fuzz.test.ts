@@ -28,18 +28,19 @@ import type { AdminRoute, RouteStorePort } from './ports.js';
 const BODY_LIMIT = 65_536;
 /** Methods whose body the server reads (and limits) even where it is ignored. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-const ORACLE_DOMAIN = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+// Issue 15: "_" is valid in names, in the admin API as in the Proxyfile (DNS and Caddy allow it).
+const ORACLE_DOMAIN = /^(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 function oracleDomain(d: unknown): d is string {
   return typeof d === 'string' && d.length <= 253 && ORACLE_DOMAIN.test(d.toLowerCase());
 }
 function oracleUpstream(u: unknown): u is string {
   if (typeof u !== 'string') return false;
-  const m = /^(?:\[([^\]]+)\]|([A-Za-z0-9.-]+)):([1-9][0-9]{0,4})$/.exec(u);
+  const m = /^(?:\[([^\]]+)\]|([A-Za-z0-9_.-]+)):([1-9][0-9]{0,4})$/.exec(u);
   if (!m || Number(m[3]) > 65535) return false;
   // An IPv6 zone ("%eth0") names an interface of this host only: not an upstream address.
   if (m[1] !== undefined) return isIPv6(m[1]) && !m[1].includes('%');
   const host = m[2] as string;
-  return host.length <= 253 && host.split('.').every((l) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(l));
+  return host.length <= 253 && host.split('.').every((l) => /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(l));
 }
 const oracleSourceTag = (s: unknown): s is string => typeof s === 'string' && /^[\x21-\x7e]{1,128}$/.test(s);
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

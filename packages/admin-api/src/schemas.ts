@@ -5,9 +5,11 @@
  */
 import { type Static, Type } from 'typebox';
 
+// The OpenAPI face of the model's parseDomain / parseHostPort rules (domain.ts, upstream.ts),
+// which give the detailed message; underscores are valid in names (issue 15).
 const DOMAIN_PATTERN =
-  '^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$';
-const UPSTREAM_PATTERN = '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$';
+  '^(\\*\\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$';
+const UPSTREAM_PATTERN = '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):[0-9]{1,5}$';
 const SOURCE_PATTERN = '^[\\x21-\\x7e]{1,128}$';
 
 const domainField = (description: string) =>

@@ -13,6 +13,9 @@ describe('domain validation', () => {
     'x-1.example',
     `${'a'.repeat(63)}.example`,
     '127.0.0.1',
+    // Issue 15: one domain rule for every source; DNS names and the Proxyfile allow "_".
+    'a_b.example',
+    '_acme-challenge.example',
   ])('accepts %s', (d) => expect(domainProblem(d)).toBeUndefined());
   it.each([
     '',
@@ -23,7 +26,6 @@ describe('domain validation', () => {
     'a.',
     '-a.example',
     'a-.example',
-    'a_b.example',
     'a.*.example',
     '**.example',
     `${'a'.repeat(64)}.example`,
@@ -47,6 +49,7 @@ describe('upstream validation', () => {
     '[::1]:8080',
     '[2001:db8::1]:443',
     'Host-1.Example:3000',
+    'my_app:8080',
   ])('accepts %s', (u) => expect(upstreamProblem(u)).toBeUndefined());
   it.each([
     '',
@@ -66,6 +69,7 @@ describe('upstream validation', () => {
     'h/x:80',
     'a..b:80',
     '-h:80',
+    '[fe80::1%eth0]:80',
   ])('rejects %j', (u) => expect(upstreamProblem(u)).toBeTypeOf('string'));
 });
 

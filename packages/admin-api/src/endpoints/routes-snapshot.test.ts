@@ -52,7 +52,8 @@ describe('PUT /routes/snapshot', () => {
         source: 'c',
         routes: [
           { domain: 'ok.example', upstream: 'h:1', tls: false },
-          { domain: 'bad_domain', upstream: 'h:1', tls: false },
+          // Issue 15: "_" is valid in names now (as in the Proxyfile), so the bad domain is "bad!domain".
+          { domain: 'bad!domain', upstream: 'h:1', tls: false },
         ],
       },
       'invalid domain: routes[1]: ',
