@@ -6,6 +6,7 @@ import {
   writeClientError,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS } from '@proxyd/proxy-core';
+import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
 import type { RouteStore } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
@@ -41,12 +42,14 @@ export interface ControlPlaneOptions {
   startedAt: number;
 }
 
-/** Splits `host:port` (IPv6 in brackets); port 0 asks the OS for a free one. */
-export function splitHostPort(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
-  const port = Number(m?.[3]);
-  if (!m || port > 65535) throw new Error(`invalid listen address "${value}", expected host:port`);
-  return { host: (m[1] ?? m[2]) as string, port };
+/**
+ * Splits a listen address `host:port` by the model's `parseHostPort` rule
+ * (IPv6 in brackets, returned without them); port 0 asks the OS for a free one.
+ */
+export function splitHostPort(value: string): HostPort {
+  const parsed = parseHostPort(value, true);
+  if (!parsed.ok) throw new Error(`invalid listen address "${value}", expected host:port`);
+  return parsed.value;
 }
 
 /** Starts the admin API on TCP and, when asked, on a Unix socket: one app, two listeners. */
