@@ -22,7 +22,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createAdminApp } from '@proxyd/admin-api';
-import { ProxyServer, RouteStore } from '@proxyd/proxy-core';
+import { ProxyServer } from '@proxyd/proxy-core';
+import { RouteStore } from '@proxyd/route-store';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const TOKEN = 'bench';

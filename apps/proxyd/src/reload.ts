@@ -1,13 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { type Config, type RouteStore, routesFromConfig } from '@proxyd/proxy-core';
-import { parse } from '@proxyd/proxyfile';
+import type { Config } from '@proxyd/proxy-core';
+import { createProxyfileSource } from '@proxyd/proxyfile';
+import type { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
-
-/** Reads and parses a Proxyfile; errors carry the file's position. */
-export async function loadProxyfile(path: string): Promise<Config> {
-  const text = await readFile(path, 'utf8');
-  return parse(text, { filename: path });
-}
 
 /** The outcome of one reload (the admin API's ReloadPort shape). */
 export type ReloadResult = { ok: true; message: string } | { ok: false; errorText: string };
@@ -30,42 +24,28 @@ export interface ReloaderOptions {
 }
 
 /**
- * The config watcher's reload: read and parse the Proxyfile, then replace
- * only the Proxyfile's routes in the store (one atomic table swap). A read or
- * parse failure leaves the running config as it is and returns the full
- * error text (with `file:line:column`). Global options (ports, admin
- * address, state dir) apply at start only: a reload that changes them logs a
- * warning and keeps the running values.
+ * The config watcher's reload: the Proxyfile source (`@proxyd/proxyfile`)
+ * writing into the store, and its log lines. A read or parse failure leaves
+ * the running config as it is and returns the full error text (with
+ * `file:line:column`). Global options (ports, admin address, state dir)
+ * apply at start only: a reload that changes them logs a warning and keeps
+ * the running values.
  */
 export function createReloader(options: ReloaderOptions): Reloader {
   const { configPath, store, logger } = options;
-  const startGlobal = JSON.stringify(options.running.global);
-  let chain: Promise<unknown> = Promise.resolve();
-
-  const once = async (): Promise<ReloadResult> => {
-    let config: Config;
-    try {
-      config = await loadProxyfile(configPath);
-    } catch (err) {
-      const errorText = err instanceof Error ? err.message : String(err);
-      logger.error({ path: configPath, error: errorText }, 'reload failed, running config unchanged');
-      return { ok: false, errorText };
-    }
-    const routes = routesFromConfig(config);
-    await store.replaceOrigin('proxyfile', routes);
-    if (JSON.stringify(config.global) !== startGlobal) {
-      logger.warn({ path: configPath }, 'global options changed; they apply at the next restart');
-    }
-    const message = `reloaded ${configPath}: ${routes.length} Proxyfile route${routes.length === 1 ? '' : 's'}`;
-    logger.info({ path: configPath, routes: routes.length, version: store.version }, message);
-    return { ok: true, message };
-  };
-
+  const source = createProxyfileSource({ path: configPath, sink: store, running: options.running });
   return {
-    reload() {
-      const next = chain.then(once, once);
-      chain = next;
-      return next.catch((err: unknown) => ({ ok: false as const, errorText: `reload failed: ${String(err)}` }));
+    async reload() {
+      const result = await source.reload();
+      if (!result.ok) {
+        logger.error({ path: configPath, error: result.errorText }, 'reload failed, running config unchanged');
+        return result;
+      }
+      if (result.globalChanged) {
+        logger.warn({ path: configPath }, 'global options changed; they apply at the next restart');
+      }
+      logger.info({ path: configPath, routes: result.routes, version: store.version }, result.message);
+      return { ok: true, message: result.message };
     },
   };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { RouteStore } from '@proxyd/proxy-core';
+import { RouteStore } from '@proxyd/route-store';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminApp, createAdminApp } from './app.js';
@@ -11,7 +11,7 @@ type Desired = { domain: string; upstream: string; tls: boolean };
 
 /**
  * `route_hash` written from the README's definition alone (not from
- * proxy-core's code): lines `domain upstream tls\n` with domain and upstream
+ * route-store's code): lines `domain upstream tls\n` with domain and upstream
  * lowercased, sorted by domain in code-unit order, after `source\n`.
  */
 function documentedRouteHash(source: string, routes: readonly Desired[]): string {

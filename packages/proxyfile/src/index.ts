@@ -3,4 +3,12 @@ export { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 export { type FormatOptions, format, isFormatted } from './format.js';
 export { GLOBAL_OPTION_NAMES } from './global-options.js';
 export { type ParseOptions, parse } from './parse.js';
+export {
+  createProxyfileSource,
+  loadProxyfile,
+  type ProxyfileReload,
+  type ProxyfileSource,
+  type ProxyfileSourceOptions,
+  routesFromConfig,
+} from './route-source.js';
 export { type ConfigSummary, summarize } from './summary.js';

@@ -1,4 +1,4 @@
-import type { UpstreamAddress } from '../model/index.js';
+import type { UpstreamAddress } from '@proxyd/proxy-core/model';
 import { StoreError, StoreErrorCode } from './errors.js';
 
 const HOST_PORT = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/;

@@ -1,4 +1,4 @@
-import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { formatUpstream, parseUpstream } from './upstream.js';
 
 /**

@@ -1,5 +1,14 @@
 export { type AdminRouteView, type ApiRouteRecord, apiRouteSpec, toAdminRoute } from './api-route.js';
 export { StoreError, StoreErrorCode } from './errors.js';
+export {
+  DECLARED_ORIGINS,
+  type Declarations,
+  type DeclaredOrigin,
+  fallbackRoute,
+  mayTake,
+  ORIGINS,
+  type OriginRule,
+} from './precedence.js';
 export { type DesiredRoute, routeHash } from './route-hash.js';
 export {
   type RouteListener,
@@ -8,5 +17,6 @@ export {
   type SnapshotInput,
   type SnapshotOutcome,
 } from './route-store.js';
+export type { RouteSink } from './sink.js';
 export { type RecoveredState, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
 export { formatUpstream, parseUpstream } from './upstream.js';

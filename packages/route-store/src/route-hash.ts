@@ -8,7 +8,7 @@ export interface DesiredRoute {
 }
 
 /**
- * The snapshot `route_hash` (see proxy-core's README, "route_hash"):
+ * The snapshot `route_hash` (see route-store's README, "route_hash"):
  * lowercase hex SHA-256 of the UTF-8 text
  * `source + "\n"` followed by one line `domain + " " + upstream + " " + tls + "\n"`
  * per route, sorted by domain (code-unit order), where `domain` is lowercase,

@@ -1,4 +1,4 @@
-import type { RouteOrigin, RouteSpec } from '../model/index.js';
+import type { RouteOrigin, RouteSpec } from '@proxyd/proxy-core/model';
 import {
   type AdminRouteView,
   type ApiRouteRecord,
@@ -8,7 +8,9 @@ import {
   toApiRecord,
 } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
+import { type DeclaredOrigin, fallbackRoute, mayTake, ORIGINS } from './precedence.js';
 import { routeHash } from './route-hash.js';
+import type { RouteSink } from './sink.js';
 import { type RecoveredState, StateFile } from './state-file.js';
 
 /** Receives every published route set: an immutable array and its version. */
@@ -43,7 +45,7 @@ export interface RouteStoreOptions {
 
 interface Draft {
   table: Map<string, RouteSpec>;
-  declared: Map<RouteOrigin, Map<string, RouteSpec>>;
+  declared: ReadonlyMap<DeclaredOrigin, ReadonlyMap<string, RouteSpec>>;
   /** Whether an API route was added, replaced or removed (the state file must be rewritten). */
   apiChanged: boolean;
 }
@@ -56,14 +58,17 @@ interface Op {
 
 /**
  * The one owner of routes: one route per lowercase domain, each with an
- * origin (`proxyfile`, `labels`, `api`) and a `source` tag.
+ * origin (`proxyfile`, `labels`, `api`) and a `source` tag. Who holds a
+ * domain follows the precedence table `ORIGINS` (see precedence.ts):
  *
  * - An API write (`upsert`, `applySnapshot`) replaces the domain's route
  *   whoever owned it.
  * - `replaceOrigin('proxyfile' | 'labels', …)` replaces that origin's
- *   declared set: it fills domains that are free or its own, never takes a
- *   domain another origin holds.
- * - Removing an API/labels route over a domain the Proxyfile declares
+ *   declared set: it fills domains that are free, its own or held by a
+ *   lower rank, unless a higher-ranked origin declares them; it never takes
+ *   a domain an API write holds.
+ * - Removing a route brings back the highest-ranked declaration ranked
+ *   below it: deleting an API route over a domain the Proxyfile declares
  *   brings the Proxyfile's route back (the table then equals what a restart
  *   would rebuild).
  *
@@ -73,9 +78,9 @@ interface Op {
  * durable and the new table is published; on a persistence failure it
  * rejects and nothing of its batch is applied.
  */
-export class RouteStore {
+export class RouteStore implements RouteSink {
   #table: Map<string, RouteSpec>;
-  #declared: Map<RouteOrigin, Map<string, RouteSpec>>;
+  #declared: ReadonlyMap<DeclaredOrigin, ReadonlyMap<string, RouteSpec>>;
   #routes: readonly RouteSpec[] = Object.freeze([]);
   #version = 0;
   #listeners = new Set<RouteListener>();
@@ -86,8 +91,9 @@ export class RouteStore {
 
   private constructor(file: StateFile | null, proxyfile: readonly RouteSpec[], records: readonly ApiRouteRecord[]) {
     this.#file = file;
-    this.#declared = new Map([['proxyfile', byDomain(proxyfile)]]);
-    this.#table = new Map(this.#declared.get('proxyfile'));
+    const declared = byDomain(proxyfile);
+    this.#declared = new Map([['proxyfile', declared]]);
+    this.#table = new Map(declared);
     for (const record of records) this.#table.set(record.domain, apiRouteSpec(record));
     this.#publish();
   }
@@ -144,6 +150,7 @@ export class RouteStore {
     const record = canonicalRecord(write);
     const spec = apiRouteSpec(record);
     return this.#enqueue((draft) => {
+      // `api` outranks every origin (ORIGINS): an admin write takes the domain whoever holds it.
       draft.table.set(record.domain, spec);
       draft.apiChanged = true;
       return toAdminRoute(spec);
@@ -165,7 +172,7 @@ export class RouteStore {
     return this.#enqueue((draft) => {
       let removed = 0;
       for (const [domain, route] of [...draft.table]) {
-        if (route.source === source && route.origin !== 'proxyfile' && !wanted.has(domain)) {
+        if (route.source === source && ORIGINS[route.origin].snapshotRemoves && !wanted.has(domain)) {
           removeDomain(draft, domain);
           removed++;
         }
@@ -178,20 +185,20 @@ export class RouteStore {
 
   /**
    * Replaces the routes `origin` declares (a Proxyfile reload, a labels
-   * resync): its routes that are gone leave the table; its routes fill every
-   * domain that is free or already its own. Not persisted (the origin
-   * re-declares them at start).
+   * resync): its routes that are gone leave the table (a lower-ranked
+   * declaration of the domain comes back); its routes take every domain
+   * {@link mayTake} allows. Not persisted (the origin re-declares them at
+   * start).
    */
-  replaceOrigin(origin: Exclude<RouteOrigin, 'api'>, routes: readonly RouteSpec[]): Promise<void> {
+  replaceOrigin(origin: DeclaredOrigin, routes: readonly RouteSpec[]): Promise<void> {
     const next = byDomain(routes.map((r) => ({ ...r, domain: r.domain.toLowerCase(), origin })));
     return this.#enqueue((draft) => {
       draft.declared = new Map(draft.declared).set(origin, next);
       for (const [domain, route] of [...draft.table]) {
-        if (route.origin === origin && !next.has(domain)) draft.table.delete(domain);
+        if (route.origin === origin && !next.has(domain)) removeDomain(draft, domain);
       }
       for (const [domain, route] of next) {
-        const held = draft.table.get(domain);
-        if (!held || held.origin === origin) draft.table.set(domain, route);
+        if (mayTake(origin, domain, draft.table.get(domain), draft.declared)) draft.table.set(domain, route);
       }
     });
   }
@@ -249,10 +256,8 @@ function removeDomain(draft: Draft, domain: string): boolean {
   if (!held) return false;
   draft.table.delete(domain);
   if (held.origin === 'api') draft.apiChanged = true;
-  if (held.origin !== 'proxyfile') {
-    const fallback = draft.declared.get('proxyfile')?.get(domain);
-    if (fallback) draft.table.set(domain, fallback);
-  }
+  const fallback = fallbackRoute(domain, held.origin, draft.declared);
+  if (fallback) draft.table.set(domain, fallback);
   return true;
 }
 

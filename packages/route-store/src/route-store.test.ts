@@ -1,8 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
 import { RouteStore } from './route-store.js';
 import { StateFile } from './state-file.js';
 
@@ -17,6 +17,12 @@ function proxyfileRoute(domain: string, port: number): RouteSpec {
   site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
   site.rate_limit = 5;
   return { domain, origin: 'proxyfile', source: null, site };
+}
+
+function labelsRoute(domain: string, port: number): RouteSpec {
+  const site = emptySite([{ scheme: null, host: domain, port: null }]);
+  site.handler = defaultReverseProxy([{ host: '10.0.0.1', port }]);
+  return { domain, origin: 'labels', source: 'docker', site };
 }
 
 const open = (proxyfileRoutes: RouteSpec[] = [], stateFile: string | null = path.join(dir, 'routes.json')) =>
@@ -195,5 +201,85 @@ describe('RouteStore', () => {
     expect(recovered?.reason).toMatch(/not valid JSON/);
     await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
     expect((await new StateFile(statePath).load()).records).toHaveLength(1);
+  });
+
+  describe('precedence (one table: api > proxyfile > labels)', () => {
+    const held = (store: RouteStore) => store.routes.map((r) => `${r.domain}:${r.origin}`).sort();
+
+    it.each([
+      ['proxyfile', async (store: RouteStore) => store.replaceOrigin('proxyfile', [proxyfileRoute('a.test', 1)])],
+      ['labels', async (store: RouteStore) => store.replaceOrigin('labels', [labelsRoute('a.test', 1)])],
+      [
+        'api',
+        async (store: RouteStore) =>
+          void (await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: 'x' })),
+      ],
+    ])('an admin write replaces a route of origin %s', async (_origin, seed) => {
+      const store = await open();
+      await seed(store);
+      await store.upsert({ domain: 'A.test', upstream: 'h:2', tls: false, source: 'ctl' });
+      expect(domains(store)).toEqual(['a.test=h:2/ctl']);
+      expect(held(store)).toEqual(['a.test:api']);
+    });
+
+    it.each([
+      [['proxyfile', 'labels'], 'a.test=127.0.0.1:1/null'],
+      [['proxyfile'], 'a.test=127.0.0.1:1/null'],
+      [['labels'], 'a.test=10.0.0.1:2/docker'],
+    ])('deleting an API route over a domain declared by %j brings back %s', async (declared, back) => {
+      const store = await open(declared.includes('proxyfile') ? [proxyfileRoute('a.test', 1)] : []);
+      if (declared.includes('labels')) await store.replaceOrigin('labels', [labelsRoute('a.test', 2)]);
+      await store.upsert({ domain: 'a.test', upstream: 'h:9', tls: false, source: null });
+      expect(await store.remove('a.test')).toBe(true);
+      expect(domains(store)).toEqual([back]);
+    });
+
+    it('a snapshot dropping an API route brings back the declared route too', async () => {
+      const store = await open();
+      await store.replaceOrigin('labels', [labelsRoute('a.test', 2)]);
+      await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'a.test', upstream: 'h:1', tls: false }] });
+      expect(await store.applySnapshot({ source: 'ctl', routes: [] })).toMatchObject({ removed: 1, total_routes: 1 });
+      expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker']);
+    });
+
+    it('a Proxyfile reload never takes a domain an admin write holds', async () => {
+      const store = await open();
+      await store.upsert({ domain: 'a.test', upstream: 'h:9', tls: false, source: null });
+      await store.replaceOrigin('proxyfile', [proxyfileRoute('a.test', 1), proxyfileRoute('b.test', 2)]);
+      expect(domains(store)).toEqual(['a.test=h:9/null', 'b.test=127.0.0.1:2/null']);
+    });
+
+    it('the Proxyfile wins a domain over labels, whichever declares it first', async () => {
+      const labelsFirst = await open();
+      await labelsFirst.replaceOrigin('labels', [labelsRoute('a.test', 2), labelsRoute('c.test', 3)]);
+      await labelsFirst.replaceOrigin('proxyfile', [proxyfileRoute('a.test', 1)]);
+      const proxyfileFirst = await open([proxyfileRoute('a.test', 1)]);
+      await proxyfileFirst.replaceOrigin('labels', [labelsRoute('a.test', 2), labelsRoute('c.test', 3)]);
+      for (const store of [labelsFirst, proxyfileFirst]) {
+        expect(domains(store)).toEqual(['a.test=127.0.0.1:1/null', 'c.test=10.0.0.1:3/docker']);
+      }
+    });
+
+    it('labels fill only domains nobody with a higher rank declares', async () => {
+      const store = await open([proxyfileRoute('a.test', 1)]);
+      await store.upsert({ domain: 'b.test', upstream: 'h:9', tls: false, source: null });
+      // An admin delete of the Proxyfile's route frees the domain, but the Proxyfile still declares it.
+      await store.remove('a.test');
+      await store.replaceOrigin('labels', [
+        labelsRoute('a.test', 2),
+        labelsRoute('b.test', 3),
+        labelsRoute('c.test', 4),
+      ]);
+      expect(domains(store)).toEqual(['b.test=h:9/null', 'c.test=10.0.0.1:4/docker']);
+    });
+
+    it('a domain the Proxyfile stops declaring goes to the labels that declare it', async () => {
+      const store = await open([proxyfileRoute('a.test', 1)]);
+      await store.replaceOrigin('labels', [labelsRoute('a.test', 2)]);
+      await store.replaceOrigin('proxyfile', []);
+      expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker']);
+      await store.replaceOrigin('labels', []);
+      expect(domains(store)).toEqual([]);
+    });
   });
 });
