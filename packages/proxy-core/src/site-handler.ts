@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { forwardThroughCache } from './cache/cache-step.js';
+import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { FileServer } from './middleware/file-server.js';
@@ -9,7 +10,7 @@ import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { HandleBlock, Handler, HeaderOp, Site } from './model/index.js';
+import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 
 /** What {@link compileSite} needs besides the Site. */
@@ -79,31 +80,61 @@ interface Block {
   readonly terminal: Terminal;
 }
 
+/** Answers that a step writes on a raw socket when it refuses an upgrade. */
+function refuse(socket: Duplex, status: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+}
+
 /**
- * Compiles a Site into its request handler. Directives run in one fixed
- * order, whatever order the Proxyfile wrote them in (README "Directive
+ * One compiled site step. `request` answers (returns true: the walk stops,
+ * and a step that waits — a bcrypt check — resumes the walk at `next`
+ * itself) or lets the next step run (false). `upgrade` is the step's form
+ * for a WebSocket upgrade (same return), or null when upgrades skip it.
+ */
+interface SiteStep {
+  readonly name: SiteStepName;
+  readonly request: (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, next: number) => boolean;
+  readonly upgrade: ((req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext) => boolean) | null;
+}
+
+/** A compiled site: its handler, and the names of the steps it runs, in order (tests, diagnostics). */
+export interface SitePipeline extends CompiledSite {
+  readonly steps: readonly SiteStepName[];
+}
+
+/**
+ * Compiles a Site into its request handler: one ordered table of steps
+ * (model `SITE_STEP_ORDER`), compiled once per site with the steps the site
+ * does not use left out, walked by index for requests and for WebSocket
+ * upgrades (no per-request allocation by the walk). Directives run in that
+ * order whatever order the Proxyfile wrote them in (README "Directive
  * order"):
  *
- * 1. `under_attack` (challenge page / `/_proxyd/challenge`)
- * 2. `rate_limit` (429, `Retry-After: 1`)
- * 3. site `basic_auth` (401)
- * 4. site `redir` (first match in file order)
- * 5. `handle` / `handle_path` selection (most specific pattern first;
- *    pattern-less `handle` as fallback; none matching: the site's own handler)
- * 6. the block's `basic_auth`, then its `redir`
- * 7. the terminal handler: `reverse_proxy`, `file_server`, `respond`, or 404
- *
- * Response headers (defaults + site `header` + block `header`) are applied
- * to every response, the site's own answers (429, 401, redirects, challenge)
- * included.
+ * - `headers`: defaults + site `header` + block `header`, compiled into
+ *   every answer below (the site's own 429, 401, redirects and challenge
+ *   included); no step at request time.
+ * - `under_attack` (challenge page / `/_proxyd/challenge`; upgrade without
+ *   clearance: 403)
+ * - `rate_limit` (429, `Retry-After: 1`)
+ * - `basic_auth`, the site's (401; 503 when the bcrypt gate is full)
+ * - `redir`, the site's (first match in file order; not for upgrades)
+ * - `handle`: `handle` / `handle_path` selection (most specific pattern
+ *   first; pattern-less `handle` as fallback; none matching: the site's own
+ *   handler), then the block's `basic_auth` and `redir`, then `cache` and
+ *   the terminal handler (`reverse_proxy`, `file_server`, `respond`, or
+ *   404). An upgrade is refused 403 unless the chosen handler is
+ *   `reverse_proxy`; then the site's and the block's `basic_auth` are
+ *   checked together (the upgrade form of `basic_auth` is this step's).
  */
-export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
+export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   const now = deps.now ?? Date.now;
   const authOptions = {
     now,
     ...(deps.verifyPassword ? { verify: deps.verifyPassword } : {}),
   };
   const forwarder = deps.forwarder;
+  // The `cache` step stands in front of `reverse_proxy` when the site caches.
+  const caches = site.cache === null ? undefined : forwarder.caches;
 
   const compileBlock = (
     pattern: string | null,
@@ -122,27 +153,17 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
         auth === null ? null : canned(headers, 401, 'unauthorized\n', { 'www-authenticate': auth.challenge }),
       redirects: fields.redirects.map((r) => new CompiledRedirect(r)),
       handler: fields.handler,
-      terminal: compileTerminal(fields.handler, headers, forwarder),
+      terminal: compileTerminal(fields.handler, headers, forwarder, caches),
     };
   };
 
+  // `headers`: compiled into every block and canned answer.
   const siteBlock = compileBlock(null, false, site.header, site);
   const siteHeaders = siteBlock.headers;
   const blocks: Block[] = site.handles
     .map((h: HandleBlock, index) => ({ h, index, spec: new PathPattern(h.path).specificity() }))
     .sort((a, b) => b.spec - a.spec || a.index - b.index)
     .map(({ h }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h));
-  const needsMatchPath = blocks.length > 0 || site.redirects.length > 0;
-
-  const limiter =
-    site.rate_limit === null
-      ? null
-      : new RateLimiter({
-          limit: site.rate_limit,
-          ...(deps.now !== undefined ? { now: deps.now } : {}),
-          ...(deps.rateLimitMaxKeys !== undefined ? { maxKeys: deps.rateLimitMaxKeys } : {}),
-        });
-  const tooMany = canned(siteHeaders, 429, 'rate limit exceeded\n', { 'retry-after': '1' });
   const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });
   /** The bcrypt gate is full: nothing was checked, so neither 401 nor access; the client retries. */
   const busy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
@@ -150,11 +171,86 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
     req.resume();
     send(res, authBusy, ctx.secure);
   };
-  const guard = site.under_attack.enabled
-    ? new UnderAttackGuard({ secret: deps.secret, difficulty: site.under_attack.difficulty, now })
-    : null;
 
-  /** Runs a block's own auth and redirects, then its terminal handler. */
+  const steps: SiteStep[] = [];
+
+  /** Runs the steps from `from` until one answers. */
+  const walk = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, from: number): void => {
+    for (let i = from; i < steps.length; i++) {
+      if ((steps[i] as SiteStep).request(req, res, ctx, i + 1)) return;
+    }
+  };
+
+  if (site.under_attack.enabled) {
+    const guard = new UnderAttackGuard({ secret: deps.secret, difficulty: site.under_attack.difficulty, now });
+    steps.push({
+      name: 'under_attack',
+      request: (req, res, ctx) => guard.intercept(req, res, ctx, siteHeaders.edit(ctx.secure)),
+      upgrade: (req, socket, _head, ctx) => {
+        if (guard.cleared(req.headers.cookie, ctx)) return false;
+        refuse(socket, '403 Forbidden');
+        return true;
+      },
+    });
+  }
+
+  if (site.rate_limit !== null) {
+    const limiter = new RateLimiter({
+      limit: site.rate_limit,
+      ...(deps.now !== undefined ? { now: deps.now } : {}),
+      ...(deps.rateLimitMaxKeys !== undefined ? { maxKeys: deps.rateLimitMaxKeys } : {}),
+    });
+    const tooMany = canned(siteHeaders, 429, 'rate limit exceeded\n', { 'retry-after': '1' });
+    steps.push({
+      name: 'rate_limit',
+      request: (req, res, ctx) => {
+        if (limiter.admit(ctx.domain, ctx.clientIp)) return false;
+        req.resume();
+        send(res, tooMany, ctx.secure);
+        return true;
+      },
+      upgrade: (_req, socket, _head, ctx) => {
+        if (limiter.admit(ctx.domain, ctx.clientIp)) return false;
+        refuse(socket, '429 Too Many Requests');
+        return true;
+      },
+    });
+  }
+
+  const siteAuth = siteBlock.auth;
+  if (siteAuth !== null) {
+    steps.push({
+      name: 'basic_auth',
+      request: (req, res, ctx, next) => {
+        const verdict = siteAuth.check(req.headers.authorization);
+        if (verdict === AUTH_OK) return false;
+        if (verdict === AUTH_DENIED) deny(req, res, ctx, siteBlock);
+        else if (verdict === AUTH_BUSY) busy(req, res, ctx);
+        else {
+          verdict.then(
+            (ok) => (ok ? walk(req, res, ctx, next) : deny(req, res, ctx, siteBlock)),
+            () => deny(req, res, ctx, siteBlock),
+          );
+        }
+        return true;
+      },
+      // Checked with the block's own basic_auth by the `handle` step's upgrade form.
+      upgrade: null,
+    });
+  }
+
+  if (siteBlock.redirects.length > 0) {
+    steps.push({
+      name: 'redir',
+      request: (req, res, ctx) => {
+        if (res.destroyed) return true;
+        return redirect(req, res, ctx, siteBlock, matchablePath(ctx.path));
+      },
+      upgrade: null,
+    });
+  }
+
+  /** The block's own auth and redirects (not the site block's: those were steps), then its terminal handler. */
   const runBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string): void => {
     if (block.auth !== null && block !== siteBlock) {
       const verdict = block.auth.check(req.headers.authorization);
@@ -180,112 +276,92 @@ export function compileSite(site: Site, deps: SiteDeps): CompiledSite {
   const finishBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string) => {
     if (res.destroyed) return;
     if (block !== siteBlock && block.redirects.length > 0 && redirect(req, res, ctx, block, mp)) return;
-    const url = req.url ?? '/';
-    let path = url;
-    if (block.strip) {
-      const q = url.indexOf('?');
-      const rest = block.pattern.remainder(ctx.path);
-      path = (rest.startsWith('/') ? rest : `/${rest}`) + (q < 0 ? '' : url.slice(q));
-    }
-    block.terminal(req, res, ctx, path);
+    block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
   };
 
-  /** Site-level steps after the access checks: site redirects, then block selection. */
-  const route = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    if (res.destroyed) return;
-    if (!needsMatchPath) {
-      finishBlock(req, res, ctx, siteBlock, '');
-      return;
-    }
-    const mp = matchablePath(ctx.path);
-    if (siteBlock.redirects.length > 0 && redirect(req, res, ctx, siteBlock, mp)) return;
-    for (const block of blocks) {
-      if (block.pattern.matches(mp)) {
-        runBlock(req, res, ctx, block, mp);
-        return;
+  steps.push({
+    name: 'handle',
+    request:
+      blocks.length === 0
+        ? (req, res, ctx) => {
+            finishBlock(req, res, ctx, siteBlock, '');
+            return true;
+          }
+        : (req, res, ctx) => {
+            if (res.destroyed) return true;
+            const mp = matchablePath(ctx.path);
+            for (const block of blocks) {
+              if (block.pattern.matches(mp)) {
+                runBlock(req, res, ctx, block, mp);
+                return true;
+              }
+            }
+            finishBlock(req, res, ctx, siteBlock, mp);
+            return true;
+          },
+    upgrade: (req, socket, head, ctx) => {
+      const mp = matchablePath(ctx.path);
+      const block = blocks.find((b) => b.pattern.matches(mp)) ?? siteBlock;
+      const handler = block.handler;
+      if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
+        refuse(socket, '403 Forbidden');
+        return true;
       }
-    }
-    finishBlock(req, res, ctx, siteBlock, mp);
-  };
-
-  const handle = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    if (guard?.intercept(req, res, ctx, siteHeaders.edit(ctx.secure))) return;
-    if (limiter !== null && !limiter.admit(ctx.domain, ctx.clientIp)) {
-      req.resume();
-      send(res, tooMany, ctx.secure);
-      return;
-    }
-    const auth = siteBlock.auth;
-    if (auth !== null) {
-      const verdict = auth.check(req.headers.authorization);
-      if (verdict !== AUTH_OK) {
-        if (verdict === AUTH_DENIED) {
-          deny(req, res, ctx, siteBlock);
-          return;
-        }
-        if (verdict === AUTH_BUSY) {
-          busy(req, res, ctx);
-          return;
-        }
-        verdict.then(
-          (ok) => (ok ? route(req, res, ctx) : deny(req, res, ctx, siteBlock)),
-          () => deny(req, res, ctx, siteBlock),
-        );
-        return;
+      const checks = [siteBlock.auth, block === siteBlock ? null : block.auth].filter(
+        (a): a is BasicAuthenticator => a !== null,
+      );
+      const go = (): void => {
+        if (socket.destroyed) return;
+        if (block.strip) req.url = strippedUrl(req, ctx, block);
+        forwarder.upgrade?.(req, socket, head, ctx, handler);
+      };
+      const verdicts = checks.map((a) => a.check(req.headers.authorization));
+      if (verdicts.some((v) => v === AUTH_DENIED)) {
+        refuse(socket, '401 Unauthorized');
+        return true;
       }
-    }
-    route(req, res, ctx);
-  };
-
-  /** Access checks for a WebSocket upgrade, then the chosen block's `reverse_proxy`. */
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): void => {
-    const refuse = (status: string): void => {
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-    };
-    if (guard !== null && !guard.cleared(req.headers.cookie, ctx)) {
-      refuse('403 Forbidden');
-      return;
-    }
-    if (limiter !== null && !limiter.admit(ctx.domain, ctx.clientIp)) {
-      refuse('429 Too Many Requests');
-      return;
-    }
-    const mp = matchablePath(ctx.path);
-    const block = blocks.find((b) => b.pattern.matches(mp)) ?? siteBlock;
-    const handler = block.handler;
-    if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
-      refuse('403 Forbidden');
-      return;
-    }
-    const checks = [siteBlock.auth, block === siteBlock ? null : block.auth].filter(
-      (a): a is BasicAuthenticator => a !== null,
-    );
-    const go = (): void => {
-      if (socket.destroyed) return;
-      if (block.strip) {
-        const url = req.url ?? '/';
-        const q = url.indexOf('?');
-        const rest = block.pattern.remainder(ctx.path);
-        req.url = (rest.startsWith('/') ? rest : `/${rest}`) + (q < 0 ? '' : url.slice(q));
+      if (verdicts.some((v) => v === AUTH_BUSY)) {
+        refuse(socket, '503 Service Unavailable');
+        return true;
       }
-      forwarder.upgrade?.(req, socket, head, ctx, handler);
-    };
-    const verdicts = checks.map((a) => a.check(req.headers.authorization));
-    if (verdicts.some((v) => v === AUTH_DENIED)) {
-      refuse('401 Unauthorized');
-      return;
-    }
-    if (verdicts.some((v) => v === AUTH_BUSY)) {
-      refuse('503 Service Unavailable');
-      return;
-    }
-    Promise.all(verdicts.map((v) => (v === AUTH_OK ? true : v))).then(
-      (oks) => (oks.every((ok) => ok === true) ? go() : refuse('401 Unauthorized')),
-      () => refuse('401 Unauthorized'),
-    );
-  };
+      Promise.all(verdicts.map((v) => (v === AUTH_OK ? true : v))).then(
+        (oks) => (oks.every((ok) => ok === true) ? go() : refuse(socket, '401 Unauthorized')),
+        () => refuse(socket, '401 Unauthorized'),
+      );
+      return true;
+    },
+  });
 
-  return { handle, upgrade };
+  const upgrades = steps.filter((step) => step.upgrade !== null);
+  const first = steps[0] as SiteStep;
+  return {
+    steps: [
+      'headers',
+      ...steps.map((step) => step.name),
+      ...(caches !== undefined && [siteBlock, ...blocks].some((b) => b.handler?.kind === 'reverse_proxy')
+        ? (['cache'] as const)
+        : []),
+      'terminal',
+    ],
+    // The common site has one step (`handle`): called directly, no walk.
+    handle:
+      steps.length === 1
+        ? (req, res, ctx) => void first.request(req, res, ctx, 1)
+        : (req, res, ctx) => walk(req, res, ctx, 0),
+    upgrade: (req, socket, head, ctx) => {
+      for (const step of upgrades) {
+        if ((step.upgrade as NonNullable<SiteStep['upgrade']>)(req, socket, head, ctx)) return;
+      }
+    },
+  };
+}
+
+/** The request target a `handle_path` block passes on: the pattern's prefix removed, the query kept. */
+function strippedUrl(req: IncomingMessage, ctx: RequestContext, block: Block): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const rest = block.pattern.remainder(ctx.path);
+  return (rest.startsWith('/') ? rest : `/${rest}`) + (q < 0 ? '' : url.slice(q));
 }
 
 function deny(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block): void {
@@ -310,7 +386,12 @@ function redirect(req: IncomingMessage, res: ServerResponse, ctx: RequestContext
   return false;
 }
 
-function compileTerminal(handler: Handler | null, plan: HeaderPlan, forwarder: Forwarder): Terminal {
+function compileTerminal(
+  handler: Handler | null,
+  plan: HeaderPlan,
+  forwarder: Forwarder,
+  caches: CacheRegistry | undefined,
+): Terminal {
   if (handler === null) {
     const notFound = canned(plan, 404, 'not found\n');
     return (req, res, ctx) => {
@@ -322,7 +403,6 @@ function compileTerminal(handler: Handler | null, plan: HeaderPlan, forwarder: F
     case 'reverse_proxy': {
       const plain: HeaderEdit = plan.plain;
       const secure: HeaderEdit = plan.secure;
-      const caches = forwarder.caches;
       if (caches !== undefined) {
         return (req, res, ctx, path) =>
           forwardThroughCache(forwarder, caches, req, res, ctx, handler, {

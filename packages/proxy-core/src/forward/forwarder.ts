@@ -11,7 +11,7 @@ import { AgentPool } from './agents.js';
 import { deliverBuffered } from './buffered-response.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
-import { sendUpstream } from './send.js';
+import { forwardPass } from './send.js';
 import { buildUpstreamHeaders, type UpstreamHeaderPlan, upstreamHeaderPlan } from './upstream-headers.js';
 import { forwardUpgrade, onProxyError, onProxyReqWs } from './websocket.js';
 
@@ -37,7 +37,7 @@ interface CompiledHandler {
 
 /**
  * Forwards requests to `reverse_proxy` pools with http-proxy-3 on its native
- * (node:http) path. One lean web pass ({@link sendUpstream}), put first with
+ * (node:http) path. One lean web pass ({@link forwardPass}), put first with
  * the library's `before` hook, that reuses precomputed targets and agents and
  * allocates no closures per request; WebSockets use its own `ws` passes.
  *
@@ -74,7 +74,7 @@ export class HttpForwarder implements Forwarder {
     // The library's web passes re-parse the target, copy every header and set
     // up closures per request. One pass over precomputed state goes first
     // (the public `before` hook) and returns true, so theirs never run.
-    this.#proxy.before('web', 'deleteLength', sendUpstream as never);
+    this.#proxy.before('web', 'deleteLength', forwardPass as never);
     this.#proxy.on('error', onProxyError);
     this.#proxy.on('proxyReqWs', onProxyReqWs);
   }

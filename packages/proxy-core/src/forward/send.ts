@@ -12,7 +12,7 @@ import { isConnectFailure, isTimeout, retriable } from './retry.js';
  * other pass runs. Listeners are module functions that reach the exchange
  * through the {@link kExchange} slot (no closure per request).
  */
-export function sendUpstream(req: IncomingMessage, _res: ServerResponse, options: { exchange: Exchange }): boolean {
+export function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exchange: Exchange }): boolean {
   const exchange = options.exchange;
   const { member } = exchange;
   const address = member.address;
@@ -62,7 +62,7 @@ export function failExchange(exchange: Exchange, err: NodeJS.ErrnoException): vo
     // The upstream closed a pooled connection as we reused it (its idle
     // close raced our request): nothing was processed, send it again once.
     exchange.retried = true;
-    sendUpstream(exchange.req, res, { exchange });
+    forwardPass(exchange.req, res, { exchange });
     return;
   }
   release(exchange);
