@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { emptySite, type RouteOrigin, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
 import {
@@ -82,5 +83,21 @@ describe('fallbackRoute', () => {
 
   it('looks only at the domain asked for', () => {
     expect(fallbackRoute('b.test', 'api', declaring('proxyfile', 'labels'))).toBeUndefined();
+  });
+});
+
+describe('README', () => {
+  it('shows the precedence table as ORIGINS holds it', async () => {
+    const text = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const rows = [...text.matchAll(/^\| `(\w+)` +\| (\d+) +\|[^|]*\| (yes|no)\b/gm)].map((m) => [
+      m[1],
+      Number(m[2]),
+      m[3] === 'yes',
+    ]);
+    expect(rows).toEqual(
+      Object.entries(ORIGINS)
+        .toSorted(([, a], [, b]) => b.rank - a.rank)
+        .map(([origin, rule]) => [origin, rule.rank, rule.snapshotRemoves]),
+    );
   });
 });
