@@ -17,12 +17,12 @@ export type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 export { composeHooks, SMALL_BODY_BYTES } from './hooks.js';
 export { CHALLENGE_PATH, CLEARANCE_COOKIE } from './middleware/under-attack.js';
 export * from './model/index.js';
-export type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
+export type { CompiledSite, Forwarder, ForwardOptions, ResponseObserver } from './pipeline.js';
 export { type PoolMember, UpstreamPool } from './pool/upstream-pool.js';
 export { ProxyServer, type ProxyServerOptions, type SiteCompilerWithForwarder } from './proxy-server.js';
 export { type HttpsRuleSubject, httpsLocation, isHttpsSite, wantsHttps } from './redirect.js';
 export { normalizeHost, type Route, RouteTable, type SiteCompiler } from './route-table.js';
-export { compileSite, createSiteCompiler, type SiteDeps } from './site-handler.js';
+export { compileSite, createSiteCompiler, type SiteDeps, type SitePipeline } from './site-handler.js';
 export {
   type CertificatePair,
   type CertificateStore,
