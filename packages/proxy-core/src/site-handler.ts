@@ -1,21 +1,21 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { forwardThroughCache } from './cache/cache-step.js';
-import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
-import { FileServer } from './middleware/file-server.js';
-import { type HeaderEdit, HeaderPlan } from './middleware/header-plan.js';
+import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from './model/index.js';
+import type { HandleBlock, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
+import { type Block, deny, redirect, strippedUrl } from './site/block.js';
+import { canned, send } from './site/canned.js';
+import { compileTerminal } from './site/terminal.js';
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
-  /** Forwards `reverse_proxy` requests (pools, health, cache, 502/503/504). */
+  /** Forwards `reverse_proxy` requests (pools, health, 502/503/504); its `caches` serve the `cache` step. */
   forwarder: Forwarder;
   /** Per-process HMAC key of `under_attack` challenges and cookies; never sent to clients. */
   secret: Buffer;
@@ -27,8 +27,6 @@ export interface SiteDeps {
   rateLimitMaxKeys?: number;
 }
 
-const TEXT = 'text/plain; charset=utf-8';
-
 /**
  * `compileSite` in the shape `ProxyServer`'s `compileSite` option takes:
  * `new ProxyServer({ compileSite: createSiteCompiler({ secret }) })`.
@@ -37,47 +35,6 @@ export function createSiteCompiler(
   deps: Omit<SiteDeps, 'forwarder'>,
 ): (site: Site, forwarder: Forwarder) => CompiledSite {
   return (site, forwarder) => compileSite(site, { ...deps, forwarder });
-}
-
-/** Precomputed answer: the same headers object is handed to every `writeHead` (Node only reads it). */
-interface Canned {
-  readonly status: number;
-  readonly body: Buffer;
-  readonly plain: OutgoingHttpHeaders;
-  readonly secure: OutgoingHttpHeaders;
-}
-
-function canned(plan: HeaderPlan, status: number, body: string, extra: OutgoingHttpHeaders = {}): Canned {
-  // 1xx, 204 and 304 carry neither a body nor Content-Length (RFC 9110 §8.6).
-  const bodiless = status < 200 || status === 204 || status === 304;
-  const bytes = Buffer.from(bodiless ? '' : body);
-  const base: OutgoingHttpHeaders = bodiless ? { ...extra } : { 'content-length': bytes.length, ...extra };
-  if (bytes.length > 0 && base['content-type'] === undefined) base['content-type'] = TEXT;
-  const plain = { ...base };
-  const secure = { ...base };
-  plan.plain(plain, status);
-  plan.secure(secure, status);
-  return { status, body: bytes, plain, secure };
-}
-
-function send(res: ServerResponse, answer: Canned, secure: boolean): void {
-  res.writeHead(answer.status, secure ? answer.secure : answer.plain).end(answer.body);
-}
-
-/** The terminal step of a block. */
-type Terminal = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, path: string) => void;
-
-/** One block (the site itself, or a `handle`/`handle_path`), compiled. */
-interface Block {
-  readonly pattern: PathPattern;
-  /** `handle_path`: strip the pattern's prefix before the handler sees the path. */
-  readonly strip: boolean;
-  readonly headers: HeaderPlan;
-  readonly auth: BasicAuthenticator | null;
-  readonly unauthorized: Canned | null;
-  readonly redirects: readonly CompiledRedirect[];
-  readonly handler: Handler | null;
-  readonly terminal: Terminal;
 }
 
 /** Answers that a step writes on a raw socket when it refuses an upgrade. */
@@ -354,90 +311,4 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       }
     },
   };
-}
-
-/** The request target a `handle_path` block passes on: the pattern's prefix removed, the query kept. */
-function strippedUrl(req: IncomingMessage, ctx: RequestContext, block: Block): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const rest = block.pattern.remainder(ctx.path);
-  return (rest.startsWith('/') ? rest : `/${rest}`) + (q < 0 ? '' : url.slice(q));
-}
-
-function deny(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block): void {
-  if (res.destroyed) return;
-  req.resume();
-  send(res, block.unauthorized as Canned, ctx.secure);
-}
-
-/** Answers with the first of the block's redirects whose `from` matches; false when none does. */
-function redirect(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string): boolean {
-  for (const r of block.redirects) {
-    if (!r.pattern.matches(mp)) continue;
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const location = r.location({ path: ctx.path, query: q < 0 ? '' : url.slice(q + 1), host: ctx.host });
-    const headers: OutgoingHttpHeaders = { location, 'content-length': 0 };
-    block.headers.edit(ctx.secure)(headers, r.status);
-    req.resume();
-    res.writeHead(r.status, headers).end();
-    return true;
-  }
-  return false;
-}
-
-function compileTerminal(
-  handler: Handler | null,
-  plan: HeaderPlan,
-  forwarder: Forwarder,
-  caches: CacheRegistry | undefined,
-): Terminal {
-  if (handler === null) {
-    const notFound = canned(plan, 404, 'not found\n');
-    return (req, res, ctx) => {
-      req.resume();
-      send(res, notFound, ctx.secure);
-    };
-  }
-  switch (handler.kind) {
-    case 'reverse_proxy': {
-      const plain: HeaderEdit = plan.plain;
-      const secure: HeaderEdit = plan.secure;
-      if (caches !== undefined) {
-        return (req, res, ctx, path) =>
-          forwardThroughCache(forwarder, caches, req, res, ctx, handler, {
-            path,
-            editResponseHeaders: ctx.secure ? secure : plain,
-          });
-      }
-      return (req, res, ctx, path) =>
-        forwarder.forward(req, res, ctx, handler, { path, editResponseHeaders: ctx.secure ? secure : plain });
-    }
-    case 'respond': {
-      const answer = canned(plan, handler.status, handler.body);
-      return (req, res, ctx) => {
-        req.resume();
-        send(res, answer, ctx.secure);
-      };
-    }
-    case 'file_server': {
-      const server = new FileServer(handler.root);
-      return (req, res, ctx, path) => {
-        req.resume();
-        const q = path.indexOf('?');
-        const url = req.url ?? '/';
-        const uq = url.indexOf('?');
-        server.serve(
-          req,
-          res,
-          {
-            relPath: q < 0 ? path : path.slice(0, q),
-            urlPath: ctx.path,
-            query: uq < 0 ? '' : url.slice(uq + 1),
-          },
-          plan.edit(ctx.secure),
-        );
-      };
-    }
-  }
 }

@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { forwardThroughCache } from '../cache/cache-step.js';
+import type { CacheRegistry } from '../cache/response-cache.js';
+import type { RequestContext } from '../hooks.js';
+import { FileServer } from '../middleware/file-server.js';
+import type { HeaderEdit, HeaderPlan } from '../middleware/header-plan.js';
+import type { Handler } from '../model/index.js';
+import type { Forwarder } from '../pipeline.js';
+import { canned, send } from './canned.js';
+
+/** The terminal step of a block. */
+export type Terminal = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, path: string) => void;
+
+/**
+ * The `cache` and `terminal` steps of a block: its handler (`reverse_proxy`
+ * behind the site's cache when it has one, `respond`, `file_server`) or,
+ * without one, 404 `not found`.
+ */
+export function compileTerminal(
+  handler: Handler | null,
+  plan: HeaderPlan,
+  forwarder: Forwarder,
+  caches: CacheRegistry | undefined,
+): Terminal {
+  if (handler === null) {
+    const notFound = canned(plan, 404, 'not found\n');
+    return (req, res, ctx) => {
+      req.resume();
+      send(res, notFound, ctx.secure);
+    };
+  }
+  switch (handler.kind) {
+    case 'reverse_proxy': {
+      const plain: HeaderEdit = plan.plain;
+      const secure: HeaderEdit = plan.secure;
+      if (caches !== undefined) {
+        return (req, res, ctx, path) =>
+          forwardThroughCache(forwarder, caches, req, res, ctx, handler, {
+            path,
+            editResponseHeaders: ctx.secure ? secure : plain,
+          });
+      }
+      return (req, res, ctx, path) =>
+        forwarder.forward(req, res, ctx, handler, { path, editResponseHeaders: ctx.secure ? secure : plain });
+    }
+    case 'respond': {
+      const answer = canned(plan, handler.status, handler.body);
+      return (req, res, ctx) => {
+        req.resume();
+        send(res, answer, ctx.secure);
+      };
+    }
+    case 'file_server': {
+      const server = new FileServer(handler.root);
+      return (req, res, ctx, path) => {
+        req.resume();
+        const q = path.indexOf('?');
+        const url = req.url ?? '/';
+        const uq = url.indexOf('?');
+        server.serve(
+          req,
+          res,
+          {
+            relPath: q < 0 ? path : path.slice(0, q),
+            urlPath: ctx.path,
+            query: uq < 0 ? '' : url.slice(uq + 1),
+          },
+          plan.edit(ctx.secure),
+        );
+      };
+    }
+  }
+}
