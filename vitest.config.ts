@@ -1,20 +1,39 @@
 import { defineConfig } from 'vitest/config';
 
-// One runner for the whole repo. Unit tests run from TypeScript sources (the
-// `source` export condition); e2e tests run the built daemon as a child process.
+// One runner for the whole repo, three projects:
+// - unit: beside the code, from TypeScript sources (the `source` export
+//   condition), the inner loop (`pnpm test:unit`);
+// - stress: long fuzz and load runs (`*.stress.test.ts`), also from sources;
+//   `pnpm test` (and so CI) runs them, `pnpm test:unit` does not;
+// - e2e: the built daemon as a child process against real peers.
+const fromSources = {
+  resolve: { conditions: ['source'] },
+  ssr: { resolve: { conditions: ['source'] } },
+};
+const packageTests = (suffix: string) => [`packages/*/src/**/*${suffix}`, `apps/*/src/**/*${suffix}`];
+
 export default defineConfig({
   test: {
     reporters: ['default', './scripts/summary-reporter.ts'],
     projects: [
       {
-        resolve: { conditions: ['source'] },
-        ssr: { resolve: { conditions: ['source'] } },
+        ...fromSources,
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts'],
+          include: packageTests('.test.ts'),
+          exclude: ['**/node_modules/**', '**/*.stress.test.ts'],
           // The one build output unit tests use: the analytics browser bundle.
           globalSetup: ['./scripts/unit-global-setup.ts'],
           testTimeout: 30_000,
+        },
+      },
+      {
+        ...fromSources,
+        test: {
+          name: 'stress',
+          include: packageTests('.stress.test.ts'),
+          globalSetup: ['./scripts/unit-global-setup.ts'],
+          testTimeout: 120_000,
         },
       },
       {
