@@ -1,4 +1,9 @@
-/** Stable codes of the data plane's errors (the route store keeps its own in `store/errors.ts`). */
+/**
+ * The data plane's error registry: every code this package throws, or sets on
+ * an error it destroys a socket with, is declared here; `README.md` documents
+ * every code (a test checks that). The route store keeps its own registry in
+ * `@proxyd/route-store`.
+ */
 export const DataPlaneErrorCode = {
   /** A `trusted_proxies` entry is not an IP address or CIDR. */
   INVALID_CIDR: 'PROXY_INVALID_CIDR',
@@ -6,7 +11,12 @@ export const DataPlaneErrorCode = {
   CERT_LOAD_FAILED: 'PROXY_CERT_LOAD_FAILED',
   /** An upstream `ca_file` could not be read. */
   CA_LOAD_FAILED: 'PROXY_CA_LOAD_FAILED',
+  /** An upstream connect took longer than the forwarder's `connectTimeoutMs` (default 5 s; the client gets 504, the member leaves the rotation). */
+  CONNECT_TIMEOUT: 'PROXY_CONNECT_TIMEOUT',
+  /** An upstream socket stayed silent longer than `idleTimeoutMs` (default 60 s; the client gets 504). */
+  IDLE_TIMEOUT: 'PROXY_IDLE_TIMEOUT',
 } as const;
+/** A stable data-plane error code (`PROXY_…`). */
 export type DataPlaneErrorCode = (typeof DataPlaneErrorCode)[keyof typeof DataPlaneErrorCode];
 
 /** The data plane's error class: a stable `code`, a message and an optional cause. */

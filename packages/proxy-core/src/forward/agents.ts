@@ -7,19 +7,13 @@ import { DataPlaneError, DataPlaneErrorCode } from '../errors.js';
 import type { UpstreamAddress, UpstreamTls } from '../model/index.js';
 
 /** The error an upstream connect that takes too long fails with (mapped to 504). */
-export class ConnectTimeoutError extends Error {
-  readonly code = 'PROXY_CONNECT_TIMEOUT';
-  constructor(ms: number) {
-    super(`upstream connect timed out after ${ms} ms`);
-  }
+function connectTimeout(ms: number): DataPlaneError {
+  return new DataPlaneError(DataPlaneErrorCode.CONNECT_TIMEOUT, `upstream connect timed out after ${ms} ms`);
 }
 
 /** The error an upstream socket that stays silent too long fails with (mapped to 504). */
-export class IdleTimeoutError extends Error {
-  readonly code = 'PROXY_IDLE_TIMEOUT';
-  constructor(ms: number) {
-    super(`upstream idle for ${ms} ms`);
-  }
+function idleTimeout(ms: number): DataPlaneError {
+  return new DataPlaneError(DataPlaneErrorCode.IDLE_TIMEOUT, `upstream idle for ${ms} ms`);
 }
 
 /** Options shared by every upstream agent. */
@@ -153,7 +147,7 @@ export class UpstreamAgent extends http.Agent {
     socket[kAgent] = this;
     socket[kPooledIdleMs] = this.#idleTimeoutMs;
     const connectMs = this.#connectTimeoutMs;
-    const timer = setTimeout(() => socket.destroy(new ConnectTimeoutError(connectMs)), connectMs);
+    const timer = setTimeout(() => socket.destroy(connectTimeout(connectMs)), connectMs);
     const clear = () => clearTimeout(timer);
     socket.once(this.#connectEvent, clear);
     socket.once('close', clear);
@@ -170,7 +164,7 @@ export class UpstreamAgent extends http.Agent {
 }
 
 function onSocketTimeout(this: UpstreamSocket): void {
-  this.destroy(new IdleTimeoutError(this.timeout ?? 0));
+  this.destroy(idleTimeout(this.timeout ?? 0));
 }
 
 function onSocketFree(this: UpstreamSocket): void {

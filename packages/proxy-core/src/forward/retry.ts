@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { DataPlaneErrorCode } from '../errors.js';
 import type { Exchange } from './exchange.js';
 
 /**
@@ -13,12 +14,12 @@ const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Whether an upstream error code is a timeout (answered 504, else 502). */
 export function isTimeout(code: string): boolean {
-  return code === 'PROXY_CONNECT_TIMEOUT' || code === 'PROXY_IDLE_TIMEOUT';
+  return code === DataPlaneErrorCode.CONNECT_TIMEOUT || code === DataPlaneErrorCode.IDLE_TIMEOUT;
 }
 
 /** Whether an upstream error takes the member out of rotation for `fail_duration`. */
 export function isConnectFailure(code: string): boolean {
-  return code === 'PROXY_CONNECT_TIMEOUT' || CONNECT_FAILURES.has(code);
+  return code === DataPlaneErrorCode.CONNECT_TIMEOUT || CONNECT_FAILURES.has(code);
 }
 
 /**
