@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { parseHostPort } from '@proxyd/proxyfile';
 
 /** Where and how to reach the admin API. */
 export interface AdminClientOptions {
@@ -19,12 +20,15 @@ export interface AdminResponse {
   body: string;
 }
 
-/** Splits `host:port`, IPv6 in brackets. */
-function hostPort(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
-  const port = Number(m?.[3]);
-  if (!m || port < 1 || port > 65535) throw new Error(`invalid admin address "${value}", expected host:port`);
-  return { host: (m[1] ?? m[2]) as string, port };
+/**
+ * Splits the admin address `host:port` (IPv6 in brackets) by the model's rule
+ * (`parseHostPort`, re-exported by `@proxyd/proxyfile`): port 1-65535, a valid
+ * host name, IPv4 or bracketed IPv6. The host comes back without brackets.
+ */
+export function adminTarget(value: string): { host: string; port: number } {
+  const parsed = parseHostPort(value);
+  if (!parsed.ok) throw new Error(`invalid admin address "${value}", expected host:port`);
+  return parsed.value;
 }
 
 /**
@@ -59,7 +63,7 @@ export class AdminClient {
     const headers: http.OutgoingHttpHeaders = {};
     if (token && !socketPath) headers.authorization = `Bearer ${token}`;
     if (payload !== undefined) headers['content-type'] = 'application/json';
-    const target = socketPath ? { socketPath } : hostPort(this.#options.admin ?? '127.0.0.1:6190');
+    const target = socketPath ? { socketPath } : adminTarget(this.#options.admin ?? '127.0.0.1:6190');
     return new Promise((resolve, reject) => {
       const req = http.request({ ...target, method, path, headers, timeout: timeoutMs }, (res) => {
         let text = '';

@@ -50,6 +50,21 @@ describe('StateFile', () => {
         ],
       }),
     ],
+    [
+      'a domain the model refuses (empty label)',
+      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a..b', upstream: 'h:1', tls: false, source: null }] }),
+    ],
+    [
+      'a domain the model refuses (wildcard not leading)',
+      JSON.stringify({
+        format: STATE_FORMAT,
+        routes: [{ domain: 'a.*.b', upstream: 'h:1', tls: false, source: null }],
+      }),
+    ],
+    [
+      'an upstream port with a leading zero',
+      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a', upstream: 'h:080', tls: false, source: null }] }),
+    ],
   ])('sets aside a corrupt file (%s), keeps a copy and starts empty', async (_name, text) => {
     const file = new StateFile(path.join(dir, 'routes.json'));
     await writeFile(file.path, text);
@@ -59,6 +74,32 @@ describe('StateFile', () => {
     expect(recovered?.copy).toMatch(/routes\.json\.corrupt-/);
     expect(await readFile(recovered?.copy as string, 'utf8')).toBe(text);
     expect(await readdir(dir)).not.toContain('routes.json');
+  });
+
+  it("names the domain and the model's problem when a stored domain is invalid", async () => {
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    const routes = [
+      { domain: 'a.test', upstream: 'h:1', tls: false, source: null },
+      { domain: '-bad.test', upstream: 'h:1', tls: false, source: null },
+    ];
+    await writeFile(file.path, JSON.stringify({ format: STATE_FORMAT, routes }));
+    const { records, recovered } = await file.load();
+    expect(records).toEqual([]);
+    expect(recovered?.reason).toBe(
+      'domain "-bad.test" has a label "-bad" that is not letters, digits, "-" or "_" (or starts or ends with "-")',
+    );
+  });
+
+  it('loads wildcard, underscore and all-digit domains the model accepts', async () => {
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    const records = ['*.a.test', '_acme.b.test', 'my_app', '10.0.0.1'].map((domain) => ({
+      domain,
+      upstream: '127.0.0.1:80',
+      tls: false,
+      source: null,
+    }));
+    await writeFile(file.path, JSON.stringify({ format: STATE_FORMAT, routes: records }));
+    expect(await file.load()).toEqual({ records, recovered: null });
   });
 
   it('removes temp files left by an interrupted write', async () => {

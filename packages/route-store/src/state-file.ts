@@ -1,5 +1,6 @@
 import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { parseDomain } from '@proxyd/proxy-core/model';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
 import type { ApiRouteRecord } from './api-route.js';
@@ -53,8 +54,10 @@ export class StateFile {
 
   /**
    * Reads the routes. A missing file is an empty set. A file that is not
-   * valid JSON or fails the schema is moved to `<file>.corrupt-<time>` and
-   * reported in `recovered`; the store then starts with no API routes.
+   * valid JSON, fails the schema, or holds a domain or an upstream that the
+   * model's value rules (`parseDomain`, `parseHostPort`) refuse is moved to
+   * `<file>.corrupt-<time>` (never overwritten) and reported in `recovered`;
+   * the store then starts with no API routes.
    * Leftover temp files of an interrupted write are removed.
    */
   async load(): Promise<{ records: ApiRouteRecord[]; recovered: RecoveredState | null }> {
@@ -132,6 +135,8 @@ function validate(text: string): StateFileContent | string {
   const seen = new Set<string>();
   for (const route of json.routes) {
     if (route.domain !== route.domain.toLowerCase()) return `domain "${route.domain}" is not lowercase`;
+    const domain = parseDomain(route.domain);
+    if (!domain.ok) return `domain ${JSON.stringify(route.domain)} ${domain.problem}`;
     if (seen.has(route.domain)) return `domain "${route.domain}" appears twice`;
     seen.add(route.domain);
     try {

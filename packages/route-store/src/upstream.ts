@@ -1,20 +1,18 @@
-import type { UpstreamAddress } from '@proxyd/proxy-core/model';
+import { parseHostPort, type UpstreamAddress } from '@proxyd/proxy-core/model';
 import { StoreError, StoreErrorCode } from './errors.js';
 
-const HOST_PORT = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/;
-
 /**
- * Parses `host:port` (IPv6 in brackets) into an upstream address; the host
- * is lowercased and stored without brackets. Throws STORE_INVALID_UPSTREAM.
+ * Parses `host:port` (IPv6 in brackets) into an upstream address by the
+ * model's rule (`parseHostPort`: port 1-65535 without a leading zero, a valid
+ * host name, IPv4 or bracketed IPv6); the host is lowercased and stored
+ * without brackets. Throws STORE_INVALID_UPSTREAM.
  */
 export function parseUpstream(text: string): UpstreamAddress {
-  const m = HOST_PORT.exec(text);
-  const port = Number(m?.[3]);
-  const host = (m?.[1] ?? m?.[2])?.toLowerCase();
-  if (!m || !host || !Number.isInteger(port) || port < 1 || port > 65535) {
+  const parsed = parseHostPort(text);
+  if (!parsed.ok) {
     throw new StoreError(StoreErrorCode.INVALID_UPSTREAM, `invalid upstream address "${text}", expected host:port`);
   }
-  return { host, port };
+  return parsed.value;
 }
 
 /** The canonical `host:port` text of an upstream: lowercase host, IPv6 in brackets, decimal port. */
