@@ -43,6 +43,15 @@ const typeOnly: Record<string, string[]> = {
   '@proxyd/proxyfile': ['@proxyd/route-store'],
 };
 
+// The arrows go one way: sources → store → table → data plane (DESIGN.md, "The system in one
+// picture"). What each package must never import, by any entry, in sources or tests, nor depend on.
+const neverImports: Record<string, string[]> = {
+  // The data plane only reads the table it was handed: nothing of the control plane or the sources.
+  '@proxyd/proxy-core': ['@proxyd/route-store', '@proxyd/proxyfile', '@proxyd/admin-api', '@proxyd/docker-source'],
+  // The store is written through by the sources, never the other way round.
+  '@proxyd/route-store': ['@proxyd/proxyfile', '@proxyd/docker-source', '@proxyd/admin-api'],
+};
+
 interface PackageJson {
   name: string;
   exports?: Record<string, unknown>;
@@ -138,6 +147,30 @@ describe('package boundaries', () => {
         }
       }
     }
+    expect(violations).toEqual([]);
+  });
+
+  it('the arrows go one way: sources → store → table → data plane', async () => {
+    const violations: string[] = [];
+    for (const [name, forbidden] of Object.entries(neverImports)) {
+      const dir = [...libraries, ...apps].find((d) => d.endsWith(`/${name.split('/')[1]}`)) as string;
+      const pkg = await readJson(path.join(root, dir, 'package.json'));
+      expect(pkg.name).toBe(name);
+      // The table of allowed imports must not say otherwise.
+      for (const spec of allowed[name] ?? []) {
+        if (forbidden.includes(packageOf(spec))) violations.push(`allowed[${name}] lists ${spec}`);
+      }
+      const declared = [
+        ...Object.keys(pkg.dependencies ?? {}),
+        ...Object.keys(pkg.peerDependencies ?? {}),
+        ...Object.keys(pkg.devDependencies ?? {}),
+      ];
+      for (const dep of declared) if (forbidden.includes(dep)) violations.push(`${dir}/package.json depends on ${dep}`);
+      for (const { file, spec } of await importsUnder(path.join(root, dir, 'src'))) {
+        if (forbidden.includes(packageOf(spec))) violations.push(`${rel(file)}: ${spec} points against the flow`);
+      }
+    }
+    expect(Object.keys(neverImports)).toEqual(['@proxyd/proxy-core', '@proxyd/route-store']);
     expect(violations).toEqual([]);
   });
 
