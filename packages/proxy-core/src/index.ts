@@ -1,7 +1,8 @@
 /**
  * The data plane's public entry, curated: what the composition root
  * (`apps/proxyd`), analytics (types only), the benchmarks and the packaging
- * test use, plus the options and the port of `DataPlane`'s constructor.
+ * test use, plus the options and the ports of `DataPlane` (challenges, and
+ * the `CertificateStore` by SNI the certificates package implements).
  * Everything else is internal. The config model alone, without the runtime,
  * is the lighter subpath `@proxyd/proxy-core/model`.
  */
@@ -11,3 +12,4 @@ export { composeHooks, type DataPlaneHooks, type RequestContext, type RequestRec
 export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
 export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
+export type { CertificatePair, CertificateStore } from './tls/certificate-store.js';
