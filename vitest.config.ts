@@ -21,6 +21,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: packageTests('.test.ts'),
+          // Test files share a worker's module cache: no unit test depends on
+          // a fresh module (910 pass either way), and it saves ~20 s a run.
+          isolate: false,
           exclude: ['**/node_modules/**', '**/*.stress.test.ts'],
           // The one build output unit tests use: the analytics browser bundle.
           globalSetup: ['./scripts/unit-global-setup.ts'],
