@@ -6,5 +6,6 @@ needed=(
   chromium=chromium   # headless browser: under_attack and Web Vitals e2e tests
   openssl=openssl     # self-signed certificates for the HTTPS tests
   promtool=prometheus # checks the /metrics exposition
+  pebble=pebble       # ACME CA on loopback (with pebble-challtestsrv) for the certificate tests
 )
 exec bash "$(dirname "$0")/install-debian-packages.sh" "test dependencies" "${needed[@]}"
