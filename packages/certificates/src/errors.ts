@@ -1,0 +1,31 @@
+/** Stable codes of the certificates package's errors. */
+export const CertificatesErrorCode = {
+  /** The ACME CA could not be reached: the message carries the network or TLS error (e.g. `connect ECONNREFUSED`). */
+  ACME_UNREACHABLE: 'CERT_ACME_UNREACHABLE',
+  /** The ACME CA answered a request with a problem document (type, detail, HTTP status in the message). */
+  ACME_PROBLEM: 'CERT_ACME_PROBLEM',
+  /** The CA could not validate a challenge for a name; the message carries the CA's problem document. */
+  ACME_VALIDATION_FAILED: 'CERT_ACME_VALIDATION_FAILED',
+  /** The CA offers none of the requested challenge types for a name. */
+  ACME_CHALLENGE_UNAVAILABLE: 'CERT_ACME_CHALLENGE_UNAVAILABLE',
+  /** The challenge solver could not present or remove a challenge response. */
+  ACME_CHALLENGE_SETUP_FAILED: 'CERT_ACME_CHALLENGE_SETUP_FAILED',
+  /** An order became invalid, or the CA answered something the protocol does not allow. */
+  ACME_ORDER_FAILED: 'CERT_ACME_ORDER_FAILED',
+  /** An authorization or order stayed pending past the deadline. */
+  ACME_TIMEOUT: 'CERT_ACME_TIMEOUT',
+  /** A stored ACME account does not parse; it is left as it is, never overwritten. */
+  ACME_ACCOUNT_INVALID: 'CERT_ACME_ACCOUNT_INVALID',
+} as const;
+export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
+
+/** The one error class of the certificates package: a stable `code`, a message and an optional cause. */
+export class CertificatesError extends Error {
+  readonly code: CertificatesErrorCode;
+
+  constructor(code: CertificatesErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CertificatesError';
+    this.code = code;
+  }
+}
