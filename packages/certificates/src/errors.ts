@@ -16,6 +16,20 @@ export const CertificatesErrorCode = {
   ACME_TIMEOUT: 'CERT_ACME_TIMEOUT',
   /** A stored ACME account does not parse; it is left as it is, never overwritten. */
   ACME_ACCOUNT_INVALID: 'CERT_ACME_ACCOUNT_INVALID',
+  /** A storage key or lock name is empty, absolute, has an empty, `.` or `..` segment, a segment starting with `.`, or lies under the reserved `locks/`. */
+  STORAGE_INVALID_KEY: 'CERT_STORAGE_INVALID_KEY',
+  /** A file or directory in the cert dir is open to group or others (mode wider than 0600 / 0700); it is neither used nor overwritten. */
+  STORAGE_UNSAFE_MODE: 'CERT_STORAGE_UNSAFE_MODE',
+  /** Reading, writing, listing or deleting in the cert dir failed (other than a missing key); the message names the path. */
+  STORAGE_IO: 'CERT_STORAGE_IO',
+  /** A storage lock was not obtained within `timeoutMs` (default 60 s). */
+  LOCK_TIMEOUT: 'CERT_LOCK_TIMEOUT',
+  /** A stored local-CA file (root or intermediate certificate or key) does not parse or does not match its pair; it is left as it is, never overwritten. */
+  LOCAL_CA_INVALID: 'CERT_LOCAL_CA_INVALID',
+  /** Only one half of the stored local root (certificate or key) exists; nothing is regenerated, since a new root would be untrusted everywhere. */
+  LOCAL_CA_INCOMPLETE: 'CERT_LOCAL_CA_INCOMPLETE',
+  /** A name given to the local CA is not a DNS name, a `*.` wildcard or an IP address, or no name was given. */
+  LOCAL_CA_INVALID_NAME: 'CERT_LOCAL_CA_INVALID_NAME',
 } as const;
 export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
 
