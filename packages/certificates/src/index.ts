@@ -2,4 +2,13 @@
  * Automatic HTTPS for proxyd. The public entry, curated: what the daemon
  * wires. See README.md for the contract.
  */
+
+export {
+  isLocalName,
+  LocalCa,
+  type LocalCaCertificate,
+  type LocalCaIssueOptions,
+  LocalCaKeys,
+  type LocalCaOptions,
+} from './local-ca/local-ca.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
