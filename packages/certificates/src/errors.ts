@@ -30,6 +30,8 @@ export const CertificatesErrorCode = {
   LOCAL_CA_INCOMPLETE: 'CERT_LOCAL_CA_INCOMPLETE',
   /** A name given to the local CA is not a DNS name, a `*.` wildcard or an IP address, or no name was given. */
   LOCAL_CA_INVALID_NAME: 'CERT_LOCAL_CA_INVALID_NAME',
+  /** A certificate given for its ARI identifier does not parse as X.509 (PEM or DER) or has no authority key identifier. */
+  ARI_CERT_ID_UNAVAILABLE: 'CERT_ARI_CERT_ID_UNAVAILABLE',
 } as const;
 export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
 
