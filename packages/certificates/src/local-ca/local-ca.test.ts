@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { connect, createServer } from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
+import { FileStorage } from '../storage/file-storage.js';
 import { LocalCa, LocalCaKeys } from './local-ca.js';
 import { MemoryStorage } from './memory-storage.test-helpers.js';
 
@@ -348,4 +349,26 @@ describe('LocalCa: storage', () => {
       expect(storage.writes).toBe(writes);
     },
   );
+});
+
+describe('LocalCa: on the file storage', () => {
+  it('two storages on one cert dir opening at once share one root, which a reopen loads', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'proxyd-local-ca-files-'));
+    try {
+      const options = { lockPollMs: 10 };
+      const [a, b] = await Promise.all([
+        LocalCa.open(new FileStorage(dir, options)),
+        LocalCa.open(new FileStorage(dir, options)),
+      ]);
+      expect(a.rootPem).toBe(b.rootPem);
+      expect(a.intermediatePem).toBe(b.intermediatePem);
+      const reopened = await LocalCa.open(new FileStorage(dir, options));
+      expect(reopened.rootPem).toBe(a.rootPem);
+      expect(await readFile(join(dir, 'ca/local/root.crt'), 'utf8')).toBe(a.rootPem);
+      const issued = await reopened.issue(['app.localhost']);
+      expect(chainOf(issued.certPem)[1]?.verify(new X509Certificate(a.rootPem).publicKey)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -26,7 +26,7 @@ export const LocalCaKeys = {
 } as const;
 
 /** The storage lock taken while the local root or intermediate is created or renewed. */
-export const LOCAL_CA_LOCK = 'ca/local';
+export const LOCAL_CA_LOCK = 'local-ca';
 
 /** Options of {@link LocalCa.open}. */
 export interface LocalCaOptions {
