@@ -3,6 +3,7 @@
  * wires. See README.md for the contract.
  */
 
+export * from './acme/index.js';
 export {
   isLocalName,
   LocalCa,
