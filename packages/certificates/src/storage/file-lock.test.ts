@@ -157,9 +157,13 @@ describe('FileStorage.lock', () => {
     await lock.release();
   });
 
-  it('refuses a lock name that is empty, has a "/" or starts with "."', async () => {
+  it('keeps any lock name in one file of the lock folder; refuses an empty or overlong one', async () => {
     const storage = new FileStorage(root);
-    for (const name of ['', 'a/b', '../a', '.hidden']) {
+    const locks = await Promise.all(['ca/local', '../a', '..'].map((name) => storage.lock(name, { timeoutMs: 0 })));
+    expect((await readdir(path.join(root, 'locks'))).sort()).toEqual(['..%2Fa.lock', '...lock', 'ca%2Flocal.lock']);
+    expect(await readdir(root)).toEqual(['locks']);
+    await Promise.all(locks.map((lock) => lock.release()));
+    for (const name of ['', 'x'.repeat(201), '/'.repeat(70)]) {
       await expect(storage.lock(name)).rejects.toMatchObject({ code: CertificatesErrorCode.STORAGE_INVALID_KEY });
     }
   });

@@ -3,7 +3,7 @@ import { link, open, readFile, rename, rm, stat, utimes } from 'node:fs/promises
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
-import { checkLockName } from './key-path.js';
+import { lockFileName } from './key-path.js';
 import type { StorageLock } from './storage.js';
 
 /** Timing of {@link FileLocks}; every field in milliseconds. */
@@ -35,7 +35,7 @@ interface NameQueue {
 
 /**
  * Locks by name, across processes sharing one directory: the lock `name` is
- * the file `<dir>/<name>.lock`, created with O_EXCL and holding the owner's
+ * the file `<dir>/<percent-encoded name>.lock`, created with O_EXCL and holding the owner's
  * pid, hostname and a random token. The holder touches it every `refreshMs`;
  * a waiter takes it over when it was not touched for `staleMs`, or at once
  * when its owner was on this host and its pid is gone. Waiters in this
@@ -64,11 +64,10 @@ export class FileLocks {
 
   /** Takes the lock `name`; rejects with `CERT_LOCK_TIMEOUT` after `timeoutMs` (default 60,000). */
   async lock(name: string, timeoutMs = 60_000): Promise<StorageLock> {
-    checkLockName(name);
+    const file = path.join(this.#dir, lockFileName(name));
     const deadline = this.#timing.now() + timeoutMs;
     await this.#enterQueue(name, deadline, timeoutMs);
     try {
-      const file = path.join(this.#dir, `${name}.lock`);
       const owner = await this.#acquireFile(name, file, deadline, timeoutMs);
       return this.#held(name, file, owner);
     } catch (err) {

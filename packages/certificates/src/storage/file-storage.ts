@@ -185,8 +185,8 @@ export class FileStorage implements CertificateStorage {
   }
 
   /**
-   * Takes the lock `name` (one key segment, e.g. `cert-a.test`): the file
-   * `<root>/locks/<name>.lock`, exclusive across processes sharing the cert
+   * Takes the lock `name` (any non-empty string, e.g. `ca/local`): the file
+   * `<root>/locks/<percent-encoded name>.lock`, exclusive across processes sharing the cert
    * dir, refreshed every `lockRefreshMs` while held and taken over when
    * stale. Rejects with `CERT_LOCK_TIMEOUT` after `timeoutMs` (default 60 s).
    */

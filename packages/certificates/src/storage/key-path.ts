@@ -34,13 +34,19 @@ export function prefixSegments(prefix: string): string[] {
 }
 
 /**
- * Checks a lock name: one segment by the rules of {@link keySegments} (no
- * `/`), e.g. `cert-a.test` or `*.a.test`. Throws `CERT_STORAGE_INVALID_KEY`.
+ * The file name of the lock `name` in the lock folder: any non-empty name
+ * (`ca/local`, `cert-*.a.test`, even `..`) percent-encoded into one file
+ * name (`ca%2Flocal.lock`), so no name reaches outside the folder. A name
+ * empty or longer than 200 bytes once encoded throws
+ * `CERT_STORAGE_INVALID_KEY`.
  */
-export function checkLockName(name: string): void {
+export function lockFileName(name: string): string {
   if (name === '') throw invalid(name, 'is empty', 'lock name');
-  if (name.includes('/')) throw invalid(name, 'contains "/"', 'lock name');
-  checkSegment(name, name, 'lock name');
+  const encoded = encodeURIComponent(name);
+  if (Buffer.byteLength(encoded) > MAX_SEGMENT_BYTES) {
+    throw invalid(name, `is longer than ${MAX_SEGMENT_BYTES} bytes once percent-encoded`, 'lock name');
+  }
+  return `${encoded}.lock`;
 }
 
 function checkSegment(key: string, segment: string, what = 'key'): void {
