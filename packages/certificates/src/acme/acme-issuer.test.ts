@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
+import { crypto as acmeCrypto } from 'acme-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificatesError } from '../errors.js';
 import { AcmeIssuer, type AcmeIssuerOptions, type IssuedCertificate } from './acme-issuer.js';
@@ -153,6 +154,24 @@ describe('AcmeIssuer against pebble on loopback', () => {
     expect(storage.values).toEqual(stored);
     expect(createPrivateKey(issued.privateKeyPem).asymmetricKeyType).toBe('rsa');
     await verifyServed(issued, 'reuse2.test', pebble.rootPem);
+  });
+
+  it('registers the stored key again when the CA no longer knows the account', async () => {
+    const storage = new MemoryStorage();
+    const forgotten = issuer({ storage, email: 'lost@example.com' });
+    const folder = forgotten.accountFolder;
+    const key = await acmeCrypto.createPrivateEcdsaKey('P-256');
+    await storage.store(`${folder}/account.key`, key, { secret: true });
+    const lostUrl = `${new URL(pebble.directoryUrl).origin}/my-account/999999`;
+    await storage.store(`${folder}/account.json`, JSON.stringify({ url: lostUrl, directoryUrl: pebble.directoryUrl }));
+
+    const issued = await forgotten.obtain(['lost.test']);
+
+    await verifyServed(issued, 'lost.test', pebble.rootPem);
+    const stored = JSON.parse((await storage.load(`${folder}/account.json`))?.toString() ?? '{}') as { url: string };
+    expect(stored.url).not.toBe(lostUrl);
+    expect(await forgotten.accountUrl()).toBe(stored.url);
+    expect((await storage.load(`${folder}/account.key`))?.equals(key)).toBe(true);
   });
 
   it("reports the CA's problem document when validation fails", async () => {
