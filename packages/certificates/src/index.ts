@@ -12,4 +12,5 @@ export {
   LocalCaKeys,
   type LocalCaOptions,
 } from './local-ca/local-ca.js';
+export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
