@@ -12,5 +12,6 @@ export {
   LocalCaKeys,
   type LocalCaOptions,
 } from './local-ca/local-ca.js';
+export * from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';

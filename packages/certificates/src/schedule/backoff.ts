@@ -41,7 +41,7 @@ export type BackoffState =
   | (FailureRun & { gaveUp: true; gaveUpAt: number });
 
 /** One failed attempt, as {@link recordFailure} takes it. */
-export interface Failure {
+export interface BackoffFailure {
   /** When it failed, epoch ms. */
   at: number;
   /** What failed and why. */
@@ -73,7 +73,7 @@ export function backoffDelay(failures: number, policy: Readonly<BackoffPolicy> =
  */
 export function recordFailure(
   previous: BackoffState | null,
-  failure: Failure,
+  failure: BackoffFailure,
   random: () => number,
   policy: Readonly<BackoffPolicy> = DEFAULT_BACKOFF_POLICY,
 ): BackoffState {
