@@ -4,6 +4,7 @@
  */
 
 export * from './acme/index.js';
+export { CertificatesError, CertificatesErrorCode } from './errors.js';
 export {
   isLocalName,
   LocalCa,
