@@ -21,7 +21,7 @@ function fakeResponder(host: string, token: string, answer: string): ChallengeRe
 /** An HTTPS site (no `http://`) with a manual certificate: plain HTTP to it is redirected. */
 function httpsRoute(domain: string, files: { cert: string; key: string }, port: number): RouteSpec {
   const s = emptySite([{ scheme: null, host: domain, port: null }]);
-  s.tls = { mode: 'manual', cert_file: files.cert, key_file: files.key };
+  s.tls = { mode: 'manual', cert_file: files.cert, key_file: files.key, on_demand: false };
   s.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
   return { domain, origin: 'proxyfile', source: null, site: s };
 }

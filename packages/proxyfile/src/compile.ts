@@ -183,6 +183,7 @@ export function compile(doc: Document): Config {
         scope: 'site',
         target: site,
         site,
+        global: config.global,
         seen: new Map(),
         handlerAt: null,
         root: null,

@@ -4,7 +4,7 @@ import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
-import { isCidr, isEmail, readPort } from './values.js';
+import { isBase64Url, isCidr, isEmail, isLoopbackHost, parseHttpUrl, readPort } from './values.js';
 
 /** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
 const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
@@ -16,6 +16,52 @@ function single(d: Dispenser, expected: string): Token {
   return t;
 }
 
+const ACME_CA_EXPECTED =
+  'an https:// ACME directory URL (http:// only for a loopback host: localhost, 127.0.0.1, [::1])';
+const KEY_TYPES: readonly GlobalOptions['key_type'][] = ['p256', 'rsa2048'];
+const EAB_OPTIONS = ['key_id', 'mac_key'];
+const ON_DEMAND_OPTIONS = ['ask'];
+
+/** Options that may stand on several lines; each other option is set once. */
+const REPEATABLE = new Set(['acme_ca']);
+
+/** Where each value of a repeatable option was first set, keyed `<option> <value>`. */
+type Seen = Map<string, Token>;
+
+/** One sub-option line of a block: its name once, known, then its one value. */
+function blockValue(sub: Dispenser, option: string, known: readonly string[], once: Seen, expected: string): Token {
+  const name = sub.name;
+  if (!known.includes(name.text)) {
+    const near = nearest(name.text, known);
+    throw sub.unexpected(
+      name,
+      `${option} option${near ? ` (did you mean "${near}"?)` : ''}: ${known.join(', ')}`,
+      ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+    );
+  }
+  const first = once.get(name.text);
+  if (first) {
+    throw sub.error(
+      name,
+      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+      `"${name.text}" is already set at ${first.file}:${first.line}:${first.column}`,
+    );
+  }
+  once.set(name.text, name);
+  return single(sub, expected);
+}
+
+function macKey(d: Dispenser, t: Token): string {
+  if (!isBase64Url(t.text)) {
+    throw d.unexpected(
+      t,
+      'the HMAC key as the CA gave it, base64url (A-Z a-z 0-9 - _, no padding)',
+      ProxyfileErrorCode.INVALID_VALUE,
+    );
+  }
+  return t.text;
+}
+
 /**
  * The options of the global block:
  * ```
@@ -24,14 +70,24 @@ function single(d: Dispenser, expected: string): Token {
  *     https_port <port>             # default 443
  *     email <address>               # ACME account contact
  *     admin <host:port>             # admin API listener (default 127.0.0.1:6190)
- *     acme_ca <directory_url>       # ACME directory (default Let's Encrypt)
+ *     acme_ca <directory_url>       # ACME directory; repeat for a fallback list (default: Let's Encrypt, the daemon's choice)
+ *     acme_ca_root <pem_file>       # roots trusted for the CA's API endpoint
+ *     acme_eab <key_id> <mac_key>   # external account binding; or Caddy's block:
+ *     acme_eab {
+ *         key_id <key_id>
+ *         mac_key <mac_key>         # base64url
+ *     }
+ *     on_demand_tls {
+ *         ask <url>                 # required by any `tls { on_demand }`
+ *     }
+ *     key_type p256|rsa2048         # default p256
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
  *     geoip_db <path>               # MaxMind-format country database
  * }
  * ```
  */
-const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions) => void> = {
+const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => void> = {
   http_port(d, g) {
     g.http_port = readPort(d, 'a port');
     d.end();
@@ -54,12 +110,88 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions) => void> = {
     }
     g.admin = t.text;
   },
-  acme_ca(d, g) {
-    const t = single(d, 'an ACME directory URL');
-    if (!/^https?:\/\/[^\s/]+/.test(t.text)) {
-      throw d.unexpected(t, 'an ACME directory URL (https://…)', ProxyfileErrorCode.INVALID_VALUE);
+  acme_ca(d, g, seen) {
+    const t = single(d, ACME_CA_EXPECTED);
+    const url = parseHttpUrl(t.text);
+    if (url === null || (url.protocol === 'http:' && !isLoopbackHost(url.hostname))) {
+      throw d.unexpected(t, ACME_CA_EXPECTED, ProxyfileErrorCode.INVALID_VALUE);
     }
-    g.acme_ca = t.text;
+    const key = `acme_ca ${url.href}`;
+    const first = seen.get(key);
+    if (first) {
+      throw d.error(
+        t,
+        ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+        `acme_ca ${show(t)} is already listed at ${first.file}:${first.line}:${first.column}`,
+      );
+    }
+    seen.set(key, t);
+    g.acme_ca.push(t.text);
+  },
+  acme_ca_root(d, g) {
+    g.acme_ca_root = single(d, 'a PEM file of CA roots').text;
+  },
+  acme_eab(d, g) {
+    const expected = '<key_id> <mac_key>, or a block with key_id and mac_key';
+    const keyId = d.nextArg();
+    if (keyId !== null) {
+      d.nonEmpty(keyId, 'a key identifier');
+      const mac = d.nonEmptyArg('the HMAC key (acme_eab <key_id> <mac_key>)');
+      d.end();
+      d.noBlock();
+      g.acme_eab = { key_id: keyId.text, mac_key: macKey(d, mac) };
+      return;
+    }
+    if (!d.hasBlock()) throw d.missing(expected);
+    const once: Seen = new Map();
+    const eab = { key_id: '', mac_key: '' };
+    for (const sub of d.blockLines()) {
+      const t = blockValue(
+        sub,
+        'an acme_eab',
+        EAB_OPTIONS,
+        once,
+        sub.name.text === 'key_id' ? 'a key identifier' : 'the HMAC key',
+      );
+      if (sub.name.text === 'key_id') eab.key_id = t.text;
+      else eab.mac_key = macKey(sub, t);
+    }
+    for (const name of EAB_OPTIONS) {
+      if (!once.has(name)) {
+        throw d.error(
+          d.name,
+          ProxyfileErrorCode.UNEXPECTED_END,
+          `acme_eab needs "${name}" in its block (key_id and mac_key)`,
+        );
+      }
+    }
+    g.acme_eab = eab;
+  },
+  on_demand_tls(d, g) {
+    d.end();
+    if (!d.hasBlock()) throw d.missing('a block with "ask <url>" (on_demand_tls {)');
+    const once: Seen = new Map();
+    for (const sub of d.blockLines()) {
+      const t = blockValue(sub, 'an on_demand_tls', ON_DEMAND_OPTIONS, once, 'an http:// or https:// URL');
+      if (parseHttpUrl(t.text) === null) {
+        throw sub.unexpected(t, 'an http:// or https:// URL', ProxyfileErrorCode.INVALID_VALUE);
+      }
+      g.on_demand_ask = t.text;
+    }
+    if (g.on_demand_ask === null) {
+      throw d.error(
+        d.name,
+        ProxyfileErrorCode.UNEXPECTED_END,
+        'on_demand_tls needs "ask <url>" in its block: the endpoint that allows each name',
+      );
+    }
+  },
+  key_type(d, g) {
+    const expected = `a key type: ${KEY_TYPES.join(' or ')}`;
+    const t = single(d, expected);
+    const type = KEY_TYPES.find((k) => k === t.text);
+    if (type === undefined) throw d.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+    g.key_type = type;
   },
   state_dir(d, g) {
     g.state_dir = single(d, 'a directory').text;
@@ -105,7 +237,7 @@ export function compileGlobal(block: Block, g: GlobalOptions): void {
         `unknown global option ${show(name)}${near ? `, did you mean "${near}"?` : ''} (known: ${GLOBAL_OPTION_NAMES.join(', ')})`,
       );
     }
-    const first = seen.get(name.text);
+    const first = REPEATABLE.has(name.text) ? undefined : seen.get(name.text);
     if (first) {
       throw d.error(
         name,
@@ -114,6 +246,6 @@ export function compileGlobal(block: Block, g: GlobalOptions): void {
       );
     }
     seen.set(name.text, name);
-    option(d, g);
+    option(d, g, seen);
   }
 }

@@ -228,3 +228,26 @@ export function isCidr(text: string): boolean {
 export function isEmail(text: string): boolean {
   return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text);
 }
+
+/** Whether `host` (a URL's hostname) is loopback: `localhost`, `*.localhost`, 127.0.0.0/8 or `[::1]`. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase();
+  if (h === 'localhost' || h.endsWith('.localhost') || h === '[::1]') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/**
+ * Parses an absolute `http://` or `https://` URL with a host, without
+ * credentials or a fragment; null for anything else.
+ */
+export function parseHttpUrl(text: string): URL | null {
+  if (!/^https?:\/\/[^\s/?#]+[^\s]*$/.test(text) || !URL.canParse(text)) return null;
+  const url = new URL(text);
+  if (url.hostname === '' || url.username !== '' || url.password !== '' || url.hash !== '') return null;
+  return url;
+}
+
+/** Whether `text` is base64url (RFC 4648 §5) without padding, of a length some bytes encode to. */
+export function isBase64Url(text: string): boolean {
+  return /^[A-Za-z0-9_-]+$/.test(text) && text.length % 4 !== 1;
+}

@@ -211,12 +211,16 @@ export const SiteAddress = Type.Object(
 );
 export type SiteAddress = Static<typeof SiteAddress>;
 
-/** `tls auto | off | internal | <cert_file> <key_file>`. */
+/** `tls auto | off | internal | <cert_file> <key_file>`, and `tls [internal] { on_demand }`. */
 export const TlsPolicy = Type.Object(
   {
     mode: Type.Union([Type.Literal('auto'), Type.Literal('off'), Type.Literal('internal'), Type.Literal('manual')]),
     cert_file: Type.Union([Type.String(), Type.Null()]),
     key_file: Type.Union([Type.String(), Type.Null()]),
+    on_demand: Type.Boolean({
+      description:
+        'Obtain the certificate at the first TLS handshake for a name, after the global on_demand_ask endpoint allows it (default false; only with mode auto or internal)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -274,6 +278,34 @@ export const Site = Type.Object(
 );
 export type Site = Static<typeof Site>;
 
+/** An `http(s)://` URL (the Proxyfile narrows `acme_ca` further: `http://` only for loopback hosts). */
+const HttpUrl = Type.String({ pattern: '^https?://[^\\s/?#]+[^\\s]*$' });
+
+/** One ACME directory URL of `acme_ca`. */
+export const AcmeDirectoryUrl = Type.String({
+  pattern: '^https?://[^\\s/?#]+[^\\s]*$',
+  description: 'ACME directory URL, e.g. https://acme-v02.api.letsencrypt.org/directory',
+});
+export type AcmeDirectoryUrl = Static<typeof AcmeDirectoryUrl>;
+
+/** `acme_eab <key_id> <mac_key>`: external account binding (RFC 8555 §7.3.4), e.g. for ZeroSSL. */
+export const AcmeEab = Type.Object(
+  {
+    key_id: Type.String({ minLength: 1, description: 'Key identifier the CA gave' }),
+    mac_key: Type.String({
+      minLength: 2,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: 'HMAC key the CA gave, base64url without padding',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type AcmeEab = Static<typeof AcmeEab>;
+
+/** Key type of the certificates proxyd obtains (Caddy's spelling); `p256` (ECDSA P-256) is the default. */
+export const KeyType = Type.Union([Type.Literal('p256'), Type.Literal('rsa2048')]);
+export type KeyType = Static<typeof KeyType>;
+
 /** The global options block. */
 export const GlobalOptions = Type.Object(
   {
@@ -283,7 +315,20 @@ export const GlobalOptions = Type.Object(
     admin: Type.Union([Type.String(), Type.Null()], {
       description: 'Admin listener host:port (default 127.0.0.1:6190)',
     }),
-    acme_ca: Type.Union([Type.String(), Type.Null()], { description: 'ACME directory URL' }),
+    acme_ca: Type.Array(AcmeDirectoryUrl, {
+      description:
+        "ACME directory URLs, tried in order (a fallback list); empty (default): the daemon picks the public CA, Let's Encrypt production",
+    }),
+    acme_ca_root: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+      description:
+        "PEM file of roots trusted for the ACME CA's own API endpoint, besides the bundled ones (default null)",
+    }),
+    acme_eab: Type.Union([AcmeEab, Type.Null()], { description: 'External account binding (default null: none)' }),
+    on_demand_ask: Type.Union([HttpUrl, Type.Null()], {
+      description:
+        'URL asked `?domain=<name>` before an on-demand certificate is obtained; 2xx allows (default null: on-demand TLS refused)',
+    }),
+    key_type: KeyType,
     state_dir: Type.Union([Type.String(), Type.Null()], { description: 'Where routes and secrets persist' }),
     trusted_proxies: Type.Array(Type.String(), { description: 'CIDRs whose X-Forwarded-For is believed' }),
     geoip_db: Type.Union([Type.String(), Type.Null()], { description: 'MaxMind-format country database path' }),
@@ -332,6 +377,7 @@ export const DEFAULTS = Object.freeze({
   cache_max_size_bytes: 64 * 1024 * 1024,
   cache_ttl_ms: 300_000,
   under_attack_difficulty: 16,
+  key_type: 'p256' as KeyType,
 });
 
 /** The global options with every default applied. */
@@ -341,7 +387,11 @@ export function defaultGlobalOptions(): GlobalOptions {
     https_port: DEFAULTS.https_port,
     email: null,
     admin: null,
-    acme_ca: null,
+    acme_ca: [],
+    acme_ca_root: null,
+    acme_eab: null,
+    on_demand_ask: null,
+    key_type: DEFAULTS.key_type,
     state_dir: null,
     trusted_proxies: [],
     geoip_db: null,
@@ -369,7 +419,7 @@ export function defaultReverseProxy(upstreams: UpstreamAddress[]): ReverseProxyH
 export function emptySite(addresses: SiteAddress[]): Site {
   return {
     addresses,
-    tls: { mode: 'auto', cert_file: null, key_file: null },
+    tls: { mode: 'auto', cert_file: null, key_file: null, on_demand: false },
     rate_limit: null,
     cache: null,
     under_attack: { enabled: false, difficulty: DEFAULTS.under_attack_difficulty },

@@ -75,8 +75,8 @@ describe('HTTPS listener', () => {
     const route = (domain: string, files: { cert: string; key: string } | null): RouteSpec => {
       const s = emptySite([{ scheme: null, host: domain, port: null }]);
       s.tls = files
-        ? { mode: 'manual', cert_file: files.cert, key_file: files.key }
-        : { mode: 'auto', cert_file: null, key_file: null };
+        ? { mode: 'manual', cert_file: files.cert, key_file: files.key, on_demand: false }
+        : { mode: 'auto', cert_file: null, key_file: null, on_demand: false };
       s.handler = defaultReverseProxy([{ host: '127.0.0.1', port: up.port }]);
       return { domain, origin: 'proxyfile', source: null, site: s };
     };

@@ -1,4 +1,4 @@
-import type { HandleBlock, Site } from '@proxyd/proxy-core/model';
+import type { GlobalOptions, HandleBlock, Site } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import type { Token } from '../lexer.js';
 
@@ -10,6 +10,8 @@ export interface BlockState {
   readonly target: Site | HandleBlock;
   /** The enclosing site. */
   readonly site: Site;
+  /** The global options, read before any site (e.g. `on_demand_tls` for `tls { on_demand }`). */
+  readonly global: GlobalOptions;
   /** Directives that may appear once per block, by name → where they first appeared. */
   readonly seen: Map<string, Token>;
   /** The directive that set the terminal handler, if any. */

@@ -38,6 +38,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     scope: 'handle',
     target: block,
     site: state.site,
+    global: state.global,
     seen: new Map(),
     handlerAt: null,
     root: null,

@@ -1,5 +1,10 @@
+import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
-import type { Directive } from './directive.js';
+import type { Token } from '../lexer.js';
+import { nearest } from '../suggest.js';
+import type { BlockState, Directive } from './directive.js';
+
+const SUBDIRECTIVES = ['on_demand'];
 
 /**
  * ```
@@ -7,6 +12,9 @@ import type { Directive } from './directive.js';
  * tls off                       # plain HTTP only
  * tls internal                  # certificate from proxyd's local CA
  * tls <cert_file> <key_file>    # certificate and key files (PEM)
+ * tls [auto|internal] {         # Caddy's block form
+ *     on_demand                 # obtain at the first handshake; needs on_demand_tls { ask <url> }
+ * }
  * ```
  */
 export const tls: Directive = {
@@ -15,12 +23,16 @@ export const tls: Directive = {
   once: true,
   parse(d, state) {
     const expected = 'auto, off, internal, or <cert_file> <key_file>';
-    const first = d.arg(expected);
-    d.noBlock();
-    const second = d.nextArg();
     const policy = state.site.tls;
+    const first = d.hasBlock() ? d.nextArg() : d.arg(expected);
+    if (first === null) {
+      readBlock(d, state);
+      return;
+    }
+    const second = d.nextArg();
     if (second !== null) {
       d.end();
+      d.noBlock();
       d.nonEmpty(first, 'a certificate file (PEM)');
       d.nonEmpty(second, 'a key file (PEM)');
       policy.mode = 'manual';
@@ -30,11 +42,16 @@ export const tls: Directive = {
     }
     switch (first.text) {
       case 'auto':
-      case 'off':
       case 'internal':
+        policy.mode = first.text;
+        readBlock(d, state);
+        return;
+      case 'off':
+        d.noBlock();
         policy.mode = first.text;
         return;
       default:
+        d.noBlock();
         d.nonEmpty(first, expected);
         if (first.text.includes('@')) {
           throw d.unexpected(
@@ -49,3 +66,38 @@ export const tls: Directive = {
     }
   },
 };
+
+/** The block of `tls [auto|internal] { … }`: `on_demand`, once. */
+function readBlock(d: Dispenser, state: BlockState): void {
+  let onDemandAt: Token | null = null;
+  for (const sub of d.blockLines()) {
+    const name = sub.name;
+    if (!SUBDIRECTIVES.includes(name.text)) {
+      const near = nearest(name.text, SUBDIRECTIVES);
+      throw sub.unexpected(
+        name,
+        `a tls option${near ? ` (did you mean "${near}"?)` : ''}: ${SUBDIRECTIVES.join(', ')}`,
+        ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+      );
+    }
+    if (onDemandAt !== null) {
+      throw sub.error(
+        name,
+        ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+        `"on_demand" is already set at ${onDemandAt.file}:${onDemandAt.line}:${onDemandAt.column}`,
+      );
+    }
+    onDemandAt = name;
+    sub.end();
+    sub.noBlock();
+    // Fail closed: without an ask endpoint anyone could make proxyd order certificates for any name.
+    if (state.global.on_demand_ask === null) {
+      throw sub.error(
+        name,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        '"on_demand" needs an ask endpoint: add "on_demand_tls { ask <url> }" to the global options (without one, anyone could make proxyd order certificates for any name)',
+      );
+    }
+    state.site.tls.on_demand = true;
+  }
+}
