@@ -2,7 +2,6 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { SecureContext } from 'node:tls';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { ClientIpResolver } from './client-ip.js';
 import { servedOn } from './data-plane/site-ports.js';
@@ -15,6 +14,7 @@ import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
 import { normalizeHost, RouteTable } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
+import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
 export type SiteCompilerWithForwarder = (site: Site, forwarder: Forwarder) => CompiledSite;
@@ -35,6 +35,8 @@ export interface ProxyServerOptions {
   certificates?: CertificateStore;
   /** Answers ACME HTTP-01 challenges before host matching. Absent: challenge paths go on as any request. */
   challenges?: ChallengeResponder;
+  /** Answers ACME TLS-ALPN-01 challenges (`acme-tls/1`) on every HTTPS listener. Absent: `acme-tls/1` is refused. */
+  alpnChallenges?: AlpnChallengeResponder;
   /** The HTTPS port named in redirects (default 443: no port in the Location). */
   httpsPort?: number;
   /** Upstream connect timeout, ms (default 5000). */
@@ -79,6 +81,7 @@ export class ProxyServer {
   readonly #compile: (site: Site) => CompiledSite;
   readonly #certificates: CertificateStore | undefined;
   readonly #challenges: ChallengeResponder | undefined;
+  readonly #alpnChallenges: AlpnChallengeResponder | undefined;
   readonly #httpsSuffix: string;
   readonly #servers: (http.Server | https.Server)[] = [];
   /** Bound ports of the main listeners ({@link listen}, {@link listenHttps}). */
@@ -106,6 +109,7 @@ export class ProxyServer {
     this.#compile = (site) => compileSite(site, forwarder);
     this.#certificates = options.certificates;
     this.#challenges = options.challenges;
+    this.#alpnChallenges = options.alpnChallenges;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
@@ -157,7 +161,8 @@ export class ProxyServer {
    * Listens for HTTPS on host:port with SNI: a main listener, the one
    * redirects lead to (the redirect names `httpsPort`). Each handshake takes
    * its certificate from the {@link CertificateStore}; an unknown name fails
-   * the handshake.
+   * the handshake. With `alpnChallenges`, `acme-tls/1` is answered
+   * (`tls/handshake.ts`), here and on TLS site ports.
    */
   async listenHttps(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
     const address = await this.#start(this.#httpsServer(), port, host);
@@ -190,27 +195,11 @@ export class ProxyServer {
     const certificates = this.#certificates;
     if (certificates === undefined) throw new Error('no certificate store configured');
     const server = https.createServer(
-      {
-        ServerResponse: CountingResponse,
-        SNICallback: (name, callback) => {
-          let result: SecureContext | null | Promise<SecureContext | null>;
-          try {
-            result = certificates.contextFor(name.toLowerCase());
-          } catch (err) {
-            callback(err as Error);
-            return;
-          }
-          if (result instanceof Promise) {
-            result.then(
-              (ctx) => (ctx ? callback(null, ctx) : callback(new Error(`no certificate for ${name}`))),
-              (err: Error) => callback(err),
-            );
-          } else if (result === null) callback(new Error(`no certificate for ${name}`));
-          else callback(null, result);
-        },
-      },
+      { ServerResponse: CountingResponse, ...handshakeOptions(certificates, this.#alpnChallenges) },
       (req, res) => this.enter(req, res, null, null, true),
     );
+    // Before the HTTP server's own listener: an `acme-tls/1` connection carries no HTTP.
+    if (this.#alpnChallenges !== undefined) server.prependListener('secureConnection', closeChallengeConnection);
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true));
     server.on('tlsClientError', (_err, socket) => socket.destroy());
     return server;

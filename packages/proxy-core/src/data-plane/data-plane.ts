@@ -4,8 +4,15 @@ import type { ChallengeResponder } from '../challenge.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { Config, RouteSpec } from '../model/index.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
+import { isHttpsSite } from '../redirect.js';
 import { compileSite } from '../site-handler.js';
-import { loadManualCertificates, MemoryCertificateStore } from '../tls/certificate-store.js';
+import {
+  type CertificateStore,
+  LayeredCertificateStore,
+  loadManualCertificates,
+  MemoryCertificateStore,
+} from '../tls/certificate-store.js';
+import type { AlpnChallengeResponder } from '../tls/handshake.js';
 import { sitePortsOf } from './site-ports.js';
 
 /** A bound listener address. */
@@ -24,6 +31,22 @@ export interface DataPlaneOptions {
   bindHost?: string;
   /** Answers ACME HTTP-01 challenges before host matching; default none. */
   challenges?: ChallengeResponder;
+  /**
+   * Answers ACME TLS-ALPN-01 challenges on every HTTPS listener (the
+   * https_port and TLS site ports): a client offering `acme-tls/1` for a name
+   * it has a context for gets that context and `acme-tls/1`, and the
+   * connection closes after the handshake. Default none: `acme-tls/1` alone
+   * fails the handshake.
+   */
+  alpnChallenges?: AlpnChallengeResponder;
+  /**
+   * Certificates beyond the manual `tls <cert> <key>` files (the
+   * certificates package's manager): asked by SNI for every name the manual
+   * files do not cover, and by `has(host)` for the HTTP→HTTPS redirect.
+   * Call {@link DataPlane.certificatesChanged} when it gains or renews one.
+   * Default none.
+   */
+  certificates?: CertificateStore;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
@@ -55,12 +78,14 @@ function servesHttps(config: Config): boolean {
 export class DataPlane {
   /** The listeners of ports that site addresses name (`http://a.example.com:8080`), in the order opened. */
   readonly sitePortAddresses: readonly (ListenerAddress & { tls: boolean })[];
-  /** The certificates the HTTPS listeners serve by SNI (manual `tls` files; ACME adds to it). */
-  readonly certificates: MemoryCertificateStore;
+  /** The certificates the HTTPS listeners serve by SNI: manual `tls` files first, then `options.certificates`. */
+  readonly certificates: CertificateStore;
   /** The response caches (the admin API's CachePort: `{ enabled, purge(key) }`). */
   readonly cache: Pick<CacheRegistry, 'enabled' | 'purge'>;
 
   readonly #proxy: ProxyServer;
+  /** The manual `tls <cert> <key>` certificates (reloaded on every route change). */
+  readonly #manual: MemoryCertificateStore;
   readonly #httpPort: number;
   readonly #httpsPort: number;
   readonly #bindHost: string;
@@ -73,14 +98,19 @@ export class DataPlane {
   #httpAddress: ListenerAddress = { host: '', port: 0 };
   #httpsAddress: ListenerAddress | null = null;
   #httpsOpening = false;
+  /** The routes served now and the site port each pinned one is served on (which routes use the https_port). */
+  #routes: readonly RouteSpec[] = [];
+  #pinned: ReadonlyMap<string, number> = new Map();
 
   private constructor(
     proxy: ProxyServer,
-    certificates: MemoryCertificateStore,
+    manual: MemoryCertificateStore,
+    certificates: CertificateStore,
     config: Config,
     options: DataPlaneOptions,
   ) {
     this.#proxy = proxy;
+    this.#manual = manual;
     this.certificates = certificates;
     this.#httpPort = config.global.http_port;
     this.#httpsPort = config.global.https_port;
@@ -116,7 +146,8 @@ export class DataPlane {
         `site port ${conflict.port}: ${conflict.kept} and ${conflict.refused} ask it for different protocols (plain HTTP and HTTPS)`,
       );
     }
-    const certificates = new MemoryCertificateStore();
+    const manual = new MemoryCertificateStore();
+    const certificates = new LayeredCertificateStore(manual, options.certificates);
     const secret = options.secret ?? randomBytes(32);
     const proxy = new ProxyServer({
       hooks,
@@ -125,14 +156,17 @@ export class DataPlane {
       certificates,
       httpsPort,
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
+      ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
     });
-    const plane = new DataPlane(proxy, certificates, config, options);
+    const plane = new DataPlane(proxy, manual, certificates, config, options);
     plane.#loadCertificates(routes);
+    plane.#routes = routes;
+    plane.#pinned = initial.byDomain;
     proxy.setRoutes(routes, 1, initial.byDomain);
     try {
       const http = await proxy.listen(httpPort, plane.#bindHost);
       plane.#httpAddress = { host: http.address, port: http.port };
-      if (servesHttps(config)) await plane.#openHttps();
+      if (servesHttps(config) || plane.#certificateForHttpsRoute()) await plane.#openHttps();
       for (const { port, tls, domain } of initial.ports.values()) {
         plane.#listening.set(port, tls);
         await plane.#openSitePort(port, tls, domain);
@@ -162,7 +196,8 @@ export class DataPlane {
   /**
    * Publishes a new route set; requests in flight finish on the old table.
    * Opens the site ports it names for the first time and, on the first
-   * certificate after a start without HTTPS, the https_port listener
+   * certificate after a start without HTTPS (a manual file, or one the
+   * external store has for a route of the set), the https_port listener
    * (failures go to `onSitePortError`).
    */
   setRoutes(routes: readonly RouteSpec[], version: number): void {
@@ -185,14 +220,23 @@ export class DataPlane {
       }
     }
     this.#loadCertificates(routes);
+    this.#routes = routes;
+    this.#pinned = ports.byDomain;
     this.#proxy.setRoutes(routes, version, ports.byDomain);
-    // The first certificate after a start without HTTPS (a reload added `tls <cert> <key>`).
-    if (this.#httpsAddress === null && !this.#httpsOpening && this.#loaded.size > 0) {
-      this.#openHttps().catch((err: unknown) => {
-        this.#httpsOpening = false;
-        report(new Error(`https_port ${this.#httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
-      });
-    }
+    this.#openHttpsOnFirstCertificate();
+  }
+
+  /**
+   * Tells the data plane that the external certificate store gained, renewed
+   * or dropped a certificate (the certificates manager's `onChange`). New
+   * handshakes ask the store anyway, so a renewed certificate is served at
+   * once and open connections keep theirs; what this adds is the https_port
+   * listener: opened now when it is not open yet and some route served on
+   * it (an HTTPS site not pinned to a site port) has a certificate. A
+   * failure to open goes to `onSitePortError`. Cheap when nothing changes.
+   */
+  certificatesChanged(): void {
+    this.#openHttpsOnFirstCertificate();
   }
 
   /** Stops every listener, closes connections, health checks and upstream sockets. */
@@ -201,9 +245,29 @@ export class DataPlane {
   }
 
   #loadCertificates(routes: readonly RouteSpec[]): void {
-    const result = loadManualCertificates(this.certificates, routes, this.#loaded);
+    const result = loadManualCertificates(this.#manual, routes, this.#loaded);
     this.#loaded = result.loaded;
     for (const err of result.errors) this.#onCertificateError?.(err);
+  }
+
+  /** Opens the https_port listener on the first certificate after a start without HTTPS. */
+  #openHttpsOnFirstCertificate(): void {
+    if (this.#httpsAddress !== null || this.#httpsOpening) return;
+    // A reload added `tls <cert> <key>`, or the external store has a certificate for an HTTPS route.
+    if (this.#loaded.size === 0 && !this.#certificateForHttpsRoute()) return;
+    this.#openHttps().catch((err: unknown) => {
+      this.#httpsOpening = false;
+      this.#report(new Error(`https_port ${this.#httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
+    });
+  }
+
+  /** Whether a route the https_port would serve (an HTTPS site on the main listeners) has a certificate now. */
+  #certificateForHttpsRoute(): boolean {
+    for (const route of this.#routes) {
+      const domain = route.domain.toLowerCase();
+      if (isHttpsSite(route.site, domain) && !this.#pinned.has(domain) && this.certificates.has(domain)) return true;
+    }
+    return false;
   }
 
   async #openHttps(): Promise<void> {

@@ -26,19 +26,33 @@ export interface CertificatePair {
 /** An in-memory {@link CertificateStore}: host (or `*.parent`) → secure context. */
 export class MemoryCertificateStore implements CertificateStore {
   readonly #contexts = new Map<string, SecureContext>();
+  /** How many keys are `*.parent`: without any, a miss costs no wildcard key. */
+  #wildcards = 0;
 
   /** Installs (or replaces) the certificate of `host`; throws `PROXY_CERT_LOAD_FAILED` on bad PEM. */
   set(host: string, pair: CertificatePair): void {
+    let context: SecureContext;
     try {
-      this.#contexts.set(host.toLowerCase(), createSecureContext({ cert: pair.cert, key: pair.key }));
+      context = createSecureContext({ cert: pair.cert, key: pair.key });
     } catch (cause) {
       throw new DataPlaneError(DataPlaneErrorCode.CERT_LOAD_FAILED, `invalid certificate for ${host}`, { cause });
     }
+    const key = host.toLowerCase();
+    if (key.startsWith('*.') && !this.#contexts.has(key)) this.#wildcards++;
+    this.#contexts.set(key, context);
   }
 
   /** Removes the certificate of `host`. */
   delete(host: string): boolean {
-    return this.#contexts.delete(host.toLowerCase());
+    const key = host.toLowerCase();
+    const deleted = this.#contexts.delete(key);
+    if (deleted && key.startsWith('*.')) this.#wildcards--;
+    return deleted;
+  }
+
+  /** How many hosts have a certificate. */
+  get size(): number {
+    return this.#contexts.size;
   }
 
   /** The hosts that have a certificate. */
@@ -49,13 +63,41 @@ export class MemoryCertificateStore implements CertificateStore {
   contextFor(serverName: string): SecureContext | null {
     const name = serverName.toLowerCase();
     const exact = this.#contexts.get(name);
-    if (exact !== undefined) return exact;
+    if (exact !== undefined || this.#wildcards === 0) return exact ?? null;
     const dot = name.indexOf('.');
     return dot > 0 ? (this.#contexts.get(`*${name.slice(dot)}`) ?? null) : null;
   }
 
   has(host: string): boolean {
     return this.contextFor(host) !== null;
+  }
+}
+
+/**
+ * The store the HTTPS listeners ask: manual `tls <cert> <key>` files first
+ * (they win for every name they cover, exact or `*.parent`), else the
+ * external store (the certificates package's manager, ACME and the local
+ * CA), whose answer may be async. Without an external store it is the
+ * manual store alone. A name neither has fails the handshake.
+ */
+export class LayeredCertificateStore implements CertificateStore {
+  readonly #manual: MemoryCertificateStore;
+  readonly #external: CertificateStore | undefined;
+
+  constructor(manual: MemoryCertificateStore, external?: CertificateStore) {
+    this.#manual = manual;
+    this.#external = external;
+  }
+
+  contextFor(serverName: string): SecureContext | null | Promise<SecureContext | null> {
+    // `size` first: with no manual file (the usual automatic-HTTPS case) the lookup is skipped.
+    const manual = this.#manual.size === 0 ? null : this.#manual.contextFor(serverName);
+    if (manual !== null || this.#external === undefined) return manual;
+    return this.#external.contextFor(serverName);
+  }
+
+  has(host: string): boolean {
+    return (this.#manual.size > 0 && this.#manual.has(host)) || (this.#external?.has(host) ?? false);
   }
 }
 
