@@ -32,6 +32,10 @@ export const CertificatesErrorCode = {
   LOCAL_CA_INVALID_NAME: 'CERT_LOCAL_CA_INVALID_NAME',
   /** A certificate given for its ARI identifier does not parse as X.509 (PEM or DER) or has no authority key identifier. */
   ARI_CERT_ID_UNAVAILABLE: 'CERT_ARI_CERT_ID_UNAVAILABLE',
+  /** An ACME certificate was asked for a `*.` wildcard: that needs the DNS-01 challenge, which proxyd does not support; no order is placed. */
+  ACME_WILDCARD_UNSUPPORTED: 'CERT_ACME_WILDCARD_UNSUPPORTED',
+  /** A managed name's issuer is not configured: no ACME CA for an `acme` name, or no local CA for an `internal` one. */
+  ISSUER_UNAVAILABLE: 'CERT_ISSUER_UNAVAILABLE',
 } as const;
 export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
 

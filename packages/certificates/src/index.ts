@@ -13,6 +13,7 @@ export {
   LocalCaKeys,
   type LocalCaOptions,
 } from './local-ca/local-ca.js';
+export * from './manager/index.js';
 export * from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
