@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { format, isFormatted } from './index.js';
+import { format, isFormatted, parse } from './index.js';
 
 describe('format', () => {
   it('indents with tabs, single spaces, keeps comments and quoting, trims blank lines inside braces', () => {
@@ -49,5 +49,55 @@ describe('format', () => {
   it('reports unformatted text', () => {
     expect(isFormatted('a.test {\n  respond\n}\n')).toBe(false);
     expect(format('')).toBe('');
+  });
+
+  it('keeps the certificate options and their block forms', () => {
+    const messy = [
+      '{',
+      '  acme_ca   https://acme.test/dir',
+      '  acme_ca http://localhost:14000/dir',
+      '      acme_ca_root /ca.pem',
+      ' acme_eab {',
+      'key_id kid-1',
+      '',
+      '    mac_key   c2VjcmV0LWhtYWMta2V5',
+      '  }',
+      '  on_demand_tls {',
+      '    ask http://127.0.0.1:5555/allowed',
+      '}',
+      '  key_type rsa2048',
+      '}',
+      'a.test {',
+      '  tls   internal {',
+      '  on_demand',
+      '  }',
+      '  respond',
+      '}',
+    ].join('\n');
+    const canonical = [
+      '{',
+      '\tacme_ca https://acme.test/dir',
+      '\tacme_ca http://localhost:14000/dir',
+      '\tacme_ca_root /ca.pem',
+      '\tacme_eab {',
+      '\t\tkey_id kid-1',
+      '',
+      '\t\tmac_key c2VjcmV0LWhtYWMta2V5',
+      '\t}',
+      '\ton_demand_tls {',
+      '\t\task http://127.0.0.1:5555/allowed',
+      '\t}',
+      '\tkey_type rsa2048',
+      '}',
+      'a.test {',
+      '\ttls internal {',
+      '\t\ton_demand',
+      '\t}',
+      '\trespond',
+      '}',
+      '',
+    ].join('\n');
+    expect(format(messy)).toBe(canonical);
+    expect(parse(canonical)).toEqual(parse(messy));
   });
 });

@@ -155,7 +155,10 @@ const siteOnly: fc.Arbitrary<readonly Node[]> = fc
         fc.constantFrom('{$RATE}', '{$RATE_UNSET:3/s}'),
       )
       .map((r) => ({ tokens: ['rate_limit', r] })),
-    fc.constantFrom(['auto'], ['off'], ['internal'], ['/c.pem', '/k.pem']).map((a) => ({ tokens: ['tls', ...a] })),
+    fc.constantFrom<Node>(
+      ...[['auto'], ['off'], ['internal'], ['/c.pem', '/k.pem']].map((a) => ({ tokens: ['tls', ...a] })),
+      ...[[], ['auto'], ['internal']].map((a) => ({ tokens: ['tls', ...a], block: [{ tokens: ['on_demand'] }] })),
+    ),
     fc.constantFrom<Node>(
       { tokens: ['cache'] },
       { tokens: ['cache'], block: [{ tokens: ['max_size', '10MB'] }, { tokens: ['ttl', '30s'] }] },
@@ -245,20 +248,56 @@ const sitePlan = (domains: string[], first: number): fc.Arbitrary<SitePlan> =>
       );
     });
 
+const EAB_KEY = 'c2VjcmV0LWhtYWMta2V5';
+/** The global `on_demand_tls` block, which every `tls { on_demand }` needs. */
+const ON_DEMAND_TLS: Node = {
+  tokens: ['on_demand_tls'],
+  block: [{ tokens: ['ask', 'http://127.0.0.1:5555/allowed'] }],
+};
+
 const globalBlock: fc.Arbitrary<Node | null> = fc.option(
   fc
-    .subarray([
-      ['http_port', '8080'],
-      ['https_port', '8443'],
-      ['email', 'ops@example.com'],
-      ['admin', '127.0.0.1:6190'],
-      ['acme_ca', 'https://acme.test/dir'],
-      ['state_dir', '/var/lib/proxyd'],
-      ['trusted_proxies', '10.0.0.0/8', 'private_ranges'],
-      ['geoip_db', '/geo.mmdb'],
-    ])
-    .map((opts): Node => ({ tokens: ['{'], block: opts.map((tokens) => ({ tokens })) })),
+    .tuple(
+      fc.subarray<Node>([
+        { tokens: ['http_port', '8080'] },
+        { tokens: ['https_port', '8443'] },
+        { tokens: ['email', 'ops@example.com'] },
+        { tokens: ['admin', '127.0.0.1:6190'] },
+        { tokens: ['acme_ca', 'https://acme.test/dir'] },
+        { tokens: ['acme_ca', 'http://localhost:14000/dir'] },
+        { tokens: ['acme_ca_root', '/etc/proxyd/acme-root.pem'] },
+        ON_DEMAND_TLS,
+        { tokens: ['state_dir', '/var/lib/proxyd'] },
+        { tokens: ['trusted_proxies', '10.0.0.0/8', 'private_ranges'] },
+        { tokens: ['geoip_db', '/geo.mmdb'] },
+      ]),
+      fc.option(
+        fc.constantFrom<Node>(
+          { tokens: ['acme_eab', 'kid-1', EAB_KEY] },
+          { tokens: ['acme_eab'], block: [{ tokens: ['key_id', 'kid-1'] }, { tokens: ['mac_key', EAB_KEY] }] },
+        ),
+      ),
+      fc.option(fc.constantFrom('p256', 'rsa2048')),
+    )
+    .map(([opts, eab, keyType]): Node => {
+      const block = [...opts];
+      if (eab !== null) block.push(eab);
+      if (keyType !== null) block.push({ tokens: ['key_type', keyType] });
+      return { tokens: ['{'], block };
+    }),
 );
+
+/** Whether a node, or one nested in it, is a `tls … { on_demand }`. */
+const usesOnDemand = (n: Node): boolean =>
+  (n.tokens[0] === 'tls' && n.block !== undefined && n.block.length > 0) || (n.block ?? []).some(usesOnDemand);
+
+/** The global block, with `on_demand_tls` added when a site asks for `tls { on_demand }` (without it, an error). */
+function withAsk(global: Node | null, plans: readonly SitePlan[]): Node | null {
+  if (!plans.some((p) => p.body.some(usesOnDemand))) return global;
+  if (global === null) return { tokens: ['{'], block: [ON_DEMAND_TLS] };
+  if ((global.block ?? []).includes(ON_DEMAND_TLS)) return global;
+  return { tokens: ['{'], block: [...(global.block ?? []), ON_DEMAND_TLS] };
+}
 
 /** Renders nodes with spacing taken from `style` (cycled): indentation, separators, comments, blank lines. */
 function render(nodes: readonly Node[], style: readonly number[]): string {
@@ -294,7 +333,8 @@ function render(nodes: readonly Node[], style: readonly number[]): string {
 function assemble(global: Node | null, plans: readonly SitePlan[], ipv6: boolean, style: readonly number[]): Generated {
   const env: Record<string, string> = { ...ENV };
   const files: Record<string, string> = {};
-  const top: Node[] = global ? [global] : [];
+  const g = withAsk(global, plans);
+  const top: Node[] = g ? [g] : [];
   const snippets: Node[] = [];
   const sites: Node[] = [];
   plans.forEach((plan, i) => {

@@ -56,6 +56,12 @@ describe('property: generated valid Proxyfiles', () => {
       ['transport tls', /transport\s+tls/],
       ['header -X', /header\s+-X/],
       ['basic_auth without realm', /basic_?auth(?:\s+bcrypt)?\s+\{/],
+      ['acme_ca list', /acme_ca\s+https:[\s\S]*acme_ca\s+http:/],
+      ['acme_eab line', /acme_eab\s+kid-1/],
+      ['acme_eab block', /acme_eab\s+\{/],
+      ['key_type', /key_type\s+rsa2048/],
+      ['tls { on_demand }', /^\s*tls\s+\{/m],
+      ['tls internal { on_demand }', /tls\s+internal\s+\{/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

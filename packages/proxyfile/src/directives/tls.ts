@@ -32,7 +32,7 @@ export const tls: Directive = {
     const second = d.nextArg();
     if (second !== null) {
       d.end();
-      d.noBlock();
+      noBlock(d, 'tls <cert_file> <key_file> takes no block; on_demand needs tls auto or tls internal');
       d.nonEmpty(first, 'a certificate file (PEM)');
       d.nonEmpty(second, 'a key file (PEM)');
       policy.mode = 'manual';
@@ -47,7 +47,7 @@ export const tls: Directive = {
         readBlock(d, state);
         return;
       case 'off':
-        d.noBlock();
+        noBlock(d, 'tls off takes no block; on_demand needs tls auto or tls internal');
         policy.mode = first.text;
         return;
       default:
@@ -66,6 +66,11 @@ export const tls: Directive = {
     }
   },
 };
+
+/** Throws at the `{` of a form that takes no block, saying which forms do. */
+function noBlock(d: Dispenser, why: string): void {
+  if (d.line.block) throw d.unexpected(d.line.block.open, `the end of the line (${why})`);
+}
 
 /** The block of `tls [auto|internal] { … }`: `on_demand`, once. */
 function readBlock(d: Dispenser, state: BlockState): void {
