@@ -19,6 +19,8 @@ function single(d: Dispenser, expected: string): Token {
 const ACME_CA_EXPECTED =
   'an https:// ACME directory URL (http:// only for a loopback host: localhost, 127.0.0.1, [::1])';
 const KEY_TYPES: readonly GlobalOptions['key_type'][] = ['p256', 'rsa2048'];
+/** What `auto_https` accepts; `on`, the default, is written by leaving the option out (as in Caddy). */
+const AUTO_HTTPS: readonly GlobalOptions['auto_https'][] = ['off', 'disable_redirects', 'disable_certs'];
 const EAB_OPTIONS = ['key_id', 'mac_key'];
 const ON_DEMAND_OPTIONS = ['ask'];
 
@@ -51,6 +53,20 @@ function blockValue(sub: Dispenser, option: string, known: readonly string[], on
   return single(sub, expected);
 }
 
+/** The option's one value, which must be one of `values`; otherwise an error naming them and the nearest. */
+function oneOf<T extends string>(d: Dispenser, what: string, values: readonly T[], hint = ''): T {
+  const list = values.join(', ');
+  const t = single(d, `${what}: ${list}`);
+  const value = values.find((v) => v === t.text);
+  if (value !== undefined) return value;
+  const near = hint === '' ? nearest(t.text, values) : null;
+  throw d.unexpected(
+    t,
+    `${what}${near ? ` (did you mean "${near}"?)` : ''}: ${list}${hint}`,
+    ProxyfileErrorCode.INVALID_VALUE,
+  );
+}
+
 function macKey(d: Dispenser, t: Token): string {
   if (!isBase64Url(t.text)) {
     throw d.unexpected(
@@ -70,6 +86,7 @@ function macKey(d: Dispenser, t: Token): string {
  *     https_port <port>             # default 443
  *     email <address>               # ACME account contact
  *     admin <host:port>             # admin API listener (default 127.0.0.1:6190)
+ *     auto_https off|disable_redirects|disable_certs   # default: on (certificates and redirects)
  *     acme_ca <directory_url>       # ACME directory; repeat for a fallback list (default: Let's Encrypt, the daemon's choice)
  *     acme_ca_root <pem_file>       # roots trusted for the CA's API endpoint
  *     acme_eab <key_id> <mac_key>   # external account binding; or Caddy's block:
@@ -109,6 +126,10 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       throw d.unexpected(t, 'an admin address (host:port), e.g. 127.0.0.1:6190', ProxyfileErrorCode.INVALID_VALUE);
     }
     g.admin = t.text;
+  },
+  auto_https(d, g) {
+    const hint = d.peekArg()?.text === 'on' ? ' (on is the default: leave auto_https out)' : '';
+    g.auto_https = oneOf(d, 'an auto_https mode', AUTO_HTTPS, hint);
   },
   acme_ca(d, g, seen) {
     const t = single(d, ACME_CA_EXPECTED);
@@ -187,11 +208,7 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
     }
   },
   key_type(d, g) {
-    const expected = `a key type: ${KEY_TYPES.join(' or ')}`;
-    const t = single(d, expected);
-    const type = KEY_TYPES.find((k) => k === t.text);
-    if (type === undefined) throw d.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
-    g.key_type = type;
+    g.key_type = oneOf(d, 'a key type', KEY_TYPES);
   },
   state_dir(d, g) {
     g.state_dir = single(d, 'a directory').text;

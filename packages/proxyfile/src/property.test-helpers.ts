@@ -278,11 +278,13 @@ const globalBlock: fc.Arbitrary<Node | null> = fc.option(
         ),
       ),
       fc.option(fc.constantFrom('p256', 'rsa2048')),
+      fc.option(fc.constantFrom('off', 'disable_redirects', 'disable_certs')),
     )
-    .map(([opts, eab, keyType]): Node => {
+    .map(([opts, eab, keyType, autoHttps]): Node => {
       const block = [...opts];
       if (eab !== null) block.push(eab);
       if (keyType !== null) block.push({ tokens: ['key_type', keyType] });
+      if (autoHttps !== null) block.unshift({ tokens: ['auto_https', autoHttps] });
       return { tokens: ['{'], block };
     }),
 );

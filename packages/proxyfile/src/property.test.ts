@@ -60,6 +60,7 @@ describe('property: generated valid Proxyfiles', () => {
       ['acme_eab line', /acme_eab\s+kid-1/],
       ['acme_eab block', /acme_eab\s+\{/],
       ['key_type', /key_type\s+rsa2048/],
+      ['auto_https', /auto_https\s+disable_certs/],
       ['tls { on_demand }', /^\s*tls\s+\{/m],
       ['tls internal { on_demand }', /tls\s+internal\s+\{/],
     ];

@@ -306,6 +306,20 @@ export type AcmeEab = Static<typeof AcmeEab>;
 export const KeyType = Type.Union([Type.Literal('p256'), Type.Literal('rsa2048')]);
 export type KeyType = Static<typeof KeyType>;
 
+/**
+ * `auto_https` (Caddy's spelling): how much of automatic HTTPS runs. `on`
+ * (the default, not written in a Proxyfile) obtains certificates and
+ * redirects HTTP to HTTPS.
+ */
+export const AutoHttps = Type.Union(
+  [Type.Literal('on'), Type.Literal('off'), Type.Literal('disable_redirects'), Type.Literal('disable_certs')],
+  {
+    description:
+      'Automatic HTTPS (default on): off = no certificates and no redirects; disable_redirects = certificates, but HTTP is never redirected to HTTPS; disable_certs = redirects only where a certificate exists, none obtained automatically',
+  },
+);
+export type AutoHttps = Static<typeof AutoHttps>;
+
 /** The global options block. */
 export const GlobalOptions = Type.Object(
   {
@@ -315,6 +329,7 @@ export const GlobalOptions = Type.Object(
     admin: Type.Union([Type.String(), Type.Null()], {
       description: 'Admin listener host:port (default 127.0.0.1:6190)',
     }),
+    auto_https: AutoHttps,
     acme_ca: Type.Array(AcmeDirectoryUrl, {
       description:
         "ACME directory URLs, tried in order (a fallback list); empty (default): the daemon picks the public CA, Let's Encrypt production",
@@ -378,6 +393,7 @@ export const DEFAULTS = Object.freeze({
   cache_ttl_ms: 300_000,
   under_attack_difficulty: 16,
   key_type: 'p256' as KeyType,
+  auto_https: 'on' as AutoHttps,
 });
 
 /** The global options with every default applied. */
@@ -387,6 +403,7 @@ export function defaultGlobalOptions(): GlobalOptions {
     https_port: DEFAULTS.https_port,
     email: null,
     admin: null,
+    auto_https: DEFAULTS.auto_https,
     acme_ca: [],
     acme_ca_root: null,
     acme_eab: null,
