@@ -12,7 +12,15 @@ import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './
 import { AdminError } from './errors.js';
 import { BODY_LIMIT_BYTES, installJsonBodyParser } from './json-body.js';
 import { openApiDocument } from './openapi.js';
-import type { AnalyticsPort, AuditEvent, CachePort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
+import type {
+  AnalyticsPort,
+  AuditEvent,
+  CachePort,
+  CertificatesPort,
+  MetricsPort,
+  ReloadPort,
+  RouteStorePort,
+} from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import { type AdminTransport, isUnixConnection } from './transport.js';
 
@@ -38,6 +46,8 @@ export interface AdminAppOptions {
   reload?: ReloadPort;
   /** Metrics source; absent (`--no-metrics`) → GET /metrics answers 404. */
   metrics?: MetricsPort;
+  /** Managed certificates (automatic HTTPS); absent (automatic HTTPS off) → GET /certificates answers `[]`. */
+  certificates?: CertificatesPort;
   /** prom-client registry that receives the admin app's own request metrics (fastify-metrics); render it from `metrics`. */
   metricsRegistry?: Registry;
   /** Audit sink; default: INFO log line with target `proxy::admin::audit` on `logger`. */
@@ -111,6 +121,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     cache: options.cache,
     reload: options.reload,
     metrics: options.metrics,
+    certificates: options.certificates,
     now,
     startedAt: options.startedAt ?? now(),
     audit: (action, resource) => audit({ action, principal: 'admin', resource }),

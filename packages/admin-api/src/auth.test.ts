@@ -48,6 +48,7 @@ describe('authentication (spec §5)', () => {
       { method: 'GET', url: '/metrics' },
       { method: 'GET', url: '/analytics' },
       { method: 'GET', url: '/analytics/a.example' },
+      { method: 'GET', url: '/certificates' },
       { method: 'PURGE', url: '/cache/a.example/x' },
       { method: 'POST', url: '/reload' },
       { method: 'GET', url: '/openapi.json' },

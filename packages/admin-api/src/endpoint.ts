@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { AnalyticsPort, CachePort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
+import type { AnalyticsPort, CachePort, CertificatesPort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
 
 /** The HTTP methods the admin API routes. */
 export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PURGE';
@@ -12,6 +12,7 @@ export interface AdminContext {
   cache: CachePort | undefined;
   reload: ReloadPort | undefined;
   metrics: MetricsPort | undefined;
+  certificates: CertificatesPort | undefined;
   /** Milliseconds since the epoch. */
   now(): number;
   /** Process start, ms since the epoch. */

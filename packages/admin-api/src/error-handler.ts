@@ -74,7 +74,8 @@ function fromValidation(error: FastifyError, body: unknown): AdminError {
  * Turns anything thrown while handling a request into an `AdminError`:
  * our own errors pass through; Fastify's (body too large, bad JSON, schema
  * validation, bad URL, serialization) map to the spec's envelope messages;
- * everything else is an internal error.
+ * everything else is an internal error (`internal error`, without the
+ * thrown message, which is logged by the error handler).
  */
 export function toAdminError(error: unknown, request: FastifyRequest | undefined): AdminError {
   if (error instanceof AdminError) return error;
@@ -97,12 +98,20 @@ export function toAdminError(error: unknown, request: FastifyRequest | undefined
     case 'FST_ERR_BAD_URL':
       return new AdminError('ADMIN_INVALID_URL', 'malformed percent-encoding in the path', { cause: error });
   }
-  if (error instanceof SyntaxError) return new AdminError('ADMIN_INVALID_JSON', error.message, { cause: error });
+  // Only Fastify's own client errors are the client's fault: a port's error with a 4xx statusCode
+  // (an HTTP client's, say) is still an internal error.
   const status = err.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) {
+  if (
+    typeof err.code === 'string' &&
+    err.code.startsWith('FST_') &&
+    typeof status === 'number' &&
+    status >= 400 &&
+    status < 500
+  ) {
     return new AdminError('ADMIN_BAD_REQUEST', (err.message ?? 'rejected').toLowerCase(), { cause: error });
   }
-  return new AdminError('ADMIN_INTERNAL', err.message ?? String(error), { cause: error });
+  // The message of an unexpected error may carry paths, addresses or secrets: it is logged, never sent.
+  return new AdminError('ADMIN_INTERNAL', undefined, { cause: error });
 }
 
 /** Sends an `AdminError` as the `{error}` envelope with its status and headers. */

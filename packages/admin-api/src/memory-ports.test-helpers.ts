@@ -6,6 +6,8 @@ import type {
   AnalyticsSnapshot,
   AuditEvent,
   CachePort,
+  CertificateInfo,
+  CertificatesPort,
   ReloadPort,
   RouteStorePort,
   SnapshotResult,
@@ -95,6 +97,31 @@ export function sampleSnapshot(domain: string): AnalyticsSnapshot {
     bytes_sent: 1234,
     web_vitals: { lcp: p, cls: { p50: 0.01, p75: 0.02, p95: 0.05, p99: 0.1 }, inp: p },
     timestamp: '2026-11-22T21:00:00Z',
+  };
+}
+
+/** A certificate manager that answers the given rows (copies, so a test can compare); counts its calls. */
+export function memoryCertificates(rows: CertificateInfo[]): CertificatesPort & { calls: number } {
+  const port = {
+    calls: 0,
+    list: async () => {
+      port.calls++;
+      return rows.map((r) => ({ ...r }));
+    },
+  };
+  return port;
+}
+
+/** A sample managed name: a valid certificate from an ACME CA, renewal due in 60 days. */
+export function sampleCertificate(name: string, overrides: Partial<CertificateInfo> = {}): CertificateInfo {
+  return {
+    name,
+    issuer: 'https://acme.example/directory',
+    notAfter: Date.UTC(2027, 1, 20, 21, 0, 0),
+    status: 'valid',
+    lastError: null,
+    nextAttemptAt: Date.UTC(2027, 0, 21, 21, 0, 0),
+    ...overrides,
   };
 }
 

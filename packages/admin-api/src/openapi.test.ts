@@ -49,6 +49,7 @@ describe('OpenAPI document', () => {
         'GET /metrics',
         'GET /analytics',
         'GET /analytics/{domain}',
+        'GET /certificates',
         'PURGE /cache/{host}/{path}',
         'POST /reload',
         'GET /openapi.json',
@@ -74,6 +75,7 @@ describe('OpenAPI document', () => {
     expect(statuses('/reload', 'post')).toEqual(['200', '400', '401', '429', '501']);
     expect(statuses('/metrics', 'get')).toEqual(['200', '401', '404', '429']);
     expect(statuses('/health', 'get')).toEqual(['200']);
+    expect(statuses('/certificates', 'get')).toEqual(['200', '401', '429', '500']);
     const purge = (
       doc.paths['/cache/{host}/{path}']?.['x-additionalOperations'] as Record<string, { responses: Node }> | undefined
     )?.PURGE;

@@ -17,6 +17,7 @@ const COMPONENTS: Record<string, TSchema> = {
   SnapshotRequest: schemas.SnapshotRequest,
   SnapshotResponse: schemas.SnapshotResponse,
   AnalyticsSnapshot: schemas.AnalyticsSnapshot,
+  Certificate: schemas.Certificate,
   CachePurged: schemas.CachePurged,
   CacheNotFound: schemas.CacheNotFound,
   ReloadResponse: schemas.ReloadResponse,
@@ -123,7 +124,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'proxyd admin API',
       version: ADMIN_API_VERSION,
       description:
-        'Route management, config reload, cache purge, metrics and analytics of proxyd. Errors are {error} envelopes; every response carries Access-Control-Allow-Origin: null; a wrong method or OPTIONS gives 405 with Allow.',
+        'Route management, config reload, cache purge, metrics, analytics and managed certificates of proxyd. Errors are {error} envelopes; every response carries Access-Control-Allow-Origin: null; a wrong method or OPTIONS gives 405 with Allow.',
     },
     servers: [{ url: 'http://127.0.0.1:6190', description: 'Default TCP admin listener' }],
     security: [{ bearerAuth: [] }],

@@ -97,6 +97,38 @@ export interface MetricsPort {
   render(): Promise<string>;
 }
 
+/** A managed name's state: `valid`, `renewing` (an attempt runs or is due, also the first one), `failing` (retry scheduled), `gave-up` (no more attempts). */
+export type CertificateState = 'valid' | 'renewing' | 'failing' | 'gave-up';
+
+/**
+ * One managed certificate name as the certificate manager reports it (the
+ * rows of `CertificateManager.status()`): plain data, times in ms since the
+ * epoch. The admin app formats the times and renames the fields.
+ */
+export interface CertificateInfo {
+  /** The name: a DNS name, a `*.` wildcard or an IP address. */
+  name: string;
+  /** Who issued the current certificate (e.g. the CA's directory URL or `local`); null when there is none yet. */
+  issuer: string | null;
+  /** notAfter of the current certificate, ms since the epoch; null when there is none yet. */
+  notAfter: number | null;
+  status: CertificateState;
+  /** The latest failure since the last success; null when none. */
+  lastError: string | null;
+  /** When the next attempt (retry or renewal) starts, ms since the epoch; null once given up. */
+  nextAttemptAt: number | null;
+}
+
+/**
+ * The certificates automatic HTTPS manages. Async because a worker or the
+ * control plane may answer. Absent (automatic HTTPS off) → `GET /certificates`
+ * answers `[]`; a thrown error answers 500 `internal error`.
+ */
+export interface CertificatesPort {
+  /** Every managed name, in any order (the admin app sorts by name). */
+  list(): Promise<CertificateInfo[]>;
+}
+
 /** One audit event (spec §6); principal is always "admin". */
 export interface AuditEvent {
   action: string;

@@ -225,6 +225,45 @@ export const AnalyticsList = Type.Array(AnalyticsSnapshot, {
 });
 export type AnalyticsList = Static<typeof AnalyticsList>;
 
+const nullableTime = (description: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
+
+/** One managed certificate name (`GET /certificates`). */
+export const Certificate = Type.Object(
+  {
+    name: Type.String({ description: 'The managed name: a DNS name, a "*." wildcard or an IP address' }),
+    issuer: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Who issued the current certificate: the ACME directory URL of the CA, or "local" for the local CA; null when there is no certificate yet',
+    }),
+    not_after: nullableTime(
+      'RFC 3339 time (UTC, milliseconds) the current certificate expires; null when there is no certificate yet',
+    ),
+    status: Type.Union(
+      [Type.Literal('valid'), Type.Literal('renewing'), Type.Literal('failing'), Type.Literal('gave-up')],
+      {
+        description:
+          'valid: a certificate that is not due for renewal; renewing: an attempt runs or is due now (also the first certificate being obtained); failing: the last attempt failed and a retry is scheduled; gave-up: failing for 30 days, no more attempts',
+      },
+    ),
+    last_error: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The latest failure since the last success (the CA's problem document or the network/TLS error); null when none",
+    }),
+    next_attempt: nullableTime(
+      'RFC 3339 time (UTC, milliseconds) the next attempt starts: the retry when failing, the renewal when valid, now when renewing; null once given up',
+    ),
+  },
+  { additionalProperties: false, description: 'A name whose certificate proxyd manages' },
+);
+export type Certificate = Static<typeof Certificate>;
+
+/** Body of `GET /certificates`. */
+export const CertificateList = Type.Array(Certificate, {
+  description: 'Every managed name, sorted by name; [] when none (or automatic HTTPS is off)',
+});
+export type CertificateList = Static<typeof CertificateList>;
+
 /** Path parameters of `PURGE /cache/{host}/{path}` as documented (Fastify sees the rest of the path as one wildcard). */
 export const CachePurgeParams = Type.Object(
   {

@@ -1,6 +1,7 @@
 import type { Endpoint } from '../endpoint.js';
 import { getAnalytics, listAnalytics } from './analytics.js';
 import { purgeCache } from './cache-purge.js';
+import { listCertificates } from './certificates.js';
 import { health } from './health.js';
 import { getMetrics } from './metrics.js';
 import { getOpenApi } from './openapi-json.js';
@@ -20,6 +21,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   getMetrics,
   listAnalytics,
   getAnalytics,
+  listCertificates,
   purgeCache,
   postReload,
   getOpenApi,
