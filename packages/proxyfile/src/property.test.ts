@@ -61,6 +61,7 @@ describe('property: generated valid Proxyfiles', () => {
       ['acme_eab block', /acme_eab\s+\{/],
       ['key_type', /key_type\s+rsa2048/],
       ['auto_https', /auto_https\s+disable_certs/],
+      ['on_demand_tls', /on_demand_tls\s+\{/],
       ['tls { on_demand }', /^\s*tls\s+\{/m],
       ['tls internal { on_demand }', /tls\s+internal\s+\{/],
     ];
