@@ -36,6 +36,10 @@ export const CertificatesErrorCode = {
   ACME_WILDCARD_UNSUPPORTED: 'CERT_ACME_WILDCARD_UNSUPPORTED',
   /** A managed name's issuer is not configured: no ACME CA for an `acme` name, or no local CA for an `internal` one. */
   ISSUER_UNAVAILABLE: 'CERT_ISSUER_UNAVAILABLE',
+  /** A stored certificate, key or metadata file of a managed name does not parse; it is left as it is and nothing is obtained over it. */
+  STORED_CERTIFICATE_INVALID: 'CERT_STORED_CERTIFICATE_INVALID',
+  /** An on-demand name was refused: the `ask` endpoint did not answer 2xx (a redirect, another status, a timeout or an error). */
+  ON_DEMAND_REFUSED: 'CERT_ON_DEMAND_REFUSED',
 } as const;
 export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
 

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Authorization, crypto as acmeCrypto, Client, type Order } from 'acme-client';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
+import { ariCertId, parseRenewalInfo, type RenewalInfo } from '../schedule/ari.js';
 import type { CertificateStorage } from '../storage/storage.js';
 import { accountFolder, loadText, parseStoredAccount, type StoredAccount } from './account.js';
 import type { ChallengeSolver, ChallengeType, PresentedChallenge } from './challenge-solver.js';
@@ -44,6 +45,22 @@ export interface ObtainOptions {
   challenge?: ChallengeType;
   /** The certificate's key: ECDSA P-256 (default) or RSA 2048. */
   keyType?: 'ecdsa' | 'rsa';
+  /**
+   * The ARI identifier (`ariCertId`) of the certificate this order renews:
+   * sent as the order's `replaces` (RFC 9773 §5). When the CA refuses the
+   * order because of it, the order is placed once more without it.
+   */
+  replaces?: string;
+}
+
+/** A CA's answer to a renewalInfo request (RFC 9773 §4). */
+export interface RenewalInfoAnswer {
+  /** The certificate's ARI identifier, as asked. */
+  certId: string;
+  /** The parsed answer, or null when it did not parse (the lifetime rule then applies). */
+  info: RenewalInfo | null;
+  /** The response's `Retry-After` header as sent, or null (see `nextRenewalInfoPoll`). */
+  retryAfter: string | null;
 }
 
 /** A certificate the CA issued. */
@@ -71,6 +88,11 @@ interface ClientInternals {
 }
 
 const ACCOUNT_DOES_NOT_EXIST = 'urn:ietf:params:acme:error:accountDoesNotExist';
+/** Problems with which a CA refuses an order's `replaces` (RFC 9773 §5: `alreadyReplaced`; older CAs say `malformed`). */
+const REPLACES_REFUSED: ReadonlySet<string> = new Set([
+  'urn:ietf:params:acme:error:alreadyReplaced',
+  'urn:ietf:params:acme:error:malformed',
+]);
 
 /**
  * Obtains certificates from one ACME CA (RFC 8555) for one account, driving
@@ -98,6 +120,7 @@ export class AcmeIssuer {
   readonly #now: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
   #client: Promise<Client> | undefined;
+  #directory: Promise<Record<string, unknown>> | undefined;
 
   constructor(options: AcmeIssuerOptions) {
     this.#options = options;
@@ -108,6 +131,11 @@ export class AcmeIssuer {
       ...(options.requestTimeoutMs === undefined ? {} : { timeoutMs: options.requestTimeoutMs }),
       now: this.#now,
     });
+  }
+
+  /** The CA's directory URL. */
+  get directoryUrl(): string {
+    return this.#options.directoryUrl;
   }
 
   /** The account's storage folder (see {@link accountFolder}). */
@@ -136,14 +164,31 @@ export class AcmeIssuer {
     const challengeType = options.challenge ?? 'http-01';
     const deadline = this.#now() + (this.#options.orderTimeoutMs ?? 300_000);
     try {
-      return await this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline);
+      return await this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline, options.replaces);
     } catch (err) {
       if (acmeProblemOf(err)?.type !== ACCOUNT_DOES_NOT_EXIST) throw err;
       // The CA lost the account (a test CA restarted, or it was deactivated
       // elsewhere): register the same key again and retry once.
       this.#client = this.#register(await this.#loadKey(), true);
-      return this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline);
+      return this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline, options.replaces);
     }
+  }
+
+  /**
+   * Asks the CA for the renewal window of `certPem` (RFC 9773 §4.1: an
+   * unauthenticated GET of the directory's `renewalInfo` URL and the
+   * certificate's {@link ariCertId}). Null when the CA's directory has no
+   * `renewalInfo`. Throws `CERT_ARI_CERT_ID_UNAVAILABLE` for a certificate
+   * without an ARI identifier, and the transport's errors
+   * (`CERT_ACME_UNREACHABLE`, `CERT_ACME_PROBLEM`) when the request fails.
+   */
+  async renewalInfo(certPem: string): Promise<RenewalInfoAnswer | null> {
+    const base = (await this.#loadDirectory()).renewalInfo;
+    if (typeof base !== 'string' || base === '') return null;
+    const certId = ariCertId(certPem);
+    const response = await this.#transport.request(`${base.replace(/\/+$/, '')}/${certId}`, 'get');
+    const retryAfter = response.headers['retry-after'];
+    return { certId, info: parseRenewalInfo(response.data), retryAfter: retryAfter ?? null };
   }
 
   /** Closes the connections kept alive to the CA. */
@@ -156,11 +201,23 @@ export class AcmeIssuer {
     challengeType: ChallengeType,
     keyType: 'ecdsa' | 'rsa',
     deadline: number,
+    replaces: string | undefined,
   ): Promise<IssuedCertificate> {
     const client = await this.#account();
     const api = (client as unknown as ClientInternals).api;
     const identifiers = names.map((value) => ({ type: isIP(value) === 0 ? 'dns' : 'ip', value }));
-    let order = await this.#step(() => client.createOrder({ identifiers }));
+    let order: Order;
+    try {
+      // acme-client posts createOrder's argument as the payload, so `replaces` rides along.
+      order = await this.#step(() =>
+        client.createOrder(replaces === undefined ? { identifiers } : ({ identifiers, replaces } as never)),
+      );
+    } catch (err) {
+      const type = acmeProblemOf(err)?.type;
+      if (replaces === undefined || type === undefined || !REPLACES_REFUSED.has(type)) throw err;
+      // RFC 9773 §5: a CA may refuse `replaces` (already replaced, unknown certificate): order without it, once.
+      order = await this.#step(() => client.createOrder({ identifiers }));
+    }
     const authorizations = await this.#step(() => client.getAuthorizations(order));
     for (const authz of authorizations) {
       if (authz.status === 'valid') continue;
@@ -314,6 +371,26 @@ export class AcmeIssuer {
         sleep: this.#sleep,
       },
     );
+  }
+
+  /** The CA's directory (cached for the issuer's life; a failed fetch is retried by the next call). */
+  #loadDirectory(): Promise<Record<string, unknown>> {
+    if (this.#directory === undefined) {
+      const pending = this.#transport.request(this.#options.directoryUrl, 'get').then((response) => {
+        if (typeof response.data !== 'object' || response.data === null) {
+          throw new CertificatesError(
+            CertificatesErrorCode.ACME_ORDER_FAILED,
+            `ACME directory ${this.#options.directoryUrl} is not a JSON object`,
+          );
+        }
+        return response.data as Record<string, unknown>;
+      });
+      this.#directory = pending;
+      pending.catch(() => {
+        if (this.#directory === pending) this.#directory = undefined;
+      });
+    }
+    return this.#directory;
   }
 
   #account(): Promise<Client> {

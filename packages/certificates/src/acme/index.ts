@@ -1,6 +1,12 @@
 /** The ACME layer's public names, re-exported by the package entry. */
 export { accountFolder, type StoredAccount } from './account.js';
-export { AcmeIssuer, type AcmeIssuerOptions, type IssuedCertificate, type ObtainOptions } from './acme-issuer.js';
+export {
+  AcmeIssuer,
+  type AcmeIssuerOptions,
+  type IssuedCertificate,
+  type ObtainOptions,
+  type RenewalInfoAnswer,
+} from './acme-issuer.js';
 export type {
   ChallengeSolver,
   ChallengeType,

@@ -1,25 +1,38 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { CertificateStore, ChallengeResponder } from '@proxyd/proxy-core';
-import type { IssuedCertificate, ObtainOptions } from '../acme/acme-issuer.js';
+import type { IssuedCertificate, ObtainOptions, RenewalInfoAnswer } from '../acme/acme-issuer.js';
+import type { ChallengeType } from '../acme/challenge-solver.js';
 import { AcmeProblemError } from '../acme/problem.js';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import type { LocalCa } from '../local-ca/local-ca.js';
+import { ariCertId, nextRenewalInfoPoll, selectAriRenewalTime } from '../schedule/ari.js';
 import { type BackoffState, recordFailure } from '../schedule/backoff.js';
 import { OrderRateLimiter } from '../schedule/order-rate-limiter.js';
-import { RENEWAL_CHECK_INTERVAL_MS, renewalDecision } from '../schedule/renewal-window.js';
+import { RENEWAL_CHECK_INTERVAL_MS, type RenewalDecision, renewalDecision } from '../schedule/renewal-window.js';
 import { type CertificateSummary, summarizeCertificate } from '../schedule/status.js';
 import { recordValidationFailure, validationHeldUntil } from '../schedule/validation-hold.js';
 import type { CertificateStorage, StorageLock } from '../storage/storage.js';
+import { ChallengePreference, DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 import { ChallengeTable } from './challenge-table.js';
+import {
+  askEndpoint,
+  isOnDemandCandidate,
+  ON_DEMAND_ASK_TIMEOUT_MS,
+  ON_DEMAND_REFUSAL_TTL_MS,
+  type OnDemandIssuer,
+  type OnDemandOptions,
+  RefusalMemory,
+} from './on-demand.js';
 import { realScheduler, type Scheduler, type TimerHandle } from './scheduler.js';
 import {
+  type AriMetadata,
   type CertificateMetadata,
-  certificateKeys,
   LOCAL_ISSUER_ID,
   type LoadedCertificate,
   loadCertificate,
   loadMetadata,
   storeCertificate,
+  storeMetadata,
 } from './stored-certificate.js';
 
 /** A name the daemon wants HTTPS for, and who should certify it. */
@@ -39,6 +52,8 @@ export interface ManagedAcmeIssuer {
   readonly accountFolder: string;
   /** Obtains a certificate for `names`; throws a `CertificatesError` saying what failed. */
   obtain(names: readonly string[], options?: ObtainOptions): Promise<IssuedCertificate>;
+  /** The CA's renewal information for a certificate it issued (RFC 9773); null when it offers none. Absent: no ARI. */
+  renewalInfo?: ((certPem: string) => Promise<RenewalInfoAnswer | null>) | undefined;
 }
 
 /** The structured logger the manager writes to (pino fits; the daemon passes one with target `proxy::tls`). */
@@ -71,11 +86,18 @@ export interface CertificateManagerOptions {
   /** The ACME CAs, in order: the first that issues wins, the next is tried when one fails. */
   acmeIssuers?: readonly ManagedAcmeIssuer[];
   /** The challenge table the ACME issuers were given as their solver (default a new one). */
-  challenges?: ChallengeTable;
-  /** The ACME challenge to answer (default `http-01`). */
-  challenge?: ObtainOptions['challenge'];
+  challengeTable?: ChallengeTable;
+  /**
+   * The ACME challenge types to use, in order of preference (default
+   * `http-01`, then `tls-alpn-01`); e.g. only `http-01` when there is no
+   * HTTPS listener. (A `ChallengeTable` here is the former spelling of
+   * {@link challengeTable}, accepted until the daemon moves.)
+   */
+  challenges?: readonly ChallengeType[] | ChallengeTable;
   /** Leaf key type (default `ecdsa`, P-256). */
   keyType?: 'ecdsa' | 'rsa';
+  /** On-demand TLS: certificates at the first handshake for names a route allows and `ask` agrees to. Default off. */
+  onDemand?: OnDemandOptions;
   /** The clock, epoch ms (default `Date.now`). */
   now?: () => number;
   /** A random source in [0, 1) for backoff jitter (default `Math.random`). */
@@ -94,16 +116,34 @@ export interface CertificateManagerOptions {
 interface Entry {
   readonly name: string;
   readonly kind: 'acme' | 'internal';
+  /** Obtained at a handshake (on-demand TLS): kept when `setNames` does not list it. */
+  readonly onDemand: boolean;
   current: LoadedCertificate | null;
+  /** The CA's ARI state for `current`, or null (not asked yet, no ARI, local CA). */
+  ari: AriMetadata | null;
+  polling: boolean;
   backoff: BackoffState | null;
+  /** A gave-up state restored from storage still gets one attempt (a restart or a re-added name asks anew). */
+  retryOnce: boolean;
   validationFailures: number[];
   /** An order rate limit delays the next attempt until then. */
   rateLimitedUntil: number | null;
   /** Why this name is never attempted (an ACME wildcard), or null. */
   unsupported: string | null;
-  inFlight: boolean;
+  /** The attempt running now, or null. */
+  attempt: Promise<void> | null;
   timer: TimerHandle | undefined;
   removed: boolean;
+  /** The last storage problem logged for this name (each is logged once). */
+  loggedStorageProblem: string | null;
+}
+
+/** What storage holds for a name: the newest usable certificate, its metadata, and the first file that does not parse. */
+interface StorageRead {
+  certificate: LoadedCertificate | null;
+  meta: CertificateMetadata | null;
+  /** A stored file that does not parse (or cannot be read): nothing is obtained over it. */
+  error: unknown;
 }
 
 const silent: CertificateLogger = { info() {}, warn() {}, error() {} };
@@ -114,6 +154,14 @@ const REFUSED: ReadonlySet<string> = new Set([
   CertificatesErrorCode.ACME_ORDER_FAILED,
   CertificatesErrorCode.ACME_CHALLENGE_UNAVAILABLE,
 ]);
+/** Failures of one challenge type: the same attempt tries the next type. */
+const CHALLENGE_FAILED: ReadonlySet<string> = new Set([
+  CertificatesErrorCode.ACME_VALIDATION_FAILED,
+  CertificatesErrorCode.ACME_CHALLENGE_UNAVAILABLE,
+  CertificatesErrorCode.ACME_CHALLENGE_SETUP_FAILED,
+]);
+/** After a failed renewalInfo request, ask again after this long, ms (the last known window stays in force). */
+const RENEWAL_INFO_RETRY_MS = 60 * 60 * 1000;
 
 /** Thrown inside an attempt when the order rate limit says wait: not a failure. */
 class RateLimited {
@@ -122,23 +170,21 @@ class RateLimited {
 
 /**
  * Keeps certificates for a changing set of names, never blocking traffic
- * (certmagic's `maintain.go`/`async.go` in one class):
+ * (certmagic's `maintain.go`/`async.go` in one class); see README.md for
+ * the full contract:
  *
- * - {@link setNames}: a new name's stored, unexpired certificate is served at
- *   once and the CA is not contacted; a missing one is obtained in the
- *   background under the storage lock `cert-<name>`, storage re-read inside
- *   it (another process may have stored one), then stored and served.
- *   Removed names stop being maintained; their files stay.
- * - Every `checkIntervalMs` each certificate is checked ({@link renewalDecision}:
- *   1/3 of its lifetime left); a renewed one replaces the served context in
- *   place, so new handshakes get it without a restart.
- * - A failure never touches other names or the served certificate: the
- *   name backs off ({@link recordFailure}: 1 min doubling to 6 h, jitter,
- *   `Retry-After` capped, gives up after 30 days), waits after 5 failed
- *   validations in an hour, and at most 10 orders per 10 s go to one
- *   account. Each failure is logged once: what, why, next attempt.
- * - ACME wildcards need DNS-01, which proxyd does not have: no order, a
- *   `CERT_ACME_WILDCARD_UNSUPPORTED` status error. The local CA issues them.
+ * - {@link setNames}: a stored, unexpired certificate is served at once and
+ *   the CA is not contacted; a missing one is obtained in the background
+ *   under the storage lock `cert-<name>`, storage re-read inside it.
+ * - Every `checkIntervalMs` each certificate is checked: renewal at 1/3 of
+ *   its lifetime left, or at the time chosen in the CA's ARI window, and at
+ *   1/20 left regardless; a renewed one replaces the served context in place.
+ * - A failure never touches other names or the served certificate: backoff
+ *   per name, `Retry-After` capped, a validation hold, 10 orders per 10 s
+ *   per account, the next CA of the list, the other challenge type.
+ * - On-demand TLS ({@link CertificateManagerOptions.onDemand}): a name a
+ *   route allows and the ask endpoint agrees to is obtained at its first
+ *   handshake.
  *
  * It is the data plane's `CertificateStore` (by SNI, exact name or
  * `*.parent`) and `ChallengeResponder` (HTTP-01), and answers TLS-ALPN-01
@@ -146,12 +192,12 @@ class RateLimited {
  */
 export class CertificateManager implements CertificateStore, ChallengeResponder {
   /** The challenges presented now; give it to every `AcmeIssuer` as `solver`. */
-  readonly challenges: ChallengeTable;
+  readonly challengeTable: ChallengeTable;
   readonly #storage: CertificateStorage;
   readonly #issuers: readonly ManagedAcmeIssuer[];
   readonly #localCaSource: LocalCa | (() => Promise<LocalCa>) | undefined;
   #localCa: Promise<LocalCa> | undefined;
-  readonly #challenge: NonNullable<ObtainOptions['challenge']>;
+  readonly #preference: ChallengePreference;
   readonly #keyType: 'ecdsa' | 'rsa';
   readonly #now: () => number;
   readonly #random: () => number;
@@ -160,6 +206,9 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   readonly #checkIntervalMs: number;
   readonly #lockTimeoutMs: number | undefined;
   readonly #rateLimiter: OrderRateLimiter;
+  readonly #onDemand: OnDemandOptions | undefined;
+  readonly #refusals: RefusalMemory;
+  readonly #onDemandPending = new Map<string, Promise<SecureContext | null>>();
   readonly #entries = new Map<string, Entry>();
   readonly #contexts = new Map<string, SecureContext>();
   readonly #listeners = new Set<(change: CertificateChange) => void>();
@@ -174,8 +223,13 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     this.#storage = options.storage;
     this.#issuers = options.acmeIssuers ?? [];
     this.#localCaSource = options.localCa;
-    this.challenges = options.challenges ?? new ChallengeTable();
-    this.#challenge = options.challenge ?? 'http-01';
+    const legacyTable = options.challenges instanceof ChallengeTable ? options.challenges : undefined;
+    this.challengeTable = options.challengeTable ?? legacyTable ?? new ChallengeTable();
+    this.#preference = new ChallengePreference(
+      options.challenges === undefined || options.challenges instanceof ChallengeTable
+        ? DEFAULT_CHALLENGE_ORDER
+        : options.challenges,
+    );
     this.#keyType = options.keyType ?? 'ecdsa';
     this.#now = options.now ?? Date.now;
     this.#random = options.random ?? Math.random;
@@ -184,6 +238,8 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     this.#checkIntervalMs = options.checkIntervalMs ?? RENEWAL_CHECK_INTERVAL_MS;
     this.#lockTimeoutMs = options.lockTimeoutMs;
     this.#rateLimiter = new OrderRateLimiter({ clock: { now: this.#now } });
+    this.#onDemand = options.onDemand;
+    this.#refusals = new RefusalMemory(options.onDemand?.refusalTtlMs ?? ON_DEMAND_REFUSAL_TTL_MS);
     this.#closedSignal = new Promise<null>((resolve) => {
       this.#signalClosed = () => resolve(null);
     });
@@ -194,35 +250,22 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
    * Makes `names` the managed set. New names: the stored certificate is
    * loaded and served (resolves once that is done); obtaining or renewing
    * goes on in the background. A name whose issuer kind changed is managed
-   * anew. Names no longer in the set are no longer served or maintained;
-   * their files stay. Never rejects.
+   * anew. Names no longer in the set are no longer served or maintained
+   * (their files stay), except names obtained on demand. Never rejects.
    */
   async setNames(names: readonly ManagedName[]): Promise<void> {
     if (this.#closed) return;
     const wanted = new Map<string, ManagedName['issuer']>();
     for (const { name, issuer } of names) wanted.set(name.toLowerCase(), issuer);
     for (const [name, entry] of this.#entries) {
-      if (wanted.get(name) === entry.kind) continue;
-      entry.removed = true;
-      this.#clearTimer(entry);
-      this.#entries.delete(name);
-      this.#contexts.delete(name);
+      const kind = wanted.get(name);
+      if (kind === entry.kind || (kind === undefined && entry.onDemand)) continue;
+      this.#remove(entry);
     }
     const added: Entry[] = [];
     for (const [name, kind] of wanted) {
       if (this.#entries.has(name)) continue;
-      const entry: Entry = {
-        name,
-        kind,
-        current: null,
-        backoff: null,
-        validationFailures: [],
-        rateLimitedUntil: null,
-        unsupported: null,
-        inFlight: false,
-        timer: undefined,
-        removed: false,
-      };
+      const entry = this.#newEntry(name, kind, false);
       if (kind === 'acme' && name.startsWith('*.')) {
         entry.unsupported = `${name}: an ACME certificate for a wildcard needs the DNS-01 challenge, which proxyd does not support; use "tls internal" or list the names`;
         this.#log.error(
@@ -230,35 +273,66 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
           `no certificate for ${name}: ${entry.unsupported}`,
         );
       }
-      this.#entries.set(name, entry);
       added.push(entry);
     }
     await Promise.all(added.map((entry) => this.#track(this.#loadStored(entry))));
     for (const entry of added) this.#check(entry);
   }
 
-  /** The served context for `serverName` (lowercase): the exact name's, else its `*.parent` wildcard's, else null. */
-  contextFor(serverName: string): SecureContext | null {
+  /**
+   * The context for a handshake with SNI `serverName`: the exact name's
+   * certificate, else its `*.parent` wildcard's. Otherwise null, except for
+   * on-demand TLS: a name no certificate covers, that no one manages yet,
+   * that `onDemand.allowed` gives an issuer for and that the ask endpoint
+   * allows, is obtained now and the promise resolves to its context (null
+   * when refused or when obtaining failed; it is then retried in the
+   * background with backoff). Concurrent handshakes for one name share one
+   * ask and one order; a refusal is remembered for `refusalTtlMs`.
+   */
+  contextFor(serverName: string): SecureContext | null | Promise<SecureContext | null> {
     const name = serverName.toLowerCase();
-    const exact = this.#contexts.get(name);
-    if (exact !== undefined) return exact;
-    const dot = name.indexOf('.');
-    return dot > 0 ? (this.#contexts.get(`*${name.slice(dot)}`) ?? null) : null;
+    const served = this.#served(name);
+    if (served !== null || this.#onDemand === undefined || this.#closed) return served;
+    const pending = this.#onDemandPending.get(name);
+    if (pending !== undefined) return pending;
+    if (this.#entries.has(name) || !isOnDemandCandidate(name)) return null;
+    let issuer: OnDemandIssuer | null;
+    try {
+      issuer = this.#onDemand.allowed(name);
+    } catch (err) {
+      this.#log.error({ name, error: messageOf(err) }, `on-demand check for ${name} threw: ${messageOf(err)}`);
+      return null;
+    }
+    if (issuer === null || this.#refusals.refused(name, this.#now())) return null;
+    const promise = (async () => {
+      try {
+        return await this.#obtainOnDemand(name, issuer);
+      } finally {
+        this.#onDemandPending.delete(name);
+      }
+    })();
+    this.#onDemandPending.set(name, promise);
+    this.#track(promise);
+    return promise;
   }
 
   /** Whether a certificate for `host` is served now (the data plane redirects HTTP to HTTPS only then). */
   has(host: string): boolean {
-    return this.contextFor(host) !== null;
+    return this.#served(host.toLowerCase()) !== null;
   }
 
   /** The HTTP-01 answer for `token` on `host` (see {@link ChallengeTable.respond}). */
   respond(token: string, host: string): string | null {
-    return this.challenges.respond(token, host);
+    return this.challengeTable.respond(token, host);
   }
 
-  /** The TLS-ALPN-01 challenge context for `serverName` while one is presented (see {@link ChallengeTable.alpnContextFor}). */
+  /**
+   * The TLS-ALPN-01 challenge context for a handshake with SNI `serverName`
+   * that offered ALPN `acme-tls/1`, while a challenge for that name is
+   * presented; else null (see {@link ChallengeTable.alpnContextFor}).
+   */
   alpnContextFor(serverName: string): SecureContext | null {
-    return this.challenges.alpnContextFor(serverName);
+    return this.challengeTable.alpnContextFor(serverName);
   }
 
   /** Calls `listener` whenever a certificate is installed or replaced; returns the unsubscribe function. */
@@ -287,10 +361,10 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
         return summarizeCertificate({
           name: entry.name,
           certificate: current === null ? null : { issuer: current.issuer, notAfter: current.notAfter },
-          renewal: current === null ? null : this.#renewal(current, now),
+          renewal: current === null ? null : this.#renewal(entry, current, now),
           backoff: entry.backoff,
           heldUntil: this.#heldUntil(entry, now),
-          inFlight: entry.inFlight,
+          inFlight: entry.attempt !== null,
           now,
         });
       });
@@ -301,7 +375,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return { ...this.#orders };
   }
 
-  /** Resolves once no load or attempt is running (tests and orderly shutdown). */
+  /** Resolves once no load, attempt or renewalInfo request is running (tests and orderly shutdown). */
   async whenIdle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
@@ -319,6 +393,65 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     for (const entry of this.#entries.values()) this.#clearTimer(entry);
   }
 
+  #served(name: string): SecureContext | null {
+    const exact = this.#contexts.get(name);
+    if (exact !== undefined) return exact;
+    const dot = name.indexOf('.');
+    return dot > 0 ? (this.#contexts.get(`*${name.slice(dot)}`) ?? null) : null;
+  }
+
+  #newEntry(name: string, kind: Entry['kind'], onDemand: boolean): Entry {
+    const entry: Entry = {
+      name,
+      kind,
+      onDemand,
+      current: null,
+      ari: null,
+      polling: false,
+      backoff: null,
+      retryOnce: false,
+      validationFailures: [],
+      rateLimitedUntil: null,
+      unsupported: null,
+      attempt: null,
+      timer: undefined,
+      removed: false,
+      loggedStorageProblem: null,
+    };
+    this.#entries.set(name, entry);
+    return entry;
+  }
+
+  #remove(entry: Entry): void {
+    entry.removed = true;
+    this.#clearTimer(entry);
+    this.#entries.delete(entry.name);
+    this.#contexts.delete(entry.name);
+  }
+
+  /** The on-demand path of {@link contextFor}: ask, then manage the name and obtain it in the foreground. */
+  async #obtainOnDemand(name: string, issuer: OnDemandIssuer): Promise<SecureContext | null> {
+    const options = this.#onDemand as OnDemandOptions;
+    const answer = await askEndpoint(options.ask, name, options.fetchTimeoutMs ?? ON_DEMAND_ASK_TIMEOUT_MS);
+    if (this.#closed) return null;
+    if (!answer.allowed) {
+      if (this.#refusals.remember(name, this.#now())) {
+        this.#log.warn(
+          { name, code: CertificatesErrorCode.ON_DEMAND_REFUSED, reason: answer.reason },
+          `on-demand certificate for ${name} refused: ${answer.reason}`,
+        );
+      }
+      return null;
+    }
+    const entry = this.#entries.get(name) ?? this.#newEntry(name, issuer, true);
+    if (entry.current === null && entry.attempt === null) {
+      await this.#loadStored(entry);
+      this.#check(entry);
+    }
+    await entry.attempt;
+    return this.#served(name);
+  }
+
   #scheduleTick(): void {
     this.#tick = this.#scheduler.setTimeout(() => {
       if (this.#closed) return;
@@ -327,15 +460,21 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     }, this.#checkIntervalMs);
   }
 
-  #renewal(current: LoadedCertificate, now: number) {
+  /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
+  #renewal(entry: Entry, certificate: LoadedCertificate, now: number): RenewalDecision {
+    const ari = entry.current === certificate ? entry.ari : null;
     return renewalDecision({
-      validity: { notBefore: current.notBefore, notAfter: current.notAfter },
+      validity: { notBefore: certificate.notBefore, notAfter: certificate.notAfter },
       now,
       checkIntervalMs: this.#checkIntervalMs,
+      ari:
+        ari?.window && ari.selectedAt !== null
+          ? { window: ari.window, certId: ari.certId, selectedAt: ari.selectedAt }
+          : null,
     });
   }
 
-  /** The latest of the backoff's next attempt, the validation hold and the rate limit, or null. */
+  /** The latest of the validation hold and the rate limit, when in the future, else null. */
   #heldUntil(entry: Entry, now: number): number | null {
     const times = [validationHeldUntil(entry.validationFailures, now), entry.rateLimitedUntil].filter(
       (t): t is number => t !== null && t > now,
@@ -343,13 +482,19 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return times.length === 0 ? null : Math.max(...times);
   }
 
-  /** Starts an attempt when one is due now, else sets the name's wake-up for the next retry. */
+  /** Polls renewalInfo when due, and starts an attempt when one is due now, else sets the name's wake-up for the next retry. */
   #check(entry: Entry): void {
-    if (this.#closed || entry.removed || entry.inFlight || entry.unsupported !== null) return;
-    if (entry.backoff?.gaveUp) return;
+    if (this.#closed || entry.removed || entry.attempt !== null || entry.unsupported !== null) return;
+    if (entry.backoff?.gaveUp && !entry.retryOnce) return;
     const now = this.#now();
-    if (entry.current !== null && !this.#renewal(entry.current, now).renew && entry.backoff === null) return;
-    const at = Math.max(entry.backoff?.nextAttemptAt ?? now, this.#heldUntil(entry, now) ?? now);
+    const current = entry.current;
+    if (current !== null) this.#pollRenewalInfoIfDue(entry, current, now);
+    const due = current === null || entry.backoff !== null || this.#renewal(entry, current, now).renew;
+    if (!due) return;
+    const at = Math.max(
+      entry.backoff !== null && !entry.backoff.gaveUp ? entry.backoff.nextAttemptAt : now,
+      this.#heldUntil(entry, now) ?? now,
+    );
     this.#clearTimer(entry);
     if (at > now) {
       entry.timer = this.#scheduler.setTimeout(
@@ -361,7 +506,13 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       );
       return;
     }
-    this.#track(this.#attempt(entry));
+    entry.retryOnce = false;
+    const attempt = this.#attempt(entry).finally(() => {
+      entry.attempt = null;
+      this.#check(entry);
+    });
+    entry.attempt = attempt;
+    this.#track(attempt);
   }
 
   #clearTimer(entry: Entry): void {
@@ -382,52 +533,74 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return [...new Set(this.#issuers.map(issuerIdOf))];
   }
 
-  /** The newest unexpired stored certificate of a name, and the failure history of its primary issuer. */
-  async #readStorage(entry: Entry): Promise<{ certificate: LoadedCertificate | null; meta: CertificateMetadata | null }> {
-    const now = this.#now();
-    let best: LoadedCertificate | null = null;
-    const ids = this.#issuerIds(entry);
-    for (const id of ids) {
-      let loaded: LoadedCertificate | null = null;
-      try {
-        loaded = await loadCertificate(this.#storage, id, entry.name);
-      } catch (err) {
-        this.#log.warn(
-          { name: entry.name, key: certificateKeys(id, entry.name).cert, error: messageOf(err) },
-          `stored certificate for ${entry.name} is not usable (left as it is): ${messageOf(err)}`,
-        );
-      }
-      if (loaded !== null && loaded.notAfter > now && (best === null || loaded.notAfter > best.notAfter)) {
-        best = loaded;
-      }
-    }
-    const primary = ids[0];
-    const meta =
-      primary === undefined ? null : await loadMetadata(this.#storage, primary, entry.name).catch(() => null);
-    return { certificate: best, meta };
+  /** Logs a storage problem of a name once (until a different one comes). */
+  #logStorageProblem(entry: Entry, err: unknown): void {
+    const message = messageOf(err);
+    if (entry.loggedStorageProblem === message) return;
+    entry.loggedStorageProblem = message;
+    this.#log.error(
+      { name: entry.name, code: (err as { code?: unknown }).code, error: message },
+      `stored certificate files of ${entry.name} are not usable: ${message}`,
+    );
   }
 
-  /** At setNames: serve the stored certificate, restore the failure history. */
-  async #loadStored(entry: Entry): Promise<void> {
-    try {
-      const { certificate, meta } = await this.#readStorage(entry);
-      if (entry.removed) return;
-      if (certificate !== null) this.#install(entry, certificate);
-      if (meta !== null) {
-        entry.validationFailures = meta.validationFailures;
-        // A failure run recorded after the served certificate still applies (a restart must not hammer the CA).
-        if (meta.backoff !== null && (certificate === null || meta.backoff.lastFailureAt > certificate.notBefore)) {
-          entry.backoff = meta.backoff;
+  /** The newest unexpired stored certificate of a name under any of its issuers, its metadata, and the first unreadable file. */
+  async #readStorage(entry: Entry): Promise<StorageRead> {
+    const now = this.#now();
+    let best: LoadedCertificate | null = null;
+    let error: unknown = null;
+    const ids = this.#issuerIds(entry);
+    for (const id of ids) {
+      try {
+        const read = await loadCertificate(this.#storage, id, entry.name);
+        if (read.state === 'mismatched') {
+          this.#logStorageProblem(
+            entry,
+            new Error(`${read.detail} (an interrupted write?): replaced by the next certificate`),
+          );
+        } else if (read.state === 'loaded') {
+          const loaded = read.certificate;
+          if (loaded.notAfter > now && (best === null || loaded.notAfter > best.notAfter)) best = loaded;
         }
+      } catch (err) {
+        error ??= err;
+        this.#logStorageProblem(entry, err);
       }
-    } catch (err) {
-      this.#log.warn({ name: entry.name, error: messageOf(err) }, `cannot read stored certificate for ${entry.name}`);
+    }
+    let meta: CertificateMetadata | null = null;
+    const metaId = best?.issuerId ?? ids[0];
+    if (metaId !== undefined) {
+      try {
+        meta = await loadMetadata(this.#storage, metaId, entry.name);
+      } catch (err) {
+        error ??= err;
+        this.#logStorageProblem(entry, err);
+      }
+    }
+    return { certificate: best, meta, error };
+  }
+
+  /** At setNames (or an on-demand name's first handshake): serve the stored certificate, restore its ARI state and failure history. */
+  async #loadStored(entry: Entry): Promise<void> {
+    const { certificate, meta } = await this.#readStorage(entry);
+    if (entry.removed) return;
+    if (certificate !== null) this.#install(entry, certificate);
+    if (meta === null) return;
+    entry.validationFailures = meta.validationFailures;
+    if (certificate !== null && meta.ari !== null && meta.ari.certId === safeAriCertId(certificate.certPem)) {
+      entry.ari = meta.ari;
+    }
+    // A failure run recorded after the served certificate still applies (a restart must not hammer the CA).
+    if (meta.backoff !== null && (certificate === null || meta.backoff.lastFailureAt > certificate.notBefore)) {
+      entry.backoff = meta.backoff;
+      entry.retryOnce = meta.backoff.gaveUp;
     }
   }
 
   #install(entry: Entry, certificate: LoadedCertificate): void {
     const replaced = entry.current !== null;
     entry.current = certificate;
+    entry.ari = null;
     this.#contexts.set(entry.name, certificate.context);
     const change = { name: entry.name, issuer: certificate.issuer, notAfter: certificate.notAfter, replaced };
     for (const listener of this.#listeners) {
@@ -439,9 +612,130 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     }
   }
 
+  /** The issuer that issued `certificate` and can answer renewalInfo for it, if any. */
+  #ariIssuer(entry: Entry, certificate: LoadedCertificate): ManagedAcmeIssuer | undefined {
+    if (entry.kind !== 'acme') return undefined;
+    return this.#issuers.find((issuer) => issuerIdOf(issuer) === certificate.issuerId && issuer.renewalInfo);
+  }
+
+  /** Starts a renewalInfo request for the served certificate when one is due (RFC 9773 §4.3 polling). */
+  #pollRenewalInfoIfDue(entry: Entry, current: LoadedCertificate, now: number): void {
+    if (entry.polling) return;
+    if (entry.ari !== null && (entry.ari.nextPollAt === null || entry.ari.nextPollAt > now)) return;
+    const issuer = this.#ariIssuer(entry, current);
+    if (issuer?.renewalInfo === undefined) return;
+    const certId = safeAriCertId(current.certPem);
+    if (certId === null) {
+      entry.ari = { certId: '', window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
+      return;
+    }
+    entry.polling = true;
+    const poll = issuer.renewalInfo.bind(issuer);
+    this.#track(
+      (async () => {
+        let answer: RenewalInfoAnswer | null;
+        try {
+          answer = await poll(current.certPem);
+        } catch (err) {
+          if (entry.current !== current) return;
+          const retryAt = this.#now() + RENEWAL_INFO_RETRY_MS;
+          entry.ari = {
+            ...(entry.ari ?? { certId, window: null, selectedAt: null, explanationUrl: null }),
+            nextPollAt: retryAt,
+          };
+          this.#log.warn(
+            { name: entry.name, error: messageOf(err), nextPollAt: new Date(retryAt).toISOString() },
+            `renewal information for ${entry.name} not available: ${messageOf(err)}; asking again at ${new Date(retryAt).toISOString()}`,
+          );
+          return;
+        }
+        if (entry.current !== current) return;
+        this.#applyRenewalInfo(entry, current, certId, answer);
+        await this.#storeMetadata(entry, current.issuerId);
+      })().finally(() => {
+        entry.polling = false;
+        this.#check(entry);
+      }),
+    );
+  }
+
+  /** Keeps the CA's window; the time chosen in it is kept while the window is unchanged, so restarts do not re-pick it. */
+  #applyRenewalInfo(entry: Entry, current: LoadedCertificate, certId: string, answer: RenewalInfoAnswer | null): void {
+    const now = this.#now();
+    if (answer === null) {
+      entry.ari = { certId, window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
+      return;
+    }
+    let window = answer.info?.window ?? null;
+    if (window !== null && window.end <= current.notBefore) {
+      // A window that ended before the certificate began cannot be about it: renewing "now" would
+      // renew every new certificate at once, in a loop. The lifetime rule applies instead.
+      this.#log.warn(
+        {
+          name: entry.name,
+          window: { start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() },
+        },
+        `ignoring the CA's renewal window for ${entry.name}: it ended before the certificate's notBefore`,
+      );
+      window = null;
+    }
+    const previous = entry.ari;
+    const unchanged =
+      previous !== null &&
+      previous.certId === certId &&
+      previous.window !== null &&
+      window !== null &&
+      previous.window.start === window.start &&
+      previous.window.end === window.end &&
+      previous.selectedAt !== null;
+    const selectedAt = window === null ? null : unchanged ? previous.selectedAt : selectAriRenewalTime(window, certId);
+    entry.ari = {
+      certId,
+      window,
+      selectedAt,
+      nextPollAt: nextRenewalInfoPoll(answer.retryAfter, now),
+      explanationUrl: answer.info?.explanationUrl ?? null,
+    };
+    if (!unchanged && window !== null && selectedAt !== null) {
+      this.#log.info(
+        {
+          name: entry.name,
+          window: { start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() },
+          renewAt: new Date(selectedAt).toISOString(),
+          explanationUrl: entry.ari.explanationUrl,
+        },
+        `the CA suggests renewing ${entry.name} between ${new Date(window.start).toISOString()} and ${new Date(window.end).toISOString()}; renewing at ${new Date(selectedAt).toISOString()}`,
+      );
+    }
+  }
+
+  /** The name's metadata as the manager knows it now. */
+  #metadata(entry: Entry, nextAttemptAt: number | null): CertificateMetadata {
+    const current = entry.current;
+    return {
+      name: entry.name,
+      issuer: current?.issuer ?? null,
+      notBefore: current?.notBefore ?? null,
+      notAfter: current?.notAfter ?? null,
+      ari: entry.ari,
+      lastError: entry.backoff?.lastError ?? null,
+      nextAttemptAt,
+      backoff: entry.backoff,
+      validationFailures: entry.validationFailures,
+    };
+  }
+
+  /** Writes the name's metadata beside its certificate (best effort: a failure is logged). */
+  async #storeMetadata(entry: Entry, issuerId: string, nextAttemptAt: number | null = null): Promise<void> {
+    try {
+      await storeMetadata(this.#storage, issuerId, this.#metadata(entry, nextAttemptAt));
+    } catch (err) {
+      this.#logStorageProblem(entry, err);
+    }
+  }
+
   /** One attempt: lock, re-read storage, obtain, store, serve; a failure backs off this name only. */
   async #attempt(entry: Entry): Promise<void> {
-    entry.inFlight = true;
     let lock: StorageLock | null = null;
     try {
       const locking = this.#storage.lock(
@@ -454,16 +748,23 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
         return;
       }
       if (entry.removed) return;
-      const { certificate: stored } = await this.#readStorage(entry);
+      const read = await this.#readStorage(entry);
+      const stored = read.certificate;
+      if (stored !== null && (entry.current === null || stored.notAfter > entry.current.notAfter)) {
+        // Another process (or an earlier run) stored a newer certificate.
+        this.#install(entry, stored);
+        this.#restoreAri(entry, read.meta);
+      }
       const now = this.#now();
-      if (stored !== null && !this.#renewal(stored, now).renew) {
-        // Another process (or an earlier run) stored a current certificate.
-        if (entry.current === null || stored.certPem !== entry.current.certPem) this.#install(entry, stored);
+      if (entry.current !== null && !this.#renewal(entry, entry.current, now).renew) {
         entry.backoff = null;
         return;
       }
+      // Never obtain over a stored file that does not parse: it is left as it is.
+      if (read.error !== null) throw read.error;
       const obtained = await this.#obtain(entry);
-      const metadata: CertificateMetadata = {
+      const validationFailures = entry.validationFailures;
+      await storeCertificate(this.#storage, obtained.issuerId, obtained, {
         name: entry.name,
         issuer: obtained.issuer,
         notBefore: obtained.notBefore,
@@ -472,11 +773,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
         lastError: null,
         nextAttemptAt: null,
         backoff: null,
-        validationFailures: entry.validationFailures,
-      };
-      await storeCertificate(this.#storage, obtained.issuerId, obtained, metadata);
+        validationFailures,
+      });
       entry.backoff = null;
       entry.rateLimitedUntil = null;
+      entry.loggedStorageProblem = null;
       if (entry.removed) return;
       this.#install(entry, obtained);
       this.#log.info(
@@ -491,9 +792,13 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       await this.#failed(entry, err);
     } finally {
       await lock?.release().catch(() => {});
-      entry.inFlight = false;
-      this.#check(entry);
     }
+  }
+
+  #restoreAri(entry: Entry, meta: CertificateMetadata | null): void {
+    const current = entry.current;
+    if (current === null || meta?.ari == null) return;
+    if (meta.ari.certId === safeAriCertId(current.certPem)) entry.ari = meta.ari;
   }
 
   /** Issues from the local CA, or from the ACME CAs in order (the first that succeeds wins). */
@@ -511,23 +816,43 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     }
     const failures: { id: string; error: unknown }[] = [];
     for (const issuer of this.#issuers) {
-      const slot = this.#rateLimiter.tryAcquire(issuer.accountFolder);
-      if (!slot.ok) throw new RateLimited(slot.retryAt);
-      try {
-        const issued = await issuer.obtain([entry.name], { challenge: this.#challenge, keyType: this.#keyType });
-        this.#orders.valid += 1;
-        return loaded(
-          issuerIdOf(issuer),
-          issued.directoryUrl,
-          issued.certificatePem,
-          issued.privateKeyPem,
-          issued.notBefore,
-          issued.notAfter,
-        );
-      } catch (err) {
-        const refused = err instanceof CertificatesError && REFUSED.has(err.code);
-        this.#orders[refused ? 'invalid' : 'error'] += 1;
-        failures.push({ id: issuerIdOf(issuer), error: err });
+      const ca = issuerIdOf(issuer);
+      for (const challenge of this.#preference.order(ca)) {
+        const slot = this.#rateLimiter.tryAcquire(issuer.accountFolder);
+        if (!slot.ok) {
+          if (failures.length === 0) throw new RateLimited(slot.retryAt);
+          throw new AttemptFailed(failures);
+        }
+        // `replaces` (RFC 9773 §5) names the served certificate, and only to the CA that issued it.
+        const replaces = entry.current?.issuerId === ca && entry.ari?.certId ? entry.ari.certId : undefined;
+        try {
+          const issued = await issuer.obtain([entry.name], {
+            challenge,
+            keyType: this.#keyType,
+            ...(replaces === undefined ? {} : { replaces }),
+          });
+          this.#orders.valid += 1;
+          this.#preference.succeeded(ca, challenge);
+          return loaded(
+            ca,
+            issued.directoryUrl,
+            issued.certificatePem,
+            issued.privateKeyPem,
+            issued.notBefore,
+            issued.notAfter,
+          );
+        } catch (err) {
+          const code = err instanceof CertificatesError ? err.code : undefined;
+          this.#orders[code !== undefined && REFUSED.has(code) ? 'invalid' : 'error'] += 1;
+          failures.push({ id: `${ca} (${challenge})`, error: err });
+          if (code === CertificatesErrorCode.ACME_VALIDATION_FAILED) {
+            const now = this.#now();
+            entry.validationFailures = recordValidationFailure(entry.validationFailures, now);
+            if (validationHeldUntil(entry.validationFailures, now) !== null) throw new AttemptFailed(failures);
+          }
+          // Only a challenge that failed tries the next type; a CA that failed otherwise hands over to the next CA.
+          if (code === undefined || !CHALLENGE_FAILED.has(code)) break;
+        }
       }
     }
     throw new AttemptFailed(failures);
@@ -548,52 +873,39 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     }
   }
 
-  /** Records a failed attempt: backoff, validation hold, one log line, the metadata (best effort). */
+  /** Records a failed attempt: backoff, one log line (what, why, next attempt), the metadata (best effort). */
   async #failed(entry: Entry, err: unknown): Promise<void> {
     const now = this.#now();
     const errors = err instanceof AttemptFailed ? err.failures.map((f) => f.error) : [err];
     const message = messageOf(err);
-    if (errors.some((e) => e instanceof CertificatesError && e.code === CertificatesErrorCode.ACME_VALIDATION_FAILED)) {
-      entry.validationFailures = recordValidationFailure(entry.validationFailures, now);
-    }
     const retryAfters = errors.map(retryAfterMsOf).filter((ms): ms is number => ms !== undefined);
     const retryAt = retryAfters.length === 0 ? null : now + Math.max(...retryAfters);
     entry.backoff = recordFailure(entry.backoff, { at: now, error: message, retryAt }, this.#random);
-    const nextAttemptAt = entry.backoff.gaveUp ? null : Math.max(entry.backoff.nextAttemptAt, this.#heldUntil(entry, now) ?? 0);
+    const nextAttemptAt = entry.backoff.gaveUp
+      ? null
+      : Math.max(entry.backoff.nextAttemptAt, this.#heldUntil(entry, now) ?? 0);
     const what = entry.current === null ? 'obtaining' : 'renewing';
     const fields = {
       name: entry.name,
       issuer: entry.kind,
+      code: err instanceof CertificatesError ? err.code : undefined,
       error: message,
       failures: entry.backoff.failures,
       nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
     };
     if (nextAttemptAt === null) {
-      this.#log.error(fields, `${what} certificate for ${entry.name} failed: ${message}; gave up after 30 days of failures`);
+      this.#log.error(
+        fields,
+        `${what} certificate for ${entry.name} failed: ${message}; gave up after 30 days of failures (no more attempts until the name is configured anew or proxyd restarts)`,
+      );
     } else {
       this.#log.warn(
         fields,
         `${what} certificate for ${entry.name} failed: ${message}; next attempt at ${fields.nextAttemptAt}`,
       );
     }
-    const primary = this.#issuerIds(entry)[0];
-    if (primary === undefined) return;
-    const current = entry.current;
-    const metadata: CertificateMetadata = {
-      name: entry.name,
-      issuer: current?.issuer ?? null,
-      notBefore: current?.notBefore ?? null,
-      notAfter: current?.notAfter ?? null,
-      ari: null,
-      lastError: message,
-      nextAttemptAt,
-      backoff: entry.backoff,
-      validationFailures: entry.validationFailures,
-    };
-    const key = certificateKeys(primary, entry.name).meta;
-    await this.#storage.store(key, `${JSON.stringify(metadata, null, 2)}\n`).catch((storeErr: unknown) => {
-      this.#log.warn({ name: entry.name, key, error: messageOf(storeErr) }, `cannot store metadata of ${entry.name}`);
-    });
+    const folder = entry.current?.issuerId ?? this.#issuerIds(entry)[0];
+    if (folder !== undefined) await this.#storeMetadata(entry, folder, nextAttemptAt);
   }
 }
 
@@ -615,6 +927,14 @@ function issuerIdOf(issuer: ManagedAcmeIssuer): string {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+function safeAriCertId(certPem: string): string | null {
+  try {
+    return ariCertId(certPem);
+  } catch {
+    return null;
+  }
 }
 
 /** The CA's `Retry-After`, ms, when the error carries one. */

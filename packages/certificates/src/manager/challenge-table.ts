@@ -21,10 +21,7 @@ export class ChallengeTable implements ChallengeSolver, ChallengeResponder {
     if (challenge.type === 'http-01') {
       this.#http.set(challenge.token, { identifier, keyAuthorization: challenge.keyAuthorization });
     } else {
-      this.#alpn.set(
-        identifier,
-        createSecureContext({ cert: challenge.certificatePem, key: challenge.privateKeyPem }),
-      );
+      this.#alpn.set(identifier, createSecureContext({ cert: challenge.certificatePem, key: challenge.privateKeyPem }));
     }
   }
 

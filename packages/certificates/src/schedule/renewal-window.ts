@@ -62,8 +62,11 @@ export interface RenewalInput {
    * The CA's ARI window for this certificate and its ARI identifier
    * ({@link ariCertId}); null or absent when the CA offers no ARI, the
    * request failed or the answer did not parse: the lifetime rule applies.
+   * `selectedAt`, when given, is the time already chosen in this window
+   * (kept in the certificate's metadata); absent, it is
+   * {@link selectAriRenewalTime}'s pick.
    */
-  ari?: { window: RenewalWindow; certId: string } | null;
+  ari?: { window: RenewalWindow; certId: string; selectedAt?: number } | null;
   /** The current time, epoch ms. */
   now: number;
   /** The interval between maintenance checks, ms (default {@link RENEWAL_CHECK_INTERVAL_MS}). */
@@ -89,7 +92,7 @@ export function renewalDecision(input: RenewalInput): RenewalDecision {
   const expired = now >= validity.notAfter;
   const forced = now >= forceAt || expired;
   if (input.ari) {
-    const selected = selectAriRenewalTime(input.ari.window, input.ari.certId);
+    const selected = input.ari.selectedAt ?? selectAriRenewalTime(input.ari.window, input.ari.certId);
     const ariDue = selected <= now || selected < now + interval;
     return selected <= forceAt
       ? { renew: ariDue || forced, dueAt: selected, reason: 'ari', expired }
