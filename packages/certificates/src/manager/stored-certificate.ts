@@ -221,6 +221,7 @@ export async function storeCertificate(
   metadata: CertificateMetadata,
 ): Promise<void> {
   await loadCertificate(storage, issuerId, metadata.name);
+  await loadMetadata(storage, issuerId, metadata.name);
   const keys = certificateKeys(issuerId, metadata.name);
   await storage.store(keys.key, certificate.keyPem, { secret: true });
   await storage.store(keys.cert, certificate.certPem);
