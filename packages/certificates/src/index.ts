@@ -3,7 +3,23 @@
  * wires. See README.md for the contract.
  */
 
-export * from './acme/index.js';
+export {
+  AcmeIssuer,
+  type AcmeIssuerOptions,
+  type AcmeProblem,
+  AcmeProblemError,
+  accountFolder,
+  acmeProblemOf,
+  type ChallengeSolver,
+  type ChallengeType,
+  type Http01Challenge,
+  type IssuedCertificate,
+  type ObtainOptions,
+  type PresentedChallenge,
+  type RenewalInfoAnswer,
+  type StoredAccount,
+  type TlsAlpn01Challenge,
+} from './acme/index.js';
 export { CertificatesError, CertificatesErrorCode } from './errors.js';
 export {
   isLocalName,
@@ -13,7 +29,68 @@ export {
   LocalCaKeys,
   type LocalCaOptions,
 } from './local-ca/local-ca.js';
-export * from './manager/index.js';
-export * from './schedule/index.js';
+export {
+  type AriMetadata,
+  type AskAnswer,
+  type CertificateChange,
+  type CertificateLogger,
+  CertificateManager,
+  type CertificateManagerOptions,
+  type CertificateMetadata,
+  ChallengePreference,
+  ChallengeTable,
+  certificateKeys,
+  DEFAULT_CHALLENGE_ORDER,
+  LOCAL_ISSUER_ID,
+  type ManagedAcmeIssuer,
+  type ManagedName,
+  nameSegment,
+  ON_DEMAND_ASK_TIMEOUT_MS,
+  ON_DEMAND_REFUSAL_TTL_MS,
+  type OnDemandIssuer,
+  type OnDemandOptions,
+  type OrderResult,
+  realScheduler,
+  type Scheduler,
+  type TimerHandle,
+} from './manager/index.js';
+export {
+  ariCertId,
+  type BackoffFailure,
+  type BackoffPolicy,
+  type BackoffState,
+  backoffDelay,
+  type CertificateStatus,
+  type CertificateSummary,
+  DEFAULT_BACKOFF_POLICY,
+  type LifetimeRenewalTimes,
+  lifetimeRenewalTimes,
+  nextRenewalInfoPoll,
+  ORDER_RATE_LIMIT,
+  ORDER_RATE_WINDOW_MS,
+  OrderRateLimiter,
+  type OrderRateLimiterOptions,
+  parseRenewalInfo,
+  parseRetryAfter,
+  RENEWAL_CHECK_INTERVAL_MS,
+  RENEWAL_INFO_DEFAULT_POLL_MS,
+  RENEWAL_INFO_MAX_POLL_MS,
+  RENEWAL_INFO_MIN_POLL_MS,
+  type RenewalDecision,
+  type RenewalInfo,
+  type RenewalInput,
+  type RenewalReason,
+  type RenewalWindow,
+  recordFailure,
+  recordValidationFailure,
+  renewalDecision,
+  type SummaryInput,
+  selectAriRenewalTime,
+  summarizeCertificate,
+  VALIDATION_FAILURE_LIMIT,
+  VALIDATION_FAILURE_WINDOW_MS,
+  type Validity,
+  validationHeldUntil,
+} from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
