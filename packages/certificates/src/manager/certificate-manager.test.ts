@@ -631,12 +631,12 @@ describe('CertificateManager: ACME Renewal Information', () => {
     expect(manager.status()[0]?.nextAttemptAt).toBeGreaterThan(time.now + 39 * DAY);
   });
 
-  it('ignores a window that ended before the certificate began (no renewal loop)', async () => {
+  it('ignores a window that opened before the certificate began (no renewal loop)', async () => {
     const { time, make, advance, log } = setup();
     const ca = new FakeAcmeIssuer('ca1', time);
     ca.renewalInfoAnswer = (certPem) => ({
       certId: ariCertId(certPem),
-      info: { window: { start: START - 2 * DAY, end: START - DAY }, explanationUrl: null },
+      info: { window: { start: START - DAY, end: START + DAY }, explanationUrl: null },
       retryAfter: null,
     });
     const manager = make({ storage: new MemoryStorage(), acmeIssuers: [ca] });

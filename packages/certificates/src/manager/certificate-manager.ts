@@ -667,15 +667,16 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       return;
     }
     let window = answer.info?.window ?? null;
-    if (window !== null && window.end <= current.notBefore) {
-      // A window that ended before the certificate began cannot be about it: renewing "now" would
-      // renew every new certificate at once, in a loop. The lifetime rule applies instead.
+    if (window !== null && window.start < current.notBefore) {
+      // A window that opened before the certificate began cannot be about it (a CA's incident window
+      // opens after the certificates it concerns were issued): renewing "now" would renew every new
+      // certificate at once, in a loop. The lifetime rule applies instead.
       this.#log.warn(
         {
           name: entry.name,
           window: { start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() },
         },
-        `ignoring the CA's renewal window for ${entry.name}: it ended before the certificate's notBefore`,
+        `ignoring the CA's renewal window for ${entry.name}: it opened before the certificate's notBefore`,
       );
       window = null;
     }
