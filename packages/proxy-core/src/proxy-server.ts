@@ -37,8 +37,18 @@ export interface ProxyServerOptions {
   challenges?: ChallengeResponder;
   /** Answers ACME TLS-ALPN-01 challenges (`acme-tls/1`) on every HTTPS listener. Absent: `acme-tls/1` is refused. */
   alpnChallenges?: AlpnChallengeResponder;
-  /** The HTTPS port named in redirects (default 443: no port in the Location). */
+  /**
+   * The HTTPS port named in redirects (default 443: no port in the
+   * Location; 0: the port {@link ProxyServer.listenHttps} bound).
+   */
   httpsPort?: number;
+  /**
+   * Whether plain-HTTP requests for HTTPS sites are redirected (308) once a
+   * certificate exists and the HTTPS listener is open (`wantsHttps`);
+   * default true. False (Caddy's `auto_https disable_redirects`) serves them
+   * over HTTP.
+   */
+  redirects?: boolean;
   /** Upstream connect timeout, ms (default 5000). */
   connectTimeoutMs?: number;
   /** Upstream idle timeout, ms (default 60000). */
@@ -80,9 +90,12 @@ export class ProxyServer {
   readonly #clientIp: ClientIpResolver;
   readonly #compile: (site: Site) => CompiledSite;
   readonly #certificates: CertificateStore | undefined;
+  /** The store the redirect rule asks; undefined when redirects are off or there is no store. */
+  readonly #redirectCertificates: CertificateStore | undefined;
   readonly #challenges: ChallengeResponder | undefined;
   readonly #alpnChallenges: AlpnChallengeResponder | undefined;
-  readonly #httpsSuffix: string;
+  readonly #httpsPort: number | undefined;
+  #httpsSuffix: string;
   readonly #servers: (http.Server | https.Server)[] = [];
   /** Bound ports of the main listeners ({@link listen}, {@link listenHttps}). */
   readonly #mainPorts = new Set<number>();
@@ -108,8 +121,10 @@ export class ProxyServer {
     const forwarder = this.#forwarder;
     this.#compile = (site) => compileSite(site, forwarder);
     this.#certificates = options.certificates;
+    this.#redirectCertificates = options.redirects === false ? undefined : options.certificates;
     this.#challenges = options.challenges;
     this.#alpnChallenges = options.alpnChallenges;
+    this.#httpsPort = options.httpsPort;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
@@ -167,6 +182,7 @@ export class ProxyServer {
   async listenHttps(port: number, host = '127.0.0.1'): Promise<AddressInfo> {
     const address = await this.#start(this.#httpsServer(), port, host);
     this.#mainPorts.add(address.port);
+    if (this.#httpsPort === 0) this.#httpsSuffix = httpsPortSuffix(address.port);
     this.#httpsOpen = true;
     return address;
   }
@@ -299,13 +315,16 @@ export class ProxyServer {
       this.#track(res as ServerResponse, onRequest, host, route.domain, route.site.analytics, path, clientIp);
     }
     // `route.httpsSite` first: the certificate lookup only for HTTPS sites.
+    // Never for `/.well-known/acme-challenge/`, answered above or not: HTTP-01
+    // is validated over plain HTTP (RFC 8555 §8.3), and a token the site itself
+    // serves (another ACME client behind it) is reached there as it is.
     if (
       res !== null &&
       !secure &&
       route.httpsSite &&
-      this.#certificates !== undefined &&
+      this.#redirectCertificates !== undefined &&
       !isChallengePath(path) &&
-      wantsHttps(route, this.#certificates.has(host), this.#httpsOpen)
+      wantsHttps(route, this.#redirectCertificates.has(host), this.#httpsOpen)
     ) {
       res.writeHead(308, { location: httpsLocation(host, this.#httpsSuffix, url), 'content-length': 0 });
       res.end();

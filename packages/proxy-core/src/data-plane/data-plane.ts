@@ -33,20 +33,30 @@ export interface DataPlaneOptions {
   challenges?: ChallengeResponder;
   /**
    * Answers ACME TLS-ALPN-01 challenges on every HTTPS listener (the
-   * https_port and TLS site ports): a client offering `acme-tls/1` for a name
-   * it has a context for gets that context and `acme-tls/1`, and the
-   * connection closes after the handshake. Default none: `acme-tls/1` alone
-   * fails the handshake.
+   * https_port and TLS site ports): a client offering `acme-tls/1` in a TLS
+   * 1.3 handshake for a name it has a context for gets that context and
+   * `acme-tls/1`, and the connection closes after the handshake
+   * (`tls/handshake.ts`). With it, the https_port listener opens as soon as
+   * a route served there is an HTTPS site, before any certificate exists.
+   * Default none: `acme-tls/1` alone fails the handshake.
    */
   alpnChallenges?: AlpnChallengeResponder;
   /**
    * Certificates beyond the manual `tls <cert> <key>` files (the
    * certificates package's manager): asked by SNI for every name the manual
-   * files do not cover, and by `has(host)` for the HTTP→HTTPS redirect.
-   * Call {@link DataPlane.certificatesChanged} when it gains or renews one.
-   * Default none.
+   * files do not cover (the answer may be a promise: on-demand TLS), and by
+   * `has(host)` for the HTTP→HTTPS redirect and for opening the https_port.
+   * Call {@link DataPlane.certificatesChanged} when it gains, renews or
+   * drops one. Default none.
    */
   certificates?: CertificateStore;
+  /**
+   * Whether plain-HTTP requests for HTTPS sites get `308` to HTTPS once the
+   * host has a certificate and the https_port listener is open; default
+   * true. False for Caddy's `auto_https off` and `auto_https
+   * disable_redirects`: such requests are served over HTTP.
+   */
+  redirects?: boolean;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
@@ -58,17 +68,12 @@ export interface DataPlaneOptions {
   onSitePortError?: (err: Error) => void;
 }
 
-/** Whether any site of the config serves HTTPS (opens the https_port listener at start). */
-function servesHttps(config: Config): boolean {
-  return config.sites.some((site) => site.tls.mode !== 'off' && site.addresses.some((a) => a.scheme !== 'http'));
-}
-
 /**
  * The running data plane: its listener set, the route set it serves, its
  * certificates, pools and caches. Listeners: HTTP on `http_port`, HTTPS (SNI)
- * on `https_port` when at least one site serves HTTPS (or, later, when the
- * first certificate arrives), and one listener per other port a site address
- * names (plain HTTP for `http://host:port` or `tls off`, HTTPS by SNI
+ * on `https_port` once a route it would serve (an HTTPS site not pinned to a
+ * site port) can be served there (see {@link DataPlane.certificatesChanged}),
+ * and one listener per other port a site address names (plain HTTP for `http://host:port` or `tls off`, HTTPS by SNI
  * otherwise). A site named with such a port is served only there; other
  * sites only on the main listeners. Routes published later may add site
  * ports (opened then); a listener is not closed before the data plane closes.
@@ -91,6 +96,10 @@ export class DataPlane {
   readonly #bindHost: string;
   readonly #report: (err: Error) => void;
   readonly #onCertificateError: ((err: Error) => void) | undefined;
+  /** Whether TLS-ALPN-01 is answered: the https_port is wanted before any certificate. */
+  readonly #alpnChallenges: boolean;
+  /** Whether an external store is set: an on-demand route is served before its certificate. */
+  readonly #external: boolean;
   readonly #sitePortAddresses: (ListenerAddress & { tls: boolean })[] = [];
   /** Site port → whether it was opened for HTTPS. */
   readonly #listening = new Map<number, boolean>();
@@ -117,6 +126,8 @@ export class DataPlane {
     this.#bindHost = options.bindHost ?? '0.0.0.0';
     this.#report = options.onSitePortError ?? (() => {});
     this.#onCertificateError = options.onCertificateError;
+    this.#alpnChallenges = options.alpnChallenges !== undefined;
+    this.#external = options.certificates !== undefined;
     this.sitePortAddresses = this.#sitePortAddresses;
     const caches = proxy.forwarder.caches;
     this.cache = {
@@ -155,6 +166,7 @@ export class DataPlane {
       compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
       certificates,
       httpsPort,
+      ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
     });
@@ -166,7 +178,7 @@ export class DataPlane {
     try {
       const http = await proxy.listen(httpPort, plane.#bindHost);
       plane.#httpAddress = { host: http.address, port: http.port };
-      if (servesHttps(config) || plane.#certificateForHttpsRoute()) await plane.#openHttps();
+      if (plane.#httpsWanted()) await plane.#openHttps();
       for (const { port, tls, domain } of initial.ports.values()) {
         plane.#listening.set(port, tls);
         await plane.#openSitePort(port, tls, domain);
@@ -195,10 +207,9 @@ export class DataPlane {
 
   /**
    * Publishes a new route set; requests in flight finish on the old table.
-   * Opens the site ports it names for the first time and, on the first
-   * certificate after a start without HTTPS (a manual file, or one the
-   * external store has for a route of the set), the https_port listener
-   * (failures go to `onSitePortError`).
+   * Opens the site ports it names for the first time and, when it is not
+   * open yet and now wanted (see {@link certificatesChanged}), the
+   * https_port listener (failures go to `onSitePortError`).
    */
   setRoutes(routes: readonly RouteSpec[], version: number): void {
     const ports = sitePortsOf(routes, this.#httpPort, this.#httpsPort);
@@ -223,20 +234,24 @@ export class DataPlane {
     this.#routes = routes;
     this.#pinned = ports.byDomain;
     this.#proxy.setRoutes(routes, version, ports.byDomain);
-    this.#openHttpsOnFirstCertificate();
+    this.#openHttpsWhenWanted();
   }
 
   /**
    * Tells the data plane that the external certificate store gained, renewed
    * or dropped a certificate (the certificates manager's `onChange`). New
    * handshakes ask the store anyway, so a renewed certificate is served at
-   * once and open connections keep theirs; what this adds is the https_port
-   * listener: opened now when it is not open yet and some route served on
-   * it (an HTTPS site not pinned to a site port) has a certificate. A
-   * failure to open goes to `onSitePortError`. Cheap when nothing changes.
+   * once and open connections keep theirs, and the redirect asks `has(host)`
+   * per request; what this adds is the https_port listener. It is wanted
+   * (at start, on `setRoutes`, here) when some route it would serve (an
+   * HTTPS site not pinned to a site port) has a certificate, or
+   * `alpnChallenges` is set (TLS-ALPN-01 needs the port before the
+   * certificate), or the route's site is on-demand and an external store is
+   * set (the handshake obtains it). Once open it stays open. A failure to
+   * open goes to `onSitePortError`. Cheap once open.
    */
   certificatesChanged(): void {
-    this.#openHttpsOnFirstCertificate();
+    this.#openHttpsWhenWanted();
   }
 
   /** Stops every listener, closes connections, health checks and upstream sockets. */
@@ -250,22 +265,27 @@ export class DataPlane {
     for (const err of result.errors) this.#onCertificateError?.(err);
   }
 
-  /** Opens the https_port listener on the first certificate after a start without HTTPS. */
-  #openHttpsOnFirstCertificate(): void {
-    if (this.#httpsAddress !== null || this.#httpsOpening) return;
-    // A reload added `tls <cert> <key>`, or the external store has a certificate for an HTTPS route.
-    if (this.#loaded.size === 0 && !this.#certificateForHttpsRoute()) return;
+  /** Opens the https_port listener when it is not open and now wanted ({@link certificatesChanged}). */
+  #openHttpsWhenWanted(): void {
+    if (this.#httpsAddress !== null || this.#httpsOpening || !this.#httpsWanted()) return;
     this.#openHttps().catch((err: unknown) => {
       this.#httpsOpening = false;
       this.#report(new Error(`https_port ${this.#httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
     });
   }
 
-  /** Whether a route the https_port would serve (an HTTPS site on the main listeners) has a certificate now. */
-  #certificateForHttpsRoute(): boolean {
+  /**
+   * Whether a route the https_port would serve (an HTTPS site on the main
+   * listeners) can be served there now: TLS-ALPN-01 is answered, its site
+   * is on-demand with an external store, or it has a certificate.
+   */
+  #httpsWanted(): boolean {
     for (const route of this.#routes) {
       const domain = route.domain.toLowerCase();
-      if (isHttpsSite(route.site, domain) && !this.#pinned.has(domain) && this.certificates.has(domain)) return true;
+      if (!isHttpsSite(route.site, domain) || this.#pinned.has(domain)) continue;
+      if (this.#alpnChallenges || (this.#external && route.site.tls.on_demand) || this.certificates.has(domain)) {
+        return true;
+      }
     }
     return false;
   }

@@ -34,62 +34,77 @@ type HandshakeSocket = TLSSocket & { [kChallengeContext]?: SecureContext };
 /** The `tls.Server` options that choose a handshake's certificate and application protocol. */
 export type HandshakeOptions = Pick<TlsOptions, 'SNICallback' | 'ALPNProtocols' | 'ALPNCallback'>;
 
+type SniDone = (err: Error | null, ctx?: SecureContext) => void;
+
 /**
- * The handshake options of an HTTPS listener. The certificate comes from
- * `certificates` by SNI (an unknown name fails the handshake). The protocol
- * is the first of {@link HTTP_PROTOCOLS} the client offers (none offered in
- * common: the handshake fails with `no_application_protocol`, as Node's own
- * selection does; a client sending no ALPN gets none).
+ * The handshake options of an HTTPS listener.
  *
- * With `challenges`, TLS-ALPN-01 is answered too: a client offering
- * `acme-tls/1` for a name the responder has a context for gets `acme-tls/1`
- * and the challenge certificate; offering only `acme-tls/1` for any other
- * name fails the handshake. Node 24 (OpenSSL 3) calls `ALPNCallback` first,
- * from ClientHello processing, with the SNI name already parsed, and the
- * `SNICallback` after it (from the certificate callback); both are called
- * with the TLSSocket as `this`. So the ALPN callback decides and leaves the
- * challenge context on the socket, and the SNI callback presents it: the
- * two cannot disagree. (Measured with a server logging both callbacks; the
- * loopback tests in `handshake.test.ts` pin the order.) Without
- * `challenges` the protocol list is handed to Node (`ALPNProtocols`): its
- * native selection costs no JavaScript call per handshake.
+ * **Certificate.** From `certificates` by SNI (lowercased). A name the
+ * store has no certificate for (null, a throw or a rejected promise), and
+ * a client sending no SNI, fail the handshake with the `handshake_failure`
+ * alert (40): the SNI callback answers no context, so OpenSSL is left with
+ * the listener's default context, which holds no certificate. (An error
+ * passed to the callback would instead drop the TCP connection without an
+ * alert, which clients report as a reset.)
+ *
+ * **Protocol.** The first of {@link HTTP_PROTOCOLS} the client offers (none
+ * in common: `no_application_protocol`, alert 120; a client sending no ALPN
+ * gets none and speaks HTTP/1.1).
+ *
+ * **TLS-ALPN-01** (with `challenges`). A client offering `acme-tls/1` for a
+ * name with a pending challenge gets `acme-tls/1` and the challenge
+ * certificate, but only in a full TLS 1.3 handshake. Why: the certificate
+ * is chosen in OpenSSL's certificate callback (Node's `SNICallback`) and
+ * the protocol in the ALPN callback, and their order depends on the
+ * version (measured on Node 24.21 / OpenSSL 3.0; `handshake.test.ts` pins
+ * it): TLS 1.3 selects ALPN while parsing the ClientHello, before the
+ * certificate callback, so the ALPN callback can leave the challenge
+ * context on the socket for the SNI callback to present; TLS 1.2 selects
+ * ALPN after the certificate callback (so that HTTP/2 can see the cipher),
+ * when the certificate is already the site's own; a resumed session sends
+ * no certificate at all. No public Node API gives the client's ALPN list
+ * before the certificate in TLS 1.2, nor lets the server pick the version
+ * by ALPN. So in TLS 1.2 and in resumed handshakes the `acme-tls/1` offer
+ * is ignored: offered alone (as RFC 8737 §3 has validators do) it fails
+ * with `no_application_protocol` instead of presenting the wrong
+ * certificate. Validators negotiate TLS 1.3 (pebble's and Let's Encrypt's
+ * use Go's crypto/tls, whose client offers 1.3 by default). Offering
+ * `acme-tls/1` for a name without a pending challenge is the same: ignored.
+ * Without `challenges` the protocol list is handed to Node
+ * (`ALPNProtocols`): its native selection costs no JavaScript call per
+ * handshake.
  */
 export function handshakeOptions(
   certificates: CertificateStore,
   challenges: AlpnChallengeResponder | undefined,
 ): HandshakeOptions {
-  function SNICallback(
-    this: HandshakeSocket,
-    name: string,
-    callback: (err: Error | null, ctx?: SecureContext) => void,
-  ): void {
+  function SNICallback(this: HandshakeSocket, name: string, done: SniDone): void {
     const challenge = this[kChallengeContext];
     if (challenge !== undefined) {
-      callback(null, challenge);
+      done(null, challenge);
       return;
     }
     let result: SecureContext | null | Promise<SecureContext | null>;
     try {
       result = certificates.contextFor(name.toLowerCase());
-    } catch (err) {
-      callback(err as Error);
-      return;
+    } catch {
+      result = null;
     }
-    if (result instanceof Promise) {
+    if (result === null) done(null);
+    else if (result instanceof Promise) {
       result.then(
-        (ctx) => (ctx ? callback(null, ctx) : callback(new Error(`no certificate for ${name}`))),
-        (err: Error) => callback(err),
+        (ctx) => (ctx === null ? done(null) : done(null, ctx)),
+        () => done(null),
       );
-    } else if (result === null) callback(new Error(`no certificate for ${name}`));
-    else callback(null, result);
+    } else done(null, result);
   }
   if (challenges === undefined) return { SNICallback, ALPNProtocols: HTTP_PROTOCOLS as string[] };
   function ALPNCallback(
     this: HandshakeSocket,
     { servername, protocols }: { servername: string; protocols: string[] },
   ): string | undefined {
-    if (servername && protocols.includes(ACME_TLS_1)) {
-      let ctx: SecureContext | null = null;
+    if (servername && protocols.includes(ACME_TLS_1) && this.getProtocol() === 'TLSv1.3' && !this.isSessionReused()) {
+      let ctx: SecureContext | null;
       try {
         ctx = (challenges as AlpnChallengeResponder).contextFor(servername.toLowerCase());
       } catch {
