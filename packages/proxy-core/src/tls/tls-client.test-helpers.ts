@@ -14,6 +14,11 @@ export interface Handshake {
   /** `TLSv1.3` or `TLSv1.2`. */
   version: string | null;
   reused: boolean;
+  /**
+   * The first session the server gave (TLS 1.2: with the handshake; TLS
+   * 1.3: a ticket after it, so read an answer first).
+   */
+  session: Promise<Buffer>;
   /** The open connection, destroyed after the test. */
   socket: TLSSocket;
 }
@@ -50,12 +55,14 @@ export function handshake(port: number, request: HandshakeRequest = {}): Promise
     onCleanup(() => {
       socket.destroy();
     });
+    const session = new Promise<Buffer>((resolve) => socket.once('session', resolve));
     socket.once('secureConnect', () =>
       resolve({
         alpn: socket.alpnProtocol ?? false,
         fingerprint: socket.getPeerCertificate().fingerprint256 ?? '',
         version: socket.getProtocol(),
         reused: socket.isSessionReused(),
+        session,
         socket,
       }),
     );

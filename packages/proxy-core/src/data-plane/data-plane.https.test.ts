@@ -1,0 +1,185 @@
+import { readFileSync } from 'node:fs';
+import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChallengeResponder } from '../challenge.js';
+import { get, selfSigned, until } from '../loopback.test-helpers.js';
+import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
+import type { CertificateStore } from '../tls/certificate-store.js';
+import { ACME_TLS_1, type AlpnChallengeResponder } from '../tls/handshake.js';
+import { alertOf, fingerprintOf, getOver, handshake } from '../tls/tls-client.test-helpers.js';
+import { DataPlane, type DataPlaneOptions } from './data-plane.js';
+
+type Files = { cert: string; key: string };
+
+const HANDSHAKE_FAILURE = 40;
+
+const contextOf = (files: Files): SecureContext =>
+  createSecureContext({ cert: readFileSync(files.cert), key: readFileSync(files.key) });
+
+/**
+ * A stand-in for the certificates manager (the external store the daemon
+ * passes): its certificates appear, are renewed and go away while the data
+ * plane runs.
+ */
+class FakeManager implements CertificateStore {
+  readonly contexts = new Map<string, SecureContext>();
+  contextFor(serverName: string): SecureContext | null {
+    return this.contexts.get(serverName) ?? null;
+  }
+  has(host: string): boolean {
+    return this.contexts.has(host);
+  }
+}
+
+/** `<address> { respond "<body>" }` for each entry, http_port and https_port 0: the config and its routes. */
+function sites(entries: [address: 'http' | null, host: string, body: string][]): {
+  config: Config;
+  routes: RouteSpec[];
+} {
+  const list: Site[] = entries.map(([scheme, host, body]) => {
+    const site = emptySite([{ scheme, host, port: null }]);
+    site.handler = { kind: 'respond', status: 200, body };
+    return site;
+  });
+  const global = defaultGlobalOptions();
+  global.http_port = 0;
+  global.https_port = 0;
+  const routes = list.map(
+    (site): RouteSpec => ({ domain: site.addresses[0]?.host ?? '', origin: 'api', source: null, site }),
+  );
+  return { config: { global, sites: [] }, routes };
+}
+
+describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
+  let plane: DataPlane | undefined;
+  afterEach(async () => {
+    await plane?.close();
+    plane = undefined;
+  });
+  const start = async (entries: Parameters<typeof sites>[0], options: DataPlaneOptions) => {
+    const { config, routes } = sites(entries);
+    plane = await DataPlane.start(config, routes, {}, { bindHost: '127.0.0.1', ...options });
+    return plane;
+  };
+
+  it('opens the https_port at start for TLS-ALPN-01 before any certificate; the site is served over HTTP meanwhile', async () => {
+    const challenge = selfSigned(['a.test']);
+    const alpnChallenges: AlpnChallengeResponder = {
+      contextFor: (name) => (name === 'a.test' ? contextOf(challenge) : null),
+    };
+    const dp = await start([[null, 'a.test', 'site']], { certificates: new FakeManager(), alpnChallenges });
+    const https = dp.httpsAddress;
+    expect(https).not.toBeNull();
+    const port = https?.port ?? 0;
+    const acme = await handshake(port, { servername: 'a.test', alpn: [ACME_TLS_1] });
+    expect(acme.fingerprint).toBe(fingerprintOf(challenge.cert));
+    // Until a certificate exists: HTTP served, not redirected; HTTPS handshake_failure.
+    const reply = await get(dp.httpAddress.port, 'a.test', '/p');
+    expect(reply).toMatchObject({ status: 200, body: 'site' });
+    expect(reply.headers['strict-transport-security']).toBeUndefined();
+    expect(await alertOf(handshake(port, { servername: 'a.test', alpn: ['http/1.1'] }))).toBe(HANDSHAKE_FAILURE);
+  });
+
+  it('without alpnChallenges and without a certificate, opens no https_port', async () => {
+    const dp = await start([[null, 'a.test', 'site']], { certificates: new FakeManager() });
+    expect(dp.httpsAddress).toBeNull();
+    expect(await get(dp.httpAddress.port, 'a.test')).toMatchObject({ status: 200, body: 'site' });
+  });
+
+  it('opens the https_port on the setRoutes that adds the first HTTPS site (with alpnChallenges)', async () => {
+    const alpnChallenges: AlpnChallengeResponder = { contextFor: () => null };
+    const dp = await start([['http', 'plain.test', 'plain']], { certificates: new FakeManager(), alpnChallenges });
+    expect(dp.httpsAddress).toBeNull();
+    dp.setRoutes(sites([['http', 'plain.test', 'plain']]).routes, 2);
+    expect(dp.httpsAddress).toBeNull();
+    dp.setRoutes(sites([[null, 'a.test', 'site']]).routes, 3);
+    await until(() => dp.httpsAddress !== null);
+  });
+
+  it('redirects HTTP to HTTPS once the store has the certificate, serves HTTPS with HSTS, and serves a renewal', async () => {
+    const manager = new FakeManager();
+    // A responder that knows no token: an unanswered challenge path.
+    const challenges: ChallengeResponder = { respond: () => null };
+    const dp = await start(
+      [
+        [null, 'a.test', 'site'],
+        ['http', 'plain.test', 'plain'],
+      ],
+      { certificates: manager, challenges },
+    );
+    const httpPort = dp.httpAddress.port;
+    expect(dp.httpsAddress).toBeNull();
+    expect(await get(httpPort, 'a.test', '/p?q=1')).toMatchObject({ status: 200, body: 'site' });
+
+    const first = selfSigned(['a.test']);
+    manager.contexts.set('a.test', contextOf(first));
+    dp.certificatesChanged();
+    await until(() => dp.httpsAddress !== null);
+    const httpsPort = dp.httpsAddress?.port ?? 0;
+
+    const redirect = await get(httpPort, 'a.test', '/p?q=1');
+    expect(redirect.status).toBe(308);
+    expect(redirect.headers.location).toBe(`https://a.test:${httpsPort}/p?q=1`);
+    expect(redirect.headers['strict-transport-security']).toBeUndefined();
+    // The HTTP-01 path is never redirected, answered or not; nor is an http:// site.
+    expect(await get(httpPort, 'a.test', '/.well-known/acme-challenge/unknown')).toMatchObject({
+      status: 200,
+      body: 'site',
+    });
+    expect(await get(httpPort, 'plain.test')).toMatchObject({ status: 200, body: 'plain' });
+
+    const kept = await handshake(httpsPort, { servername: 'a.test', alpn: ['http/1.1'] });
+    expect(kept.fingerprint).toBe(fingerprintOf(first.cert));
+    const answer = await getOver(kept.socket, 'a.test');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/\r\nstrict-transport-security: max-age=31536000\r\n/i);
+
+    // Renewed: new handshakes get the new certificate, the open keep-alive connection goes on.
+    const renewed = selfSigned(['a.test']);
+    manager.contexts.set('a.test', contextOf(renewed));
+    dp.certificatesChanged();
+    const fresh = await handshake(httpsPort, { servername: 'a.test', alpn: ['http/1.1'] });
+    expect(fresh.fingerprint).toBe(fingerprintOf(renewed.cert));
+    expect(await getOver(fresh.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await getOver(kept.socket, 'a.test', '/again')).toMatch(/^HTTP\/1\.1 200 /);
+    expect(kept.socket.getPeerCertificate().fingerprint256).toBe(fingerprintOf(first.cert));
+
+    // Dropped: HTTP is served again, not redirected to a failing handshake.
+    manager.contexts.delete('a.test');
+    dp.certificatesChanged();
+    expect(await get(httpPort, 'a.test')).toMatchObject({ status: 200, body: 'site' });
+    expect(await alertOf(handshake(httpsPort, { servername: 'a.test' }))).toBe(HANDSHAKE_FAILURE);
+  });
+
+  it('serves HTTP without redirecting when redirects is false (auto_https disable_redirects)', async () => {
+    const manager = new FakeManager();
+    const files = selfSigned(['a.test']);
+    manager.contexts.set('a.test', contextOf(files));
+    const dp = await start([[null, 'a.test', 'site']], { certificates: manager, redirects: false });
+    const httpsPort = dp.httpsAddress?.port ?? 0;
+    expect(httpsPort).not.toBe(0);
+    const reply = await get(dp.httpAddress.port, 'a.test', '/p');
+    expect(reply).toMatchObject({ status: 200, body: 'site' });
+    expect(reply.headers['strict-transport-security']).toBeUndefined();
+    const shake = await handshake(httpsPort, { servername: 'a.test' });
+    expect(await getOver(shake.socket, 'a.test')).toMatch(/\r\nstrict-transport-security: max-age=31536000\r\n/i);
+  });
+
+  it.each(['TLSv1.3', 'TLSv1.2'] as const)(
+    'resumes %s sessions with certificates from the store (SNI contexts)',
+    async (version: SecureVersion) => {
+      const manager = new FakeManager();
+      const files = selfSigned(['a.test']);
+      manager.contexts.set('a.test', contextOf(files));
+      const dp = await start([[null, 'a.test', 'site']], { certificates: manager });
+      const port = dp.httpsAddress?.port ?? 0;
+      const first = await handshake(port, { servername: 'a.test', version });
+      // TLS 1.3 sends its ticket after the handshake: an answer read first.
+      await getOver(first.socket, 'a.test');
+      expect(first.reused).toBe(false);
+      const second = await handshake(port, { servername: 'a.test', version, session: await first.session });
+      expect([second.version, second.reused]).toEqual([version, true]);
+      expect(await getOver(second.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 /);
+    },
+  );
+});
