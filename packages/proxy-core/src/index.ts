@@ -1,8 +1,9 @@
 /**
  * The data plane's public entry, curated: what the composition root
  * (`apps/proxyd`), analytics (types only), the benchmarks and the packaging
- * test use, plus the options and the ports of `DataPlane` (challenges, and
- * the `CertificateStore` by SNI the certificates package implements).
+ * test use, plus the options and the ports of `DataPlane` the certificates
+ * package implements (`ChallengeResponder` for HTTP-01,
+ * `AlpnChallengeResponder` for TLS-ALPN-01, the `CertificateStore` by SNI).
  * Everything else is internal. The config model alone, without the runtime,
  * is the lighter subpath `@proxyd/proxy-core/model`.
  */
@@ -13,3 +14,4 @@ export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigi
 export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export type { CertificatePair, CertificateStore } from './tls/certificate-store.js';
+export type { AlpnChallengeResponder } from './tls/handshake.js';
