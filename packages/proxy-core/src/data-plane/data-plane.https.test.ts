@@ -86,6 +86,21 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     expect(await get(dp.httpAddress.port, 'a.test')).toMatchObject({ status: 200, body: 'site' });
   });
 
+  it('opens the https_port at start for an on-demand site with an external store', async () => {
+    const { config, routes } = sites([[null, 'a.test', 'site']]);
+    (routes[0] as RouteSpec).site.tls.on_demand = true;
+    plane = await DataPlane.start(config, routes, {}, { bindHost: '127.0.0.1', certificates: new FakeManager() });
+    expect(plane.httpsAddress).not.toBeNull();
+    const bare = sites([[null, 'a.test', 'site']]);
+    (bare.routes[0] as RouteSpec).site.tls.on_demand = true;
+    const manualOnly = await DataPlane.start(bare.config, bare.routes, {}, { bindHost: '127.0.0.1' });
+    try {
+      expect(manualOnly.httpsAddress).toBeNull();
+    } finally {
+      await manualOnly.close();
+    }
+  });
+
   it('opens the https_port on the setRoutes that adds the first HTTPS site (with alpnChallenges)', async () => {
     const alpnChallenges: AlpnChallengeResponder = { contextFor: () => null };
     const dp = await start([['http', 'plain.test', 'plain']], { certificates: new FakeManager(), alpnChallenges });

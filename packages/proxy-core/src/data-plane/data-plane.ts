@@ -73,8 +73,8 @@ export interface DataPlaneOptions {
  * certificates, pools and caches. Listeners: HTTP on `http_port`, HTTPS (SNI)
  * on `https_port` once a route it would serve (an HTTPS site not pinned to a
  * site port) can be served there (see {@link DataPlane.certificatesChanged}),
- * and one listener per other port a site address names (plain HTTP for `http://host:port` or `tls off`, HTTPS by SNI
- * otherwise). A site named with such a port is served only there; other
+ * and one listener per other port a site address names (plain HTTP for
+ * `http://host:port` or `tls off`, HTTPS by SNI otherwise). A site named with such a port is served only there; other
  * sites only on the main listeners. Routes published later may add site
  * ports (opened then); a listener is not closed before the data plane closes.
  * `trusted_proxies` decides the client IP; `hooks` receive request records
