@@ -36,6 +36,7 @@ const allowed: Record<string, string[]> = {
     '@proxyd/route-store',
     '@proxyd/proxyfile',
     '@proxyd/analytics',
+    '@proxyd/certificates',
     '@proxyd/admin-api',
     '@proxyd/cli',
   ],

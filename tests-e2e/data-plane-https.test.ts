@@ -48,6 +48,7 @@ describe('data plane HTTPS (built daemon)', () => {
     selfSigned(dir, ['secure.test']);
     upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
     proxyd = await startProxyd({
+      autoHttps: 'on',
       sites: `secure.test {
 \ttls ${path.join(dir, 'cert.pem')} ${path.join(dir, 'key.pem')}
 \treverse_proxy 127.0.0.1:${upstream.port}
@@ -83,7 +84,10 @@ describe('HTTPS added by a reload (built daemon)', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-tls-reload-'));
     selfSigned(dir, ['later.test']);
     const upstream = await startUpstream((req, res) => res.end(`proto=${req.headers['x-forwarded-proto']}`));
-    const proxyd = await startProxyd({ sites: `http://plain.test {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n` });
+    const proxyd = await startProxyd({
+      autoHttps: 'on',
+      sites: `http://plain.test {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
+    });
     try {
       const httpsPort = Number(/https_port (\d+)/.exec(readFileSync(proxyd.configPath, 'utf8'))?.[1]);
       expect(proxyd.output()).not.toContain(`:${httpsPort}`);

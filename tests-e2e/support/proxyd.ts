@@ -45,6 +45,7 @@ export interface RunningProxyd {
   dir: string;
   configPath: string;
   httpPort: number;
+  httpsPort: number;
   adminPort: number;
   /** Everything the process wrote so far. */
   output(): string;
@@ -57,6 +58,17 @@ export interface StartOptions {
   sites: string;
   /** Extra lines in the global options block. */
   global?: string;
+  /**
+   * The `auto_https` global option; `on` (the daemon's default) writes none.
+   * Default here `disable_redirects`: `.test` sites and API routes get
+   * local-CA certificates within milliseconds, and tests about other things
+   * keep speaking plain HTTP to them. Tests of HTTPS behaviour pass `on`.
+   */
+  autoHttps?: 'on' | 'off' | 'disable_redirects' | 'disable_certs';
+  /** The `http_port` (default a free port). */
+  httpPort?: number;
+  /** The `https_port` (default a free port). */
+  httpsPort?: number;
   env?: NodeJS.ProcessEnv;
   args?: string[];
   /** How proxyd is told the Proxyfile path: `flag` (default, `--config`) or `env` (`PROXY_CONFIG`). */
@@ -77,9 +89,13 @@ export interface StartOptions {
  */
 export async function startProxyd(options: StartOptions): Promise<RunningProxyd> {
   const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-'));
-  const [httpPort, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const httpPort = options.httpPort ?? (await freePort());
+  const httpsPort = options.httpsPort ?? (await freePort());
+  const adminPort = await freePort();
   const configPath = path.join(dir, 'Proxyfile');
-  const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin 127.0.0.1:${adminPort}\n${options.global ?? ''}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
+  const autoHttps = options.autoHttps ?? 'disable_redirects';
+  const global = `${autoHttps === 'on' ? '' : `\tauto_https ${autoHttps}\n`}${options.global ?? ''}`;
+  const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin 127.0.0.1:${adminPort}\n${global}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
   await writeFile(configPath, proxyfile);
   const args = options.args ?? [];
   // Never the machine's /var/lib/proxyd or /etc/proxy/certs: both default to this test's directory.
@@ -133,7 +149,7 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
     await stop();
     throw new Error(`proxyd did not become ready:\n${output}`);
   }
-  return { child, dir, configPath, httpPort, adminPort, output: () => output, stop };
+  return { child, dir, configPath, httpPort, httpsPort, adminPort, output: () => output, stop };
 }
 
 /** One HTTP request to 127.0.0.1:port; resolves status, headers and body text. */

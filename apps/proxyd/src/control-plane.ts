@@ -2,6 +2,7 @@ import {
   type AnalyticsPort,
   type AuditEvent,
   type CachePort,
+  type CertificatesPort,
   createAdminApp,
   writeClientError,
 } from '@proxyd/admin-api';
@@ -37,6 +38,8 @@ export interface ControlPlaneOptions {
   metrics: ProxydMetrics | undefined;
   cache: CachePort | undefined;
   analytics: AnalyticsPort | undefined;
+  /** `GET /certificates`; absent with `auto_https off`. */
+  certificates: CertificatesPort | undefined;
   logging: Logging;
   /** Process start, ms since the epoch. */
   startedAt: number;
@@ -78,6 +81,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.metrics ? { metrics: options.metrics, metricsRegistry: options.metrics.registry } : {}),
     ...(options.cache ? { cache: options.cache } : {}),
     ...(options.analytics ? { analytics: options.analytics } : {}),
+    ...(options.certificates ? { certificates: options.certificates } : {}),
   });
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();

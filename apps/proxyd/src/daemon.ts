@@ -5,6 +5,7 @@ import { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
 import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
+import { createCertificateWiring } from './certificates.js';
 import { startControlPlane } from './control-plane.js';
 import type { Logging } from './logging.js';
 import { createMetrics } from './metrics.js';
@@ -101,15 +102,32 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     accessLog ? { onRequest: accessLog } : {},
   );
   const tlsLog = logging.forTarget('proxy::tls');
+  const certificates =
+    config.global.auto_https === 'off' ? undefined : await createCertificateWiring(config, { certDir, logger: tlsLog });
+  const manager = certificates?.manager;
   const dataPlane = await DataPlane.start(config, store.routes, hooks, {
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+    // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
+    redirects: config.global.auto_https !== 'off' && config.global.auto_https !== 'disable_redirects',
+    ...(manager === undefined
+      ? {}
+      : {
+          certificates: manager,
+          challenges: manager,
+          alpnChallenges: { contextFor: (name: string) => manager.alpnContextFor(name) },
+        }),
     onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
     onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
   });
+  const unwatchCertificates = manager?.onChange(() => dataPlane.certificatesChanged());
+  // In the background: stored certificates load, missing ones are ordered; listeners never wait.
+  void certificates?.setRoutes(store.routes);
   metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
   metrics?.setAnalyticsDroppedSource(() => analytics.droppedRequests());
+  if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
   const unsubscribe = store.subscribe((routes, version) => {
     dataPlane.setRoutes(routes, version);
+    void certificates?.setRoutes(routes);
     metrics?.setRouteCounts(store.countByOrigin());
   });
   const reloader = options.configPath
@@ -133,11 +151,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       metrics,
       cache: dataPlane.cache,
       analytics: analytics.reader,
+      certificates: manager ? { list: async () => manager.status() } : undefined,
       logging,
       startedAt,
     });
   } catch (err) {
     unsubscribe();
+    unwatchCertificates?.();
+    certificates?.close();
     await dataPlane.close();
     await analytics.close();
     throw err;
@@ -167,6 +188,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await control.close();
       await store.close();
       unsubscribe();
+      unwatchCertificates?.();
+      certificates?.close();
       await dataPlane.close();
       await analytics.close();
     },

@@ -113,4 +113,25 @@ describe('metrics', () => {
     expect(Number(mean)).toBeGreaterThan(0);
     expect(Number.isFinite(Number(mean))).toBe(true);
   });
+  it('exposes each certificate expiry and the ACME orders by result', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(await metrics.render()).not.toContain('proxyd_acme_orders_total{');
+    let orders = { valid: 1, invalid: 0, error: 2 };
+    metrics.setCertificateSource(() => ({
+      certificates: [
+        { name: 'a.test', issuer: 'local', notAfter: 1_800_000_000_500 },
+        { name: 'pending.example.com', issuer: null, notAfter: null },
+      ],
+      orders,
+    }));
+    let text = await metrics.render();
+    expect(text).toContain('proxyd_certificate_not_after_seconds{name="a.test",issuer="local"} 1800000000');
+    expect(text).not.toContain('pending.example.com');
+    expect(text).toContain('proxyd_acme_orders_total{result="valid"} 1');
+    expect(text).toContain('proxyd_acme_orders_total{result="invalid"} 0');
+    expect(text).toContain('proxyd_acme_orders_total{result="error"} 2');
+    orders = { valid: 2, invalid: 0, error: 2 };
+    text = await metrics.render();
+    expect(text).toContain('proxyd_acme_orders_total{result="valid"} 2');
+  });
 });

@@ -24,6 +24,14 @@ export interface UpstreamHealth {
   healthy: boolean;
 }
 
+/** What the certificate metrics read at each scrape (the certificates manager's status and order counts). */
+export interface CertificateMetricsSource {
+  /** Each managed name, its issuer and its current certificate's notAfter (epoch ms; null when there is none). */
+  certificates: readonly { name: string; issuer: string | null; notAfter: number | null }[];
+  /** ACME orders placed since start, by result. */
+  orders: Readonly<Record<'valid' | 'invalid' | 'error', number>>;
+}
+
 /** The process's Prometheus metrics: one registry, fed by the data plane and the route store. */
 export interface ProxydMetrics {
   /** The one registry (the admin app may add its own series to it). */
@@ -36,6 +44,8 @@ export interface ProxydMetrics {
   setUpstreamHealthSource(source: () => Iterable<UpstreamHealth>): void;
   /** Where `proxyd_analytics_dropped_requests_total` reads the analytics collector's count at each scrape. */
   setAnalyticsDroppedSource(source: () => number): void;
+  /** Where `proxyd_certificate_not_after_seconds` and `proxyd_acme_orders_total` read at each scrape. */
+  setCertificateSource(source: () => CertificateMetricsSource): void;
   /** The text exposition (format 0.0.4). */
   render(): Promise<string>;
 }
@@ -56,6 +66,12 @@ export interface ProxydMetrics {
  * - `proxyd_analytics_dropped_requests_total` — requests analytics did not
  *   count because its domain cap was reached; read from the collector at
  *   each scrape (0 until a source is set).
+ * - `proxyd_certificate_not_after_seconds{name,issuer}` — when each managed
+ *   name's current certificate expires (Unix seconds); a name without a
+ *   certificate has no series. At most `maxDomains` names.
+ * - `proxyd_acme_orders_total{result}` — ACME orders placed since start:
+ *   `valid` (issued), `invalid` (the CA refused), `error` (network, TLS,
+ *   timeout). All three series exist from the first scrape with a source.
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
  *   the three `nodejs_active_*_total` gauges (see below); the event-loop
  *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
@@ -103,6 +119,35 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
       if (droppedSource) this.inc(droppedSource());
     },
   });
+  let certificateSource: (() => CertificateMetricsSource) | null = null;
+  new Gauge({
+    name: 'proxyd_certificate_not_after_seconds',
+    help: "Expiry (notAfter) of each managed name's current certificate, Unix seconds.",
+    labelNames: ['name', 'issuer'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!certificateSource) return;
+      let n = 0;
+      for (const { name, issuer, notAfter } of certificateSource().certificates) {
+        if (notAfter === null || issuer === null) continue;
+        if (n++ >= maxDomains) break;
+        this.labels(name, issuer).set(Math.floor(notAfter / 1000));
+      }
+    },
+  });
+  new Counter({
+    name: 'proxyd_acme_orders_total',
+    help: 'ACME orders placed since start, by result: valid (issued), invalid (refused by the CA), error (network, TLS, timeout).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!certificateSource) return;
+      const { orders } = certificateSource();
+      for (const result of ['valid', 'invalid', 'error'] as const) this.labels(result).inc(orders[result]);
+    },
+  });
   if (options.processMetrics !== false) {
     collectDefaultMetrics({ register: registry });
     // Gauges named *_total break `promtool check metrics`; each is the sum of its labelled twin (e.g. nodejs_active_handles{type}).
@@ -126,6 +171,9 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     },
     setAnalyticsDroppedSource(source) {
       droppedSource = source;
+    },
+    setCertificateSource(source) {
+      certificateSource = source;
     },
     setRouteCounts(counts) {
       for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);

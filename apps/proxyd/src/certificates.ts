@@ -1,0 +1,161 @@
+import { readFile } from 'node:fs/promises';
+import {
+  AcmeIssuer,
+  type CertificateLogger,
+  CertificateManager,
+  type CertificateSummary,
+  ChallengeTable,
+  FileStorage,
+  isLocalName,
+  LocalCa,
+  type ManagedName,
+} from '@proxyd/certificates';
+import type { Config, GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
+
+/** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
+export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
+
+/**
+ * Whether the route's domain is an HTTPS site proxyd certifies itself: an
+ * address naming the domain without `http://`, `tls` neither `off` nor a
+ * manual `<cert> <key>` pair. (The data plane's own rule for redirects is
+ * the same test without the manual exclusion.)
+ */
+function wantsManagedCertificate(route: RouteSpec): boolean {
+  const { site } = route;
+  if (site.tls.mode === 'off' || site.tls.mode === 'manual') return false;
+  const domain = route.domain.toLowerCase();
+  const address = site.addresses.find((a) => a.host.toLowerCase() === domain);
+  return address !== undefined && address.scheme !== 'http';
+}
+
+/**
+ * The names automatic HTTPS maintains for a route set, and who certifies
+ * each: `tls internal` → the local CA; otherwise a name with no public
+ * suffix (`localhost`, `.test`, an IP address, …) → the local CA unless the
+ * Proxyfile names a CA (`acme_ca`), since no public CA would issue it; every
+ * other name → the ACME CAs. Routes with `tls { on_demand }` are left to the
+ * handshake. Empty with `auto_https off` or `disable_certs`.
+ */
+export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions): ManagedName[] {
+  if (global.auto_https === 'off' || global.auto_https === 'disable_certs') return [];
+  const names = new Map<string, ManagedName['issuer']>();
+  for (const route of routes) {
+    if (!wantsManagedCertificate(route) || route.site.tls.on_demand) continue;
+    const name = route.domain.toLowerCase();
+    names.set(name, issuerFor(route, name, global));
+  }
+  return [...names].map(([name, issuer]) => ({ name, issuer }));
+}
+
+/** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
+function issuerFor(route: RouteSpec, name: string, global: GlobalOptions): ManagedName['issuer'] {
+  return route.site.tls.mode === 'internal' || (global.acme_ca.length === 0 && isLocalName(name)) ? 'internal' : 'acme';
+}
+
+/**
+ * The on-demand rule: a handshake's server name may get a certificate at
+ * the first handshake when a route with `tls { on_demand }` serves it — its
+ * exact domain, or a `*.parent` wildcard covering exactly one more label.
+ * Returns who certifies it, or null.
+ */
+export function onDemandIssuer(
+  routes: readonly RouteSpec[],
+  global: GlobalOptions,
+  name: string,
+): ManagedName['issuer'] | null {
+  if (global.auto_https === 'off' || global.auto_https === 'disable_certs') return null;
+  const host = name.toLowerCase();
+  const dot = host.indexOf('.');
+  const wildcard = dot > 0 ? `*${host.slice(dot)}` : null;
+  let match: RouteSpec | undefined;
+  for (const route of routes) {
+    if (!route.site.tls.on_demand || !wantsManagedCertificate(route)) continue;
+    const domain = route.domain.toLowerCase();
+    if (domain === host) {
+      match = route;
+      break;
+    }
+    if (domain === wildcard) match ??= route;
+  }
+  return match === undefined ? null : issuerFor(match, host, global);
+}
+
+/** What the daemon holds of automatic HTTPS. */
+export interface CertificateWiring {
+  readonly manager: CertificateManager;
+  /** Makes the manager maintain the names `routes` want (never rejects). */
+  setRoutes(routes: readonly RouteSpec[]): Promise<void>;
+  /** The rows of `GET /certificates`. */
+  status(): CertificateSummary[];
+  close(): void;
+}
+
+/** Options of {@link createCertificateWiring}. */
+export interface CertificateWiringOptions {
+  /** The cert dir (`--cert-dir`). */
+  certDir: string;
+  logger: CertificateLogger;
+}
+
+/**
+ * Builds automatic HTTPS from the global options: file storage in the cert
+ * dir, the local CA (opened at the first internal name), one ACME issuer per
+ * `acme_ca` (Let's Encrypt when none is named), all sharing one challenge
+ * table, and the manager over them. Nothing is contacted until a name needs
+ * a certificate.
+ */
+export async function createCertificateWiring(
+  config: Config,
+  options: CertificateWiringOptions,
+): Promise<CertificateWiring> {
+  const { global } = config;
+  const storage = new FileStorage(options.certDir);
+  const challengeTable = new ChallengeTable();
+  let routes: readonly RouteSpec[] = [];
+  const caRootPem = global.acme_ca_root === null ? undefined : await readCaRoot(global.acme_ca_root);
+  const directories = global.acme_ca.length > 0 ? global.acme_ca : [DEFAULT_ACME_CA];
+  const acmeIssuers = directories.map(
+    (directoryUrl) =>
+      new AcmeIssuer({
+        directoryUrl,
+        storage,
+        solver: challengeTable,
+        ...(global.email === null ? {} : { email: global.email }),
+        ...(caRootPem === undefined ? {} : { caRootPem }),
+        ...(global.acme_eab === null
+          ? {}
+          : { externalAccountBinding: { keyId: global.acme_eab.key_id, hmacKey: global.acme_eab.mac_key } }),
+      }),
+  );
+  const manager = new CertificateManager({
+    storage,
+    localCa: () => LocalCa.open(storage),
+    acmeIssuers,
+    challengeTable,
+    ...(global.on_demand_ask === null
+      ? {}
+      : { onDemand: { ask: global.on_demand_ask, allowed: (name: string) => onDemandIssuer(routes, global, name) } }),
+    keyType: global.key_type === 'rsa2048' ? 'rsa' : 'ecdsa',
+    logger: options.logger,
+  });
+  return {
+    manager,
+    setRoutes(next) {
+      routes = next;
+      return manager.setNames(managedNames(next, global));
+    },
+    status: () => manager.status(),
+    // An order already sent finishes in the background (its certificate is stored); shutdown does not wait for it.
+    close: () => manager.close(),
+  };
+}
+
+/** Reads `acme_ca_root`; a missing or unreadable file is a start error naming it. */
+async function readCaRoot(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`acme_ca_root ${file}: ${(err as Error).message}`);
+  }
+}

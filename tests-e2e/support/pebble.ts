@@ -1,0 +1,169 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { freePort } from './proxyd.js';
+
+/** Options of {@link preparePebble}. */
+export interface PebbleOptions {
+  /** The port pebble's validation authority fetches HTTP-01 answers from: the daemon's `http_port`. */
+  httpPort: number;
+  /** The port it makes TLS-ALPN-01 handshakes to: the daemon's `https_port`. */
+  tlsPort: number;
+  /** Lifetime of issued certificates, seconds (pebble's default: 5 years). */
+  validitySeconds?: number;
+}
+
+/**
+ * A pebble ACME CA (Debian's `pebble`, the real Let's Encrypt test server)
+ * and its mock DNS (`pebble-challtestsrv`: every name → 127.0.0.1), all on
+ * loopback. Ports and pebble's API certificate are fixed when prepared, so
+ * a daemon can be configured with them before the CA runs ("CA down at
+ * start") and the CA can stop and start again on the same address.
+ */
+export interface Pebble {
+  /** `https://127.0.0.1:<port>/dir`: the Proxyfile's `acme_ca`. */
+  readonly directoryUrl: string;
+  /** The PEM file that signed pebble's API certificate: the Proxyfile's `acme_ca_root`. */
+  readonly apiCaFile: string;
+  /** Starts pebble (and the mock DNS) and waits for its directory. */
+  start(): Promise<void>;
+  /** Pebble's issuing root of the current run, PEM (pebble makes a new one at every start). */
+  rootPem(): Promise<string>;
+  /** How many orders pebble was asked for since it started (its "There are now N orders" log). */
+  orders(): number;
+  /** What pebble and the mock DNS wrote, for failure messages. */
+  log(): string;
+  /** Stops pebble and the mock DNS; `start()` may be called again. */
+  stop(): Promise<void>;
+  /** Stops and removes the temp dir. */
+  dispose(): Promise<void>;
+}
+
+/** Generates pebble's API certificate and config; nothing runs until {@link Pebble.start}. */
+export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-pebble-'));
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl(
+    'req',
+    '-x509',
+    ...ec,
+    '-days',
+    '30',
+    '-subj',
+    '/CN=pebble api e2e CA',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+  );
+  openssl('req', ...ec, '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'cert.csr');
+  writeFileSync(
+    path.join(dir, 'ext.cnf'),
+    'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
+  );
+  openssl(
+    ...['x509', '-req', '-in', 'cert.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial'],
+    ...['-days', '30', '-extfile', 'ext.cnf', '-out', 'cert.pem'],
+  );
+  const [port, mgmtPort, dnsPort, dnsMgmtPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  writeFileSync(
+    path.join(dir, 'pebble-config.json'),
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${port}`,
+        managementListenAddress: `127.0.0.1:${mgmtPort}`,
+        certificate: path.join(dir, 'cert.pem'),
+        privateKey: path.join(dir, 'key.pem'),
+        httpPort: options.httpPort,
+        tlsPort: options.tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+        ...(options.validitySeconds === undefined ? {} : { certificateValidityPeriod: options.validitySeconds }),
+      },
+    }),
+  );
+  const apiCaFile = path.join(dir, 'ca.pem');
+  const apiCa = readFileSync(apiCaFile, 'utf8');
+  const get = (url: string) =>
+    new Promise<string>((resolve, reject) => {
+      https
+        .get(url, { ca: apiCa }, (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => {
+            body += chunk.toString();
+          });
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve(body) : reject(new Error(`${url}: ${res.statusCode}`)),
+          );
+        })
+        .on('error', reject);
+    });
+  let children: ChildProcess[] = [];
+  let output = '';
+  const directoryUrl = `https://127.0.0.1:${port}/dir`;
+  const stop = async () => {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    children = [];
+  };
+  const run = (command: string, args: string[], env: NodeJS.ProcessEnv = process.env) => {
+    const child = spawn(command, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    child.stderr?.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    children.push(child);
+  };
+  return {
+    directoryUrl,
+    apiCaFile,
+    async start() {
+      output = '';
+      run('pebble-challtestsrv', [
+        ...['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
+        ...['-management', `127.0.0.1:${dnsMgmtPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', ''],
+      ]);
+      run('pebble', ['-config', 'pebble-config.json', '-dnsserver', `127.0.0.1:${dnsPort}`], {
+        ...process.env,
+        PEBBLE_VA_NOSLEEP: '1',
+        PEBBLE_WFE_NONCEREJECT: '0',
+      });
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await get(directoryUrl);
+          return;
+        } catch (err) {
+          if (attempt >= 100) throw new Error(`pebble did not come up: ${(err as Error).message}\n${output}`);
+          await delay(50);
+        }
+      }
+    },
+    rootPem: () => get(`https://127.0.0.1:${mgmtPort}/roots/0`),
+    orders: () => output.match(/There are now \d+ orders/g)?.length ?? 0,
+    log: () => output.slice(-4000),
+    stop,
+    async dispose() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
