@@ -7,6 +7,7 @@ import { loadProxyfile, startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
 import { tuneHeapForStreaming } from './heap-tuning.js';
 import { createLogging } from './logging.js';
+import { trustLocalRoot, untrustLocalRoot } from './trust.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -51,6 +52,11 @@ const program = buildProgram(version, {
     });
   },
   demo: () => runDemo(logging),
+  // The real stores: Debian's system locations and $HOME/.pki/nssdb.
+  trust: ({ certDir, system, nss }) =>
+    trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} }),
+  untrust: ({ certDir, system, nss }) =>
+    untrustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} }),
 });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -2,7 +2,10 @@ import { Command } from 'commander';
 import { registerFmt } from './commands/fmt.js';
 import { registerOpenapi } from './commands/openapi.js';
 import { registerReload } from './commands/reload.js';
+import { registerTrust, type TrustCommands } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
+
+export type { TrustCommandOptions, TrustCommandReport, TrustCommands } from './commands/trust.js';
 
 /** Options of `proxyd run`. */
 export interface RunOptions {
@@ -20,8 +23,11 @@ export interface RunOptions {
   certDir?: string;
 }
 
-/** The daemon side of the CLI, implemented by the composition root. */
-export interface DaemonCommands {
+/**
+ * The daemon side of the CLI, implemented by the composition root: `run`,
+ * `demo`, and `trust` / `untrust` (which need the certificates package).
+ */
+export interface DaemonCommands extends TrustCommands {
   run(options: RunOptions): Promise<void>;
   demo(): Promise<void>;
 }
@@ -64,6 +70,7 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
   registerOpenapi(program);
   registerValidate(program);
   registerFmt(program);
+  registerTrust(program, daemon);
 
   return program;
 }
