@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { curlHttps, servedCertificate } from './support/https-client.js';
-import { type Pebble, preparePebble } from './support/pebble.js';
-import { freePort, type RunningProxyd, request, startProxyd } from './support/proxyd.js';
+import { acmeGlobal, type Pebble, preparePebble } from './support/pebble.js';
+import { freePort, type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
 /** Certificate rows of `GET /certificates`. */
 interface CertificateRow {
@@ -36,11 +36,11 @@ describe('automatic HTTPS against a real ACME CA (pebble on loopback)', () => {
   let httpsPort: number;
   const running: RunningProxyd[] = [];
 
-  const start = async (certDir: string, sites: string, ports = { httpPort, httpsPort }) => {
+  const start = async (certDir: string, sites: string, ports = { httpPort, httpsPort }, global = '') => {
     const proxyd = await startProxyd({
       ...ports,
       autoHttps: 'on',
-      global: `\temail ops@proxyd.test\n\tacme_ca ${pebble.directoryUrl}\n\tacme_ca_root ${pebble.apiCaFile}\n`,
+      global: `${acmeGlobal(pebble)}${global}`,
       sites,
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
       // Both outside the run's own directory, which stop() removes: a restart keeps certificates and API routes.
@@ -128,6 +128,34 @@ describe('automatic HTTPS against a real ACME CA (pebble on loopback)', () => {
     expect((await ordersValid(first)) + (await ordersValid(second))).toBe(1);
     await stop(second);
     await stop(first);
+  });
+  it('on-demand TLS: a certificate at the first handshake for a name the ask endpoint allows, none for one it denies', async () => {
+    const asked: string[] = [];
+    const ask = await startUpstream((req, res) => {
+      const domain = new URL(req.url ?? '/', 'http://ask').searchParams.get('domain') ?? '';
+      asked.push(domain);
+      res.writeHead(domain === 'yes.od.test' ? 200 : 403).end();
+    });
+    try {
+      const proxyd = await start(
+        path.join(work, 'certs-on-demand'),
+        '*.od.test {\n\ttls {\n\t\ton_demand\n\t}\n\trespond "on demand"\n}\n',
+        { httpPort, httpsPort },
+        `\ton_demand_tls {\n\t\task http://127.0.0.1:${ask.port}/ask\n\t}\n`,
+      );
+      // Nothing is ordered before a handshake asks for a name.
+      expect(await certificates(proxyd)).toEqual([]);
+      const allowed = await curlHttps('yes.od.test', httpsPort, rootFile);
+      expect(allowed).toMatchObject({ ok: true, status: 200, body: 'on demand' });
+      const denied = await curlHttps('no.od.test', httpsPort, rootFile);
+      expect(denied.ok).toBe(false);
+      expect(denied.error).toMatch(/alert|handshake/i);
+      expect(asked).toEqual(['yes.od.test', 'no.od.test']);
+      expect((await certificates(proxyd)).map((r) => [r.name, r.status])).toEqual([['yes.od.test', 'valid']]);
+      await stop(proxyd);
+    } finally {
+      await ask.close();
+    }
   });
 });
 

@@ -167,3 +167,8 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     },
   };
 }
+
+/** The Proxyfile global options that point proxyd at `pebble`. */
+export function acmeGlobal(pebble: Pebble): string {
+  return `\temail ops@proxyd.test\n\tacme_ca ${pebble.directoryUrl}\n\tacme_ca_root ${pebble.apiCaFile}\n`;
+}

@@ -489,23 +489,22 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const now = this.#now();
     const current = entry.current;
     if (current !== null) this.#pollRenewalInfoIfDue(entry, current, now);
-    const due = current === null || entry.backoff !== null || this.#renewal(entry, current, now).renew;
-    if (!due) return;
+    const renewal = current === null ? null : this.#renewal(entry, current, now);
+    const due = renewal === null || entry.backoff !== null || renewal.renew;
+    if (!due) {
+      // Due before the next check (a short-lived certificate): wake up for it instead of renewing late.
+      if (renewal.dueAt - now < this.#checkIntervalMs) this.#wakeAt(entry, renewal.dueAt, now);
+      return;
+    }
     const at = Math.max(
       entry.backoff !== null && !entry.backoff.gaveUp ? entry.backoff.nextAttemptAt : now,
       this.#heldUntil(entry, now) ?? now,
     );
-    this.#clearTimer(entry);
     if (at > now) {
-      entry.timer = this.#scheduler.setTimeout(
-        () => {
-          entry.timer = undefined;
-          this.#check(entry);
-        },
-        Math.min(at - now, 2 ** 31 - 1),
-      );
+      this.#wakeAt(entry, at, now);
       return;
     }
+    this.#clearTimer(entry);
     entry.retryOnce = false;
     const attempt = this.#attempt(entry).finally(() => {
       entry.attempt = null;
@@ -513,6 +512,18 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     });
     entry.attempt = attempt;
     this.#track(attempt);
+  }
+
+  /** Sets the name's one wake-up to `at` (replacing an earlier one). */
+  #wakeAt(entry: Entry, at: number, now: number): void {
+    this.#clearTimer(entry);
+    entry.timer = this.#scheduler.setTimeout(
+      () => {
+        entry.timer = undefined;
+        this.#check(entry);
+      },
+      Math.min(Math.max(0, at - now), 2 ** 31 - 1),
+    );
   }
 
   #clearTimer(entry: Entry): void {
