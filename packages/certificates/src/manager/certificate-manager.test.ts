@@ -310,6 +310,26 @@ describe('CertificateManager: renewal', () => {
     });
   });
 
+  it('renews a certificate shorter-lived than the check interval on time, not at the next 10-minute check', async () => {
+    const { time, make, advance } = setup();
+    const ca = new FakeAcmeIssuer('ca1', time);
+    // 30 min (plus the 5-minute backdate): due about 18 min in, between two 10-minute checks.
+    ca.lifetimeMs = 30 * MINUTE;
+    const manager = make({ storage: new MemoryStorage(), acmeIssuers: [ca] });
+    await manager.setNames([{ name: 'short.example.com', issuer: 'acme' }]);
+    await manager.whenIdle();
+    const issued = manager.status()[0];
+    const dueAt = issued?.nextAttemptAt as number;
+    expect((dueAt - time.now) % (10 * MINUTE)).not.toBe(0);
+
+    await advance(dueAt - time.now - 1);
+    expect(ca.orders).toHaveLength(1);
+    await advance(1);
+    expect(ca.orders).toHaveLength(2);
+    // Still served without a gap: the renewed one replaced it before the first expired.
+    expect(manager.status()[0]?.notAfter).toBeGreaterThan(issued?.notAfter as number);
+  });
+
   it('a renewal that fails keeps the served certificate and backs off; a later success replaces it', async () => {
     const { time, make, advance } = setup();
     const ca = new FakeAcmeIssuer('ca1', time);
