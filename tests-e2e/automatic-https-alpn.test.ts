@@ -1,10 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { acmeGlobal, type Pebble, preparePebble } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { curlHttps } from './support/https-client.js';
-import { acmeGlobal, type Pebble, preparePebble } from './support/pebble.js';
 import { freePort, type RunningProxyd, startProxyd } from './support/proxyd.js';
 
 describe('TLS-ALPN-01 against pebble: validation reaches only the HTTPS listener', () => {

@@ -14,6 +14,7 @@ const libraries = [
   'packages/analytics',
   'packages/admin-api',
   'packages/cli',
+  'packages/test-peers',
 ];
 const apps = ['apps/proxyd'];
 
@@ -30,6 +31,8 @@ const allowed: Record<string, string[]> = {
   // The shared value rules (domains, host:port), pure functions beside the model's schemas.
   '@proxyd/admin-api': ['@proxyd/proxy-core/model'],
   '@proxyd/cli': ['@proxyd/proxyfile', '@proxyd/admin-api'],
+  // Real peers for tests (pebble): imports nothing of the product, and nothing ships it.
+  '@proxyd/test-peers': [],
   '@proxyd/proxyd': [
     '@proxyd/proxy-core',
     '@proxyd/proxy-core/model',
@@ -156,6 +159,16 @@ describe('package boundaries', () => {
           }
         }
       }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('test peers are for tests only: no package or app depends on them at run time', async () => {
+    const violations: string[] = [];
+    for (const dir of [...libraries, ...apps]) {
+      const pkg = await readJson(path.join(root, dir, 'package.json'));
+      if (pkg.dependencies?.['@proxyd/test-peers'] || pkg.peerDependencies?.['@proxyd/test-peers'])
+        violations.push(`${dir}/package.json has @proxyd/test-peers as a run-time dependency`);
     }
     expect(violations).toEqual([]);
   });

@@ -3,13 +3,13 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
+import { freePort, type StartedPebble as Pebble, startPebble } from '@proxyd/test-peers';
 import { crypto as acmeCrypto } from 'acme-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CertificatesError } from '../errors.js';
 import { AcmeIssuer, type AcmeIssuerOptions, type IssuedCertificate } from './acme-issuer.js';
 import type { ChallengeSolver, PresentedChallenge } from './challenge-solver.js';
 import { MemoryStorage } from './memory-storage.test-helpers.js';
-import { freePort, type Pebble, startPebble } from './pebble.test-helpers.js';
 import { acmeProblemOf } from './problem.js';
 
 /** Serves HTTP-01 and TLS-ALPN-01 answers on loopback, as the daemon's listeners will. */

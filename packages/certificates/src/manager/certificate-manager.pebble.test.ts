@@ -3,11 +3,11 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
+import { type StartedPebble as Pebble, startPebble } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcmeIssuer } from '../acme/acme-issuer.js';
 import type { ChallengeType } from '../acme/challenge-solver.js';
 import { MemoryStorage } from '../acme/memory-storage.test-helpers.js';
-import { type Pebble, startPebble } from '../acme/pebble.test-helpers.js';
 import { LocalCa } from '../local-ca/local-ca.js';
 import { MemoryStorage as LocalMemoryStorage } from '../local-ca/memory-storage.test-helpers.js';
 import { ariCertId } from '../schedule/ari.js';
@@ -104,7 +104,7 @@ beforeAll(async () => {
   pebble = await startPebble({
     httpPort: (httpResponder.address() as AddressInfo).port,
     tlsPort: (tlsResponder.address() as AddressInfo).port,
-    certificateValidityPeriod: 120,
+    validitySeconds: 120,
   });
 });
 

@@ -1,40 +1,47 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { freePort } from './proxyd.js';
 
 /** Options of {@link preparePebble}. */
 export interface PebbleOptions {
-  /** The port pebble's validation authority fetches HTTP-01 answers from: the daemon's `http_port`. */
+  /** The port pebble's validation authority fetches HTTP-01 answers from (the daemon's `http_port`). */
   httpPort: number;
-  /** The port it makes TLS-ALPN-01 handshakes to: the daemon's `https_port`. */
+  /** The port it makes TLS-ALPN-01 handshakes to (the daemon's `https_port`). */
   tlsPort: number;
   /** Lifetime of issued certificates, seconds (pebble's default: 5 years). */
   validitySeconds?: number;
+  /** EAB key id → HMAC key (base64url); when set, pebble requires external account binding. */
+  externalAccountMACKeys?: Record<string, string>;
+  /** Extra environment for pebble (e.g. `PEBBLE_WFE_NONCEREJECT`). */
+  env?: Record<string, string>;
 }
 
 /**
- * A pebble ACME CA (Debian's `pebble`, the real Let's Encrypt test server)
- * and its mock DNS (`pebble-challtestsrv`: every name → 127.0.0.1), all on
- * loopback. Ports and pebble's API certificate are fixed when prepared, so
- * a daemon can be configured with them before the CA runs ("CA down at
- * start") and the CA can stop and start again on the same address.
+ * A pebble ACME CA (Debian's `pebble`, Let's Encrypt's test server) and its
+ * mock DNS (`pebble-challtestsrv`: every name → 127.0.0.1, no AAAA), all on
+ * loopback. Ports and pebble's API certificate are fixed when prepared, so a
+ * daemon can be pointed at a CA that is not up yet, and the CA can stop and
+ * start again on the same address.
  */
 export interface Pebble {
   /** `https://127.0.0.1:<port>/dir`: the Proxyfile's `acme_ca`. */
   readonly directoryUrl: string;
   /** The PEM file that signed pebble's API certificate: the Proxyfile's `acme_ca_root`. */
   readonly apiCaFile: string;
-  /** Starts pebble (and the mock DNS) and waits for its directory. */
+  /** Its content. */
+  readonly apiCaPem: string;
+  /** Starts pebble and the mock DNS, and waits for the directory. */
   start(): Promise<void>;
   /** Pebble's issuing root of the current run, PEM (pebble makes a new one at every start). */
   rootPem(): Promise<string>;
-  /** How many orders pebble was asked for since it started (its "There are now N orders" log). */
+  /** How many orders pebble was asked for since it last started (its "There are now N orders" log). */
   orders(): number;
-  /** What pebble and the mock DNS wrote, for failure messages. */
+  /** The end of what pebble and the mock DNS wrote, for failure messages. */
   log(): string;
   /** Stops pebble and the mock DNS; `start()` may be called again. */
   stop(): Promise<void>;
@@ -42,9 +49,31 @@ export interface Pebble {
   dispose(): Promise<void>;
 }
 
-/** Generates pebble's API certificate and config; nothing runs until {@link Pebble.start}. */
-export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-e2e-pebble-'));
+/** A TCP port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A port free for both TCP and UDP on 127.0.0.1 (the mock DNS listens on both). */
+async function freeDualPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const socket = dgram.createSocket('udp4');
+    const ok = await new Promise<boolean>((resolve) => {
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => resolve(true));
+    });
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+    if (ok) return port;
+  }
+}
+
+/** Makes pebble's API certificate (the Debian package ships none) in `dir`. */
+function makeApiCertificate(dir: string): void {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl(
@@ -54,7 +83,7 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     '-days',
     '30',
     '-subj',
-    '/CN=pebble api e2e CA',
+    '/CN=pebble api test CA',
     '-keyout',
     'ca.key',
     '-out',
@@ -69,10 +98,16 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     ...['x509', '-req', '-in', 'cert.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial'],
     ...['-days', '30', '-extfile', 'ext.cnf', '-out', 'cert.pem'],
   );
+}
+
+/** Writes pebble's certificate and config on free loopback ports; nothing runs until {@link Pebble.start}. */
+export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-pebble-'));
+  makeApiCertificate(dir);
   const [port, mgmtPort, dnsPort, dnsMgmtPort] = [
     await freePort(),
     await freePort(),
-    await freePort(),
+    await freeDualPort(),
     await freePort(),
   ];
   writeFileSync(
@@ -86,17 +121,20 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
         httpPort: options.httpPort,
         tlsPort: options.tlsPort,
         ocspResponderURL: '',
-        externalAccountBindingRequired: false,
+        externalAccountBindingRequired: options.externalAccountMACKeys !== undefined,
+        ...(options.externalAccountMACKeys === undefined
+          ? {}
+          : { externalAccountMACKeys: options.externalAccountMACKeys }),
         ...(options.validitySeconds === undefined ? {} : { certificateValidityPeriod: options.validitySeconds }),
       },
     }),
   );
   const apiCaFile = path.join(dir, 'ca.pem');
-  const apiCa = readFileSync(apiCaFile, 'utf8');
+  const apiCaPem = readFileSync(apiCaFile, 'utf8');
   const get = (url: string) =>
     new Promise<string>((resolve, reject) => {
       https
-        .get(url, { ca: apiCa }, (res) => {
+        .get(url, { ca: apiCaPem }, (res) => {
           let body = '';
           res.on('data', (chunk: Buffer) => {
             body += chunk.toString();
@@ -109,6 +147,15 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     });
   let children: ChildProcess[] = [];
   let output = '';
+  const run = (command: string, args: string[], env: NodeJS.ProcessEnv = process.env) => {
+    const child = spawn(command, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const append = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-200_000);
+    };
+    child.stdout?.on('data', append);
+    child.stderr?.on('data', append);
+    children.push(child);
+  };
   const directoryUrl = `https://127.0.0.1:${port}/dir`;
   const stop = async () => {
     await Promise.all(
@@ -123,19 +170,10 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     );
     children = [];
   };
-  const run = (command: string, args: string[], env: NodeJS.ProcessEnv = process.env) => {
-    const child = spawn(command, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout?.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    child.stderr?.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    children.push(child);
-  };
   return {
     directoryUrl,
     apiCaFile,
+    apiCaPem,
     async start() {
       output = '';
       run('pebble-challtestsrv', [
@@ -146,13 +184,17 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
         ...process.env,
         PEBBLE_VA_NOSLEEP: '1',
         PEBBLE_WFE_NONCEREJECT: '0',
+        ...options.env,
       });
       for (let attempt = 0; ; attempt++) {
         try {
           await get(directoryUrl);
           return;
         } catch (err) {
-          if (attempt >= 100) throw new Error(`pebble did not come up: ${(err as Error).message}\n${output}`);
+          if (attempt >= 100) {
+            await stop();
+            throw new Error(`pebble did not come up: ${(err as Error).message}\n${output.slice(-4000)}`);
+          }
           await delay(50);
         }
       }
@@ -168,7 +210,36 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
   };
 }
 
+/** A pebble prepared and started, with its issuing root already read. */
+export interface StartedPebble {
+  readonly directoryUrl: string;
+  readonly apiCaFile: string;
+  readonly apiCaPem: string;
+  /** Pebble's issuing root, PEM: issued chains verify against it. */
+  readonly rootPem: string;
+  /** Stops pebble and the mock DNS and removes the temp dir. */
+  stop(): Promise<void>;
+}
+
+/** {@link preparePebble} and start it in one call. */
+export async function startPebble(options: PebbleOptions): Promise<StartedPebble> {
+  const pebble = await preparePebble(options);
+  try {
+    await pebble.start();
+    return {
+      directoryUrl: pebble.directoryUrl,
+      apiCaFile: pebble.apiCaFile,
+      apiCaPem: pebble.apiCaPem,
+      rootPem: await pebble.rootPem(),
+      stop: () => pebble.dispose(),
+    };
+  } catch (err) {
+    await pebble.dispose();
+    throw err;
+  }
+}
+
 /** The Proxyfile global options that point proxyd at `pebble`. */
-export function acmeGlobal(pebble: Pebble): string {
+export function acmeGlobal(pebble: Pick<Pebble, 'directoryUrl' | 'apiCaFile'>): string {
   return `\temail ops@proxyd.test\n\tacme_ca ${pebble.directoryUrl}\n\tacme_ca_root ${pebble.apiCaFile}\n`;
 }
