@@ -170,4 +170,22 @@ describe('the client generated from the daemon’s own OpenAPI document drives t
     expect(await call('reload')).toMatchObject({ ok: true, status: 200, body: { message: expect.any(String) } });
     expect(await call('reload')).toMatchObject({ ok: false, status: 429, body: { error: 'reload too soon' } });
   });
+
+  it('certificates: an API route gets one from the local CA, listed with the generated status type', async () => {
+    const created = await call('createRoute', {
+      domain: 'cert.test',
+      upstream: `127.0.0.1:${upstream.port}`,
+      tls: false,
+    });
+    expect(created).toMatchObject({ ok: true, status: 201 });
+    let rows: Array<{ name: string; issuer: string | null; status: string }> = [];
+    for (let i = 0; i < 100; i++) {
+      const listed = await call('listCertificates');
+      expect(listed).toMatchObject({ ok: true, status: 200 });
+      rows = listed.body as typeof rows;
+      if (rows.some((r) => r.name === 'cert.test' && r.status === 'valid')) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(rows).toContainEqual(expect.objectContaining({ name: 'cert.test', issuer: 'local', status: 'valid' }));
+  });
 });
