@@ -17,7 +17,7 @@ describe('the proxyd command line', () => {
     expect((await stat(PROXYD_MAIN)).mode & 0o111).toBe(0o111);
     const { stdout } = await run(PROXYD_MAIN, ['--help']);
     expect(stdout).toMatch(/^Usage: proxyd /);
-    for (const command of ['run', 'demo', 'reload', 'openapi', 'validate', 'fmt']) {
+    for (const command of ['run', 'demo', 'reload', 'openapi', 'validate', 'fmt', 'trust', 'untrust']) {
       expect(stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
     }
   });
