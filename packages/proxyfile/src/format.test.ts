@@ -102,4 +102,24 @@ describe('format', () => {
     expect(format(messy)).toBe(canonical);
     expect(parse(canonical)).toEqual(parse(messy));
   });
+
+  it('keeps docker off and the docker block', () => {
+    for (const [messy, canonical] of [
+      ['{\n  docker    off  # no discovery\n}\n', '{\n\tdocker off # no discovery\n}\n'],
+      [
+        '{\r\ndocker {\r\n\r\n    host   unix:///run/podman/podman.sock\r\n  network "proxy_net"\r\n\r\n   }\r\n}',
+        '{\n\tdocker {\n\t\thost unix:///run/podman/podman.sock\n\t\tnetwork "proxy_net"\n\t}\n}\n',
+      ],
+    ] as const) {
+      expect(format(messy)).toBe(canonical);
+      expect(isFormatted(canonical)).toBe(true);
+      expect(parse(canonical)).toEqual(parse(messy));
+    }
+    expect(parse('{\n\tdocker off\n}\n').global.docker).toEqual({ enabled: false, host: null, network: null });
+    expect(parse('{\n\tdocker {\n\t\tnetwork "proxy_net"\n\t}\n}\n').global.docker).toEqual({
+      enabled: true,
+      host: null,
+      network: 'proxy_net',
+    });
+  });
 });

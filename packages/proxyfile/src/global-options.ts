@@ -23,6 +23,14 @@ const KEY_TYPES: readonly GlobalOptions['key_type'][] = ['p256', 'rsa2048'];
 const AUTO_HTTPS: readonly GlobalOptions['auto_https'][] = ['off', 'disable_redirects', 'disable_certs'];
 const EAB_OPTIONS = ['key_id', 'mac_key'];
 const ON_DEMAND_OPTIONS = ['ask'];
+const DOCKER_OPTIONS = ['host', 'network'];
+const DOCKER_EXPECTED = 'off, or a block with host and network (discovery is on by default: leave docker out)';
+const DOCKER_HOST_EXPECTED = 'a runtime endpoint: unix://<absolute path> or tcp://<host>:<port>';
+const DOCKER_NETWORK_EXPECTED = 'a network name (a letter or digit, then letters, digits, "_", "." or "-")';
+/** Docker's (and Podman's) rule for network names. */
+const DOCKER_NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** Longest Unix socket path, in bytes: `sun_path` is 108 bytes on Linux, its NUL included. */
+const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Options that may stand on several lines; each other option is set once. */
 const REPEATABLE = new Set(['acme_ca']);
@@ -78,6 +86,30 @@ function macKey(d: Dispenser, t: Token): string {
   return t.text;
 }
 
+/** Why `text` is not a `docker { host }` endpoint (`unix://<absolute path>` or `tcp://host:port`), or null when it is one. */
+function dockerHostProblem(text: string): string | null {
+  if (text.startsWith('unix://')) {
+    const path = text.slice('unix://'.length);
+    if (!path.startsWith('/')) return `the socket path must be absolute: did you mean "unix:///${path}"?`;
+    if (path === '/' || path.endsWith('/')) return 'the socket path names a directory';
+    if (path.includes('\0')) return 'the socket path holds a NUL character';
+    if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES) {
+      return `the socket path is longer than ${MAX_SOCKET_PATH_BYTES} bytes, the limit of a Unix socket address`;
+    }
+    return null;
+  }
+  if (text.startsWith('tcp://')) {
+    const address = text.slice('tcp://'.length);
+    const parsed = parseHostPort(address);
+    return parsed.ok ? null : `${JSON.stringify(address)} ${parsed.problem}`;
+  }
+  if (text.startsWith('/')) return `did you mean "unix://${text}"?`;
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1];
+  if (scheme === 'http') return `did you mean "tcp://${text.slice('http://'.length)}"?`;
+  if (scheme !== undefined) return `${scheme}:// is not supported`;
+  return 'it has no unix:// or tcp:// scheme';
+}
+
 /**
  * The options of the global block:
  * ```
@@ -101,6 +133,11 @@ function macKey(d: Dispenser, t: Token): string {
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
  *     geoip_db <path>               # MaxMind-format country database
+ *     docker off                    # container discovery (Docker/Podman labels), on by default; or:
+ *     docker {
+ *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
+ *         network <name>            # for containers on several networks without proxy.network
+ *     }
  * }
  * ```
  */
@@ -233,6 +270,48 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
   },
   geoip_db(d, g) {
     g.geoip_db = single(d, 'a database path').text;
+  },
+  docker(d, g) {
+    const arg = d.nextArg();
+    if (arg !== null) {
+      if (arg.text !== 'off') {
+        const hint = arg.text === 'on' ? ' (on is the default: leave docker out)' : '';
+        const near = hint === '' ? nearest(arg.text, ['off']) : null;
+        throw d.unexpected(
+          arg,
+          `off${near ? ' (did you mean "off"?)' : ''}, or a block with host and network${hint}`,
+          ProxyfileErrorCode.INVALID_VALUE,
+        );
+      }
+      d.end();
+      if (d.line.block) {
+        throw d.unexpected(
+          d.line.block.open,
+          'the end of the line (docker off takes no block: host and network apply only when discovery is on)',
+        );
+      }
+      g.docker = { enabled: false, host: null, network: null };
+      return;
+    }
+    if (!d.hasBlock()) throw d.missing(DOCKER_EXPECTED);
+    const once: Seen = new Map();
+    const docker: GlobalOptions['docker'] = { enabled: true, host: null, network: null };
+    for (const sub of d.blockLines()) {
+      const isHost = sub.name.text === 'host';
+      const expected = isHost ? DOCKER_HOST_EXPECTED : DOCKER_NETWORK_EXPECTED;
+      const t = blockValue(sub, 'a docker', DOCKER_OPTIONS, once, expected);
+      if (isHost) {
+        const problem = dockerHostProblem(t.text);
+        if (problem !== null) {
+          throw sub.unexpected(t, `${expected} (${problem})`, ProxyfileErrorCode.INVALID_VALUE);
+        }
+        docker.host = t.text;
+      } else {
+        if (!DOCKER_NETWORK.test(t.text)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+        docker.network = t.text;
+      }
+    }
+    g.docker = docker;
   },
 };
 

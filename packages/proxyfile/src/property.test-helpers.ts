@@ -279,9 +279,22 @@ const globalBlock: fc.Arbitrary<Node | null> = fc.option(
       ),
       fc.option(fc.constantFrom('p256', 'rsa2048')),
       fc.option(fc.constantFrom('off', 'disable_redirects', 'disable_certs')),
+      fc.option(
+        fc.constantFrom<Node>(
+          { tokens: ['docker', 'off'] },
+          { tokens: ['docker'], block: [] },
+          {
+            tokens: ['docker'],
+            block: [{ tokens: ['host', 'unix:///run/podman/podman.sock'] }, { tokens: ['network', 'proxy_net'] }],
+          },
+          { tokens: ['docker'], block: [{ tokens: ['network', 'web.1'] }, { tokens: ['host', 'tcp://[::1]:2375'] }] },
+          { tokens: ['docker'], block: [{ tokens: ['host', '"tcp://docker.internal:2375"'] }] },
+        ),
+      ),
     )
-    .map(([opts, eab, keyType, autoHttps]): Node => {
+    .map(([opts, eab, keyType, autoHttps, docker]): Node => {
       const block = [...opts];
+      if (docker !== null) block.splice(block.length >> 1, 0, docker);
       if (eab !== null) block.push(eab);
       if (keyType !== null) block.push({ tokens: ['key_type', keyType] });
       if (autoHttps !== null) block.unshift({ tokens: ['auto_https', autoHttps] });

@@ -62,6 +62,9 @@ describe('property: generated valid Proxyfiles', () => {
       ['key_type', /key_type\s+rsa2048/],
       ['auto_https', /auto_https\s+disable_certs/],
       ['on_demand_tls', /on_demand_tls\s+\{/],
+      ['docker off', /docker\s+off/],
+      ['docker { host, network }', /docker\s+\{[^}]*host\s+unix:[^}]*network\s+proxy_net/],
+      ['docker { network, host }', /docker\s+\{[^}]*network\s+web\.1[^}]*host\s+tcp:/],
       ['tls { on_demand }', /^\s*tls\s+\{/m],
       ['tls internal { on_demand }', /tls\s+internal\s+\{/],
     ];

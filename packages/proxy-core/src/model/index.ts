@@ -320,6 +320,26 @@ export const AutoHttps = Type.Union(
 );
 export type AutoHttps = Static<typeof AutoHttps>;
 
+/**
+ * `docker`: container discovery (Docker/Podman `proxy.*` labels). On by
+ * default, when a runtime socket answers; `docker off` turns it off.
+ */
+export const DockerOptions = Type.Object(
+  {
+    enabled: Type.Boolean({ description: 'Discover containers by their proxy.* labels (default true)' }),
+    host: Type.Union([Type.String({ pattern: '^(unix:///|tcp://).+' }), Type.Null()], {
+      description:
+        'Runtime endpoint, unix:///<absolute path> or tcp://host:port (default null: DOCKER_HOST, else the first socket that answers of /var/run/docker.sock, $XDG_RUNTIME_DIR/podman/podman.sock, /run/podman/podman.sock)',
+    }),
+    network: Type.Union([Type.String({ pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }), Type.Null()], {
+      description:
+        'Network used for a container on several networks that has no proxy.network label (default null: the network shared with proxyd, else the only one)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type DockerOptions = Static<typeof DockerOptions>;
+
 /** The global options block. */
 export const GlobalOptions = Type.Object(
   {
@@ -347,6 +367,7 @@ export const GlobalOptions = Type.Object(
     state_dir: Type.Union([Type.String(), Type.Null()], { description: 'Where routes and secrets persist' }),
     trusted_proxies: Type.Array(Type.String(), { description: 'CIDRs whose X-Forwarded-For is believed' }),
     geoip_db: Type.Union([Type.String(), Type.Null()], { description: 'MaxMind-format country database path' }),
+    docker: DockerOptions,
   },
   { additionalProperties: false },
 );
@@ -412,6 +433,7 @@ export function defaultGlobalOptions(): GlobalOptions {
     state_dir: null,
     trusted_proxies: [],
     geoip_db: null,
+    docker: { enabled: true, host: null, network: null },
   };
 }
 
