@@ -17,6 +17,7 @@ import type {
   AuditEvent,
   CachePort,
   CertificatesPort,
+  DiscoveryPort,
   MetricsPort,
   ReloadPort,
   RouteStorePort,
@@ -48,6 +49,8 @@ export interface AdminAppOptions {
   metrics?: MetricsPort;
   /** Managed certificates (automatic HTTPS); absent (automatic HTTPS off) → GET /certificates answers `[]`. */
   certificates?: CertificatesPort;
+  /** Container discovery (the docker source); absent → GET /discovery answers `enabled: false`. */
+  discovery?: DiscoveryPort;
   /** prom-client registry that receives the admin app's own request metrics (fastify-metrics); render it from `metrics`. */
   metricsRegistry?: Registry;
   /** Audit sink; default: INFO log line with target `proxy::admin::audit` on `logger`. */
@@ -122,6 +125,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     reload: options.reload,
     metrics: options.metrics,
     certificates: options.certificates,
+    discovery: options.discovery,
     now,
     startedAt: options.startedAt ?? now(),
     audit: (action, resource) => audit({ action, principal: 'admin', resource }),

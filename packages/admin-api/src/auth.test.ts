@@ -49,6 +49,7 @@ describe('authentication (spec §5)', () => {
       { method: 'GET', url: '/analytics' },
       { method: 'GET', url: '/analytics/a.example' },
       { method: 'GET', url: '/certificates' },
+      { method: 'GET', url: '/discovery' },
       { method: 'PURGE', url: '/cache/a.example/x' },
       { method: 'POST', url: '/reload' },
       { method: 'GET', url: '/openapi.json' },

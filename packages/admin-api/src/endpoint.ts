@@ -1,6 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { AnalyticsPort, CachePort, CertificatesPort, MetricsPort, ReloadPort, RouteStorePort } from './ports.js';
+import type {
+  AnalyticsPort,
+  CachePort,
+  CertificatesPort,
+  DiscoveryPort,
+  MetricsPort,
+  ReloadPort,
+  RouteStorePort,
+} from './ports.js';
 
 /** The HTTP methods the admin API routes. */
 export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PURGE';
@@ -13,6 +21,7 @@ export interface AdminContext {
   reload: ReloadPort | undefined;
   metrics: MetricsPort | undefined;
   certificates: CertificatesPort | undefined;
+  discovery: DiscoveryPort | undefined;
   /** Milliseconds since the epoch. */
   now(): number;
   /** Process start, ms since the epoch. */

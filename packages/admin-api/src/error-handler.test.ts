@@ -169,6 +169,7 @@ describe('405 method not allowed and OPTIONS (spec §4, §5 rule 3)', () => {
     '/analytics': 'GET',
     '/analytics/a.example': 'GET',
     '/certificates': 'GET',
+    '/discovery': 'GET',
     '/cache/h/p': 'PURGE',
     '/reload': 'POST',
     '/openapi.json': 'GET',

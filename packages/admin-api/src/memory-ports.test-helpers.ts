@@ -8,6 +8,8 @@ import type {
   CachePort,
   CertificateInfo,
   CertificatesPort,
+  DiscoveryPort,
+  DiscoveryStatus,
   ReloadPort,
   RouteStorePort,
   SnapshotResult,
@@ -121,6 +123,32 @@ export function sampleCertificate(name: string, overrides: Partial<CertificateIn
     status: 'valid',
     lastError: null,
     nextAttemptAt: Date.UTC(2027, 0, 21, 21, 0, 0),
+    ...overrides,
+  };
+}
+
+/** A docker source that answers the given status (a copy, so a test can compare); counts its calls. */
+export function memoryDiscovery(status: DiscoveryStatus): DiscoveryPort & { calls: number } {
+  const port = {
+    calls: 0,
+    status: async () => {
+      port.calls++;
+      return { ...status, warnings: status.warnings.map((w) => ({ ...w })) };
+    },
+  };
+  return port;
+}
+
+/** A sample discovery state: connected to Docker's socket, three containers, one invalid label. */
+export function sampleDiscovery(overrides: Partial<DiscoveryStatus> = {}): DiscoveryStatus {
+  return {
+    enabled: true,
+    socket: 'unix:///var/run/docker.sock',
+    connected: true,
+    apiVersion: '1.41',
+    lastError: null,
+    containers: 3,
+    warnings: [{ container: 'web-1 (3f2a9c1e4b7d)', label: 'proxy.port', reason: '"80x" is not a port 1-65535' }],
     ...overrides,
   };
 }

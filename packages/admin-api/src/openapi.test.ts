@@ -50,6 +50,7 @@ describe('OpenAPI document', () => {
         'GET /analytics',
         'GET /analytics/{domain}',
         'GET /certificates',
+        'GET /discovery',
         'PURGE /cache/{host}/{path}',
         'POST /reload',
         'GET /openapi.json',
@@ -76,6 +77,7 @@ describe('OpenAPI document', () => {
     expect(statuses('/metrics', 'get')).toEqual(['200', '401', '404', '429']);
     expect(statuses('/health', 'get')).toEqual(['200']);
     expect(statuses('/certificates', 'get')).toEqual(['200', '401', '429', '500']);
+    expect(statuses('/discovery', 'get')).toEqual(['200', '401', '429', '500']);
     const purge = (
       doc.paths['/cache/{host}/{path}']?.['x-additionalOperations'] as Record<string, { responses: Node }> | undefined
     )?.PURGE;

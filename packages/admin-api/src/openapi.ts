@@ -18,6 +18,8 @@ const COMPONENTS: Record<string, TSchema> = {
   SnapshotResponse: schemas.SnapshotResponse,
   AnalyticsSnapshot: schemas.AnalyticsSnapshot,
   Certificate: schemas.Certificate,
+  DiscoveryResponse: schemas.DiscoveryResponse,
+  DiscoveryWarning: schemas.DiscoveryWarning,
   CachePurged: schemas.CachePurged,
   CacheNotFound: schemas.CacheNotFound,
   ReloadResponse: schemas.ReloadResponse,
@@ -124,7 +126,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'proxyd admin API',
       version: ADMIN_API_VERSION,
       description:
-        'Route management, config reload, cache purge, metrics, analytics and managed certificates of proxyd. Errors are {error} envelopes; every response carries Access-Control-Allow-Origin: null; a wrong method or OPTIONS gives 405 with Allow.',
+        'Route management, config reload, cache purge, metrics, analytics, managed certificates and container discovery of proxyd. Errors are {error} envelopes; every response carries Access-Control-Allow-Origin: null; a wrong method or OPTIONS gives 405 with Allow.',
     },
     servers: [{ url: 'http://127.0.0.1:6190', description: 'Default TCP admin listener' }],
     security: [{ bearerAuth: [] }],

@@ -129,6 +129,48 @@ export interface CertificatesPort {
   list(): Promise<CertificateInfo[]>;
 }
 
+/** Why a container gave no route (or not the one its labels ask for). */
+export interface ContainerWarning {
+  /** The container, as the discovery source names it (e.g. `web-1 (3f2a9c1e4b7d)`). */
+  container: string;
+  /** The label at fault (e.g. `proxy.port`); null when no one label is (e.g. an ambiguous network). */
+  label: string | null;
+  /** What is wrong, in words (e.g. `"80x" is not a port 1-65535`). */
+  reason: string;
+}
+
+/**
+ * The state of container discovery (spec §1, §2.5: routes from `proxy.*`
+ * labels, watched through the container runtime socket), as the docker
+ * source reports it. Plain data; the admin app renames the fields.
+ */
+export interface DiscoveryStatus {
+  /** False when discovery is turned off (`--no-docker` or the Proxyfile's `docker off`). */
+  enabled: boolean;
+  /** The runtime endpoint in use (e.g. `unix:///var/run/docker.sock`); null when none was found or discovery is off. */
+  socket: string | null;
+  /** Whether the event stream is connected now. */
+  connected: boolean;
+  /** The runtime's API version (e.g. `1.41`); null before the first answer. */
+  apiVersion: string | null;
+  /** The latest connection or runtime error since the last successful connection; null when none. */
+  lastError: string | null;
+  /** Discovered containers: running, with a `proxy.domain` label. */
+  containers: number;
+  /** Invalid labels and ambiguous networks, one per problem. */
+  warnings: ContainerWarning[];
+}
+
+/**
+ * Container discovery (the docker source). Async because a worker or the
+ * control plane may answer. Absent (no discovery in this process) →
+ * `GET /discovery` answers `enabled: false`; a thrown error answers 500
+ * `internal error`.
+ */
+export interface DiscoveryPort {
+  status(): Promise<DiscoveryStatus>;
+}
+
 /** One audit event (spec §6); principal is always "admin". */
 export interface AuditEvent {
   action: string;

@@ -264,6 +264,49 @@ export const CertificateList = Type.Array(Certificate, {
 });
 export type CertificateList = Static<typeof CertificateList>;
 
+/** One problem of container discovery (`GET /discovery`). */
+export const DiscoveryWarning = Type.Object(
+  {
+    container: Type.String({ description: 'The container: its name and short id, e.g. "web-1 (3f2a9c1e4b7d)"' }),
+    label: Type.Union([Type.String(), Type.Null()], {
+      description: 'The label at fault, e.g. "proxy.port"; null when no one label is (an ambiguous network)',
+    }),
+    reason: Type.String({ description: 'What is wrong; the container gets no route' }),
+  },
+  { additionalProperties: false, description: 'An invalid label or an ambiguous network' },
+);
+export type DiscoveryWarning = Static<typeof DiscoveryWarning>;
+
+/** Body of `GET /discovery`. */
+export const DiscoveryResponse = Type.Object(
+  {
+    enabled: Type.Boolean({
+      description:
+        'false when discovery is off (--no-docker, the Proxyfile\'s "docker off", or not run by this process)',
+    }),
+    socket: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'The container runtime endpoint in use, e.g. "unix:///var/run/docker.sock" or "tcp://socket-proxy:2375"; null when none was found or discovery is off',
+    }),
+    connected: Type.Boolean({ description: 'Whether the runtime event stream is connected now' }),
+    api_version: Type.Union([Type.String(), Type.Null()], {
+      description: 'The runtime API version, e.g. "1.41"; null before the runtime first answered',
+    }),
+    last_error: Type.Union([Type.String(), Type.Null()], {
+      description: 'The latest connection or runtime error since the last successful connection; null when none',
+    }),
+    containers: Type.Integer({
+      minimum: 0,
+      description: 'Discovered containers: running, with a proxy.domain label',
+    }),
+    warnings: Type.Array(DiscoveryWarning, {
+      description: 'Invalid labels and ambiguous networks, sorted by container then label; [] when none',
+    }),
+  },
+  { additionalProperties: false, description: 'The state of container discovery (Docker or Podman labels)' },
+);
+export type DiscoveryResponse = Static<typeof DiscoveryResponse>;
+
 /** Path parameters of `PURGE /cache/{host}/{path}` as documented (Fastify sees the rest of the path as one wildcard). */
 export const CachePurgeParams = Type.Object(
   {

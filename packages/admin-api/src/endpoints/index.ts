@@ -2,6 +2,7 @@ import type { Endpoint } from '../endpoint.js';
 import { getAnalytics, listAnalytics } from './analytics.js';
 import { purgeCache } from './cache-purge.js';
 import { listCertificates } from './certificates.js';
+import { getDiscovery } from './discovery.js';
 import { health } from './health.js';
 import { getMetrics } from './metrics.js';
 import { getOpenApi } from './openapi-json.js';
@@ -22,6 +23,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   listAnalytics,
   getAnalytics,
   listCertificates,
+  getDiscovery,
   purgeCache,
   postReload,
   getOpenApi,
