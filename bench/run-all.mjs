@@ -1,6 +1,7 @@
 // Runs every benchmark in bench/<name>/run.mjs in turn, or only those named:
 //   pnpm bench            all of them
 //   pnpm bench proxy      just bench/proxy
+//   pnpm bench tls        just bench/tls (full TLS handshakes and keep-alive HTTPS)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
