@@ -238,3 +238,16 @@ describe('handshakes without TLS-ALPN-01', () => {
     },
   );
 });
+
+describe('cipher suites', () => {
+  it('prefers TLS_AES_128_GCM_SHA256 over a client that lists AES-256 first, and still speaks TLS 1.2', async () => {
+    const files = selfSigned(['a.test']);
+    const { server } = await proxy([respondRoute('a.test')], { certificates: storeOf({ 'a.test': contextOf(files) }) });
+    const { port } = await server.listenHttps(0);
+    // Node's client offers TLS_AES_256_GCM_SHA384 first (tls.DEFAULT_CIPHERS).
+    const modern = await handshake(port, { servername: 'a.test', alpn: ['http/1.1'] });
+    expect(modern.socket.getCipher().standardName).toBe('TLS_AES_128_GCM_SHA256');
+    const legacy = await handshake(port, { servername: 'a.test', alpn: ['http/1.1'], version: 'TLSv1.2' });
+    expect(legacy.socket.getCipher().standardName).toBe('TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256');
+  });
+});

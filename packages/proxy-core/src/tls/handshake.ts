@@ -1,4 +1,4 @@
-import type { SecureContext, TLSSocket, TlsOptions } from 'node:tls';
+import { DEFAULT_CIPHERS, type SecureContext, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { CertificateStore } from './certificate-store.js';
 
 /** The ALPN protocol of ACME TLS-ALPN-01 validation (RFC 8737 §6.2). */
@@ -31,8 +31,22 @@ const kChallengeContext = Symbol('proxyd.acmeTlsContext');
 
 type HandshakeSocket = TLSSocket & { [kChallengeContext]?: SecureContext };
 
-/** The `tls.Server` options that choose a handshake's certificate and application protocol. */
-export type HandshakeOptions = Pick<TlsOptions, 'SNICallback' | 'ALPNProtocols' | 'ALPNCallback'>;
+/**
+ * Node's cipher list with TLS_AES_128_GCM_SHA256 first, as Go (Caddy) and
+ * Mozilla's guidelines order TLS 1.3 suites: the same suites, but a client
+ * offering both gets AES-128, whose SHA-256 key schedule is cheaper per
+ * handshake than AES-256's SHA-384 (bench/tls/notes/2026-11-24-handshake-cost.md).
+ */
+export const CIPHER_PREFERENCE = [
+  'TLS_AES_128_GCM_SHA256',
+  ...DEFAULT_CIPHERS.split(':').filter((suite) => suite !== 'TLS_AES_128_GCM_SHA256'),
+].join(':');
+
+/** The `tls.Server` options that choose a handshake's certificate, cipher suite and application protocol. */
+export type HandshakeOptions = Pick<
+  TlsOptions,
+  'SNICallback' | 'ALPNProtocols' | 'ALPNCallback' | 'ciphers' | 'honorCipherOrder'
+>;
 
 type SniDone = (err: Error | null, ctx?: SecureContext) => void;
 
@@ -98,7 +112,8 @@ export function handshakeOptions(
       );
     } else done(null, result);
   }
-  if (challenges === undefined) return { SNICallback, ALPNProtocols: HTTP_PROTOCOLS as string[] };
+  const suites = { ciphers: CIPHER_PREFERENCE, honorCipherOrder: true };
+  if (challenges === undefined) return { SNICallback, ALPNProtocols: HTTP_PROTOCOLS as string[], ...suites };
   function ALPNCallback(
     this: HandshakeSocket,
     { servername, protocols }: { servername: string; protocols: string[] },
@@ -121,7 +136,7 @@ export function handshakeOptions(
     }
     return undefined;
   }
-  return { SNICallback, ALPNCallback };
+  return { SNICallback, ALPNCallback, ...suites };
 }
 
 /**
