@@ -9,5 +9,11 @@ needed=(
   pebble=pebble                          # ACME CA on loopback (with pebble-challtestsrv) for the certificate tests
   certutil=libnss3-tools                 # proxyd trust: the NSS database Chromium reads
   update-ca-certificates=ca-certificates # proxyd trust: Debian's system store
+  podman=podman                          # Docker-compatible API for the container discovery tests (test-peers)
+  runc=runc                              # podman's OCI runtime: crun fails on this hybrid cgroup host
+  catatonit=catatonit                    # podman's container init (HostConfig.Init), so stop is fast
+  /usr/lib/podman/netavark=netavark      # podman's bridge networks (a Recommends, so not pulled in)
+  busybox=busybox-static                 # the test image: static /bin/busybox imported, no registry
+  dockerd=docker.io                      # a real Docker Engine, started by hand (brings containerd, tini)
 )
 exec bash "$(dirname "$0")/install-debian-packages.sh" "test dependencies" "${needed[@]}"

@@ -1,4 +1,22 @@
 /** Real peers the tests bring up on loopback. See README.md. */
+export { BUSYBOX_IMAGE } from './busybox-image.js';
+export {
+  type ContainerInspect,
+  type ContainerRuntime,
+  type HealthcheckOptions,
+  httpGet,
+  type RunOptions,
+  type TestContainer,
+  type TestNetwork,
+} from './container-runtime.js';
+export { type DockerdOptions, startDockerd } from './dockerd.js';
+export {
+  type EngineApi,
+  EngineApiError,
+  type EngineEvent,
+  type EngineResponse,
+  type EventWatch,
+} from './engine-api.js';
 export {
   acmeGlobal,
   freePort,
@@ -8,3 +26,4 @@ export {
   type StartedPebble,
   startPebble,
 } from './pebble.js';
+export { type PodmanOptions, startPodman } from './podman.js';
