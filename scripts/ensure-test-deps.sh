@@ -13,6 +13,8 @@ needed=(
   runc=runc                              # podman's OCI runtime: crun fails on this hybrid cgroup host
   catatonit=catatonit                    # podman's container init (HostConfig.Init), so stop is fast
   /usr/lib/podman/netavark=netavark      # podman's bridge networks (a Recommends, so not pulled in)
+  /usr/lib/podman/aardvark-dns=aardvark-dns # name resolution on podman's created networks (a Recommends)
+  iptables=iptables                      # netavark's firewall rules for podman's bridges
   busybox=busybox-static                 # the test image: static /bin/busybox imported, no registry
   dockerd=docker.io                      # a real Docker Engine, started by hand (brings containerd, tini)
 )
