@@ -11,6 +11,7 @@ const libraries = [
   'packages/route-store',
   'packages/certificates',
   'packages/proxyfile',
+  'packages/docker-source',
   'packages/analytics',
   'packages/admin-api',
   'packages/cli',
@@ -26,6 +27,8 @@ const allowed: Record<string, string[]> = {
   '@proxyd/certificates': ['@proxyd/proxy-core/model', '@proxyd/proxy-core'],
   // route-store for its sink type only (checked below): the Proxyfile source writes through it.
   '@proxyd/proxyfile': ['@proxyd/proxy-core/model', '@proxyd/route-store'],
+  // The labels source: the model and its value rules; route-store for its sink type only (checked below).
+  '@proxyd/docker-source': ['@proxyd/proxy-core/model', '@proxyd/route-store'],
   // Types only (checked below): analytics implements proxy-core's hook interfaces without its runtime.
   '@proxyd/analytics': ['@proxyd/proxy-core'],
   // The shared value rules (domains, host:port), pure functions beside the model's schemas.
@@ -48,6 +51,7 @@ const allowed: Record<string, string[]> = {
 const typeOnly: Record<string, string[]> = {
   '@proxyd/analytics': ['@proxyd/proxy-core'],
   '@proxyd/proxyfile': ['@proxyd/route-store'],
+  '@proxyd/docker-source': ['@proxyd/route-store'],
 };
 
 // Exact entries imported only as types (other entries of that package may be values):
@@ -210,7 +214,7 @@ describe('package boundaries', () => {
         }
       }
     }
-    expect(Object.keys(typeOnly)).toEqual(['@proxyd/analytics', '@proxyd/proxyfile']);
+    expect(Object.keys(typeOnly)).toEqual(['@proxyd/analytics', '@proxyd/proxyfile', '@proxyd/docker-source']);
     expect(violations).toEqual([]);
   });
 

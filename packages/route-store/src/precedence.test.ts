@@ -28,8 +28,9 @@ describe('ORIGINS', () => {
     expect(DECLARED_ORIGINS).toEqual(['proxyfile', 'labels']);
   });
 
-  it('a snapshot never removes Proxyfile routes', () => {
+  it('a snapshot removes only API routes: never Proxyfile routes, never label routes', () => {
     expect(ORIGINS.proxyfile.snapshotRemoves).toBe(false);
+    expect(ORIGINS.labels.snapshotRemoves).toBe(false);
     expect(ORIGINS.api.snapshotRemoves).toBe(true);
   });
 });

@@ -22,7 +22,7 @@ export interface OriginRule {
  * | ----------- | ---- | -------------------------- | --------------------------- |
  * | `api`       | 3    | `upsert`, `applySnapshot`  | yes                         |
  * | `proxyfile` | 2    | `replaceOrigin` (reload)   | no                          |
- * | `labels`    | 1    | `replaceOrigin` (resync)   | yes                         |
+ * | `labels`    | 1    | `replaceOrigin` (resync)   | no                          |
  *
  * - An admin write takes the domain whoever holds it.
  * - A declared origin takes a domain that is free, its own or held by a
@@ -37,7 +37,9 @@ export interface OriginRule {
 export const ORIGINS: Readonly<Record<RouteOrigin, Readonly<OriginRule>>> = Object.freeze({
   api: Object.freeze({ rank: 3, snapshotRemoves: true }),
   proxyfile: Object.freeze({ rank: 2, snapshotRemoves: false }),
-  labels: Object.freeze({ rank: 1, snapshotRemoves: true }),
+  // Label routes come from the container runtime, not from API writers: a snapshot never drops them,
+  // even one whose `source` is "docker" (only a container event does).
+  labels: Object.freeze({ rank: 1, snapshotRemoves: false }),
 });
 
 /** The declared origins, highest rank first. */

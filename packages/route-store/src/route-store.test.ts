@@ -242,6 +242,22 @@ describe('RouteStore', () => {
       expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker']);
     });
 
+    it('a snapshot with source "docker" never drops label routes: they change only through container events', async () => {
+      const store = await open();
+      await store.replaceOrigin('labels', [labelsRoute('a.test', 2), labelsRoute('b.test', 3)]);
+      const outcome = await store.applySnapshot({
+        source: 'docker',
+        routes: [{ domain: 'c.test', upstream: 'h:1', tls: false }],
+      });
+      expect(outcome).toMatchObject({ applied: 1, removed: 0, total_routes: 3 });
+      expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker', 'b.test=10.0.0.1:3/docker', 'c.test=h:1/docker']);
+      // A listed domain is an API write over the label route; dropping it later brings the label route back.
+      await store.applySnapshot({ source: 'docker', routes: [{ domain: 'a.test', upstream: 'h:9', tls: false }] });
+      expect(domains(store)).toEqual(['a.test=h:9/docker', 'b.test=10.0.0.1:3/docker']);
+      expect(await store.applySnapshot({ source: 'docker', routes: [] })).toMatchObject({ removed: 1 });
+      expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker', 'b.test=10.0.0.1:3/docker']);
+    });
+
     it('a Proxyfile reload never takes a domain an admin write holds', async () => {
       const store = await open();
       await store.upsert({ domain: 'a.test', upstream: 'h:9', tls: false, source: null });
