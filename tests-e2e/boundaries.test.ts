@@ -43,6 +43,7 @@ const allowed: Record<string, string[]> = {
     '@proxyd/proxyfile',
     '@proxyd/analytics',
     '@proxyd/certificates',
+    '@proxyd/docker-source',
     '@proxyd/admin-api',
     '@proxyd/cli',
   ],

@@ -4,6 +4,7 @@ import {
   type CachePort,
   type CertificatesPort,
   createAdminApp,
+  type DiscoveryPort,
   writeClientError,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS } from '@proxyd/proxy-core';
@@ -40,6 +41,8 @@ export interface ControlPlaneOptions {
   analytics: AnalyticsPort | undefined;
   /** `GET /certificates`; absent with `auto_https off`. */
   certificates: CertificatesPort | undefined;
+  /** `GET /discovery`: container discovery's state and label warnings. */
+  discovery: DiscoveryPort | undefined;
   logging: Logging;
   /** Process start, ms since the epoch. */
   startedAt: number;
@@ -82,6 +85,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.cache ? { cache: options.cache } : {}),
     ...(options.analytics ? { analytics: options.analytics } : {}),
     ...(options.certificates ? { certificates: options.certificates } : {}),
+    ...(options.discovery ? { discovery: options.discovery } : {}),
   });
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();

@@ -7,6 +7,7 @@ import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { createCertificateWiring } from './certificates.js';
 import { startControlPlane } from './control-plane.js';
+import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
 import { createMetrics } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
@@ -29,6 +30,10 @@ export interface DaemonOptions {
   stateDir?: string;
   /** `--cert-dir` / `PROXY_CERT_DIR` (default /etc/proxy/certs). */
   certDir?: string;
+  /** `--docker-host`: the container runtime endpoint (`unix://…`, `tcp://host:port`). */
+  dockerHost?: string;
+  /** False with `--no-docker` (default true): no container discovery. */
+  docker?: boolean;
   /** False with `--no-metrics` (default true). */
   metrics?: boolean;
   /** Address the data-plane listeners bind (default 0.0.0.0; the demo binds 127.0.0.1). */
@@ -130,6 +135,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     void certificates?.setRoutes(routes);
     metrics?.setRouteCounts(store.countByOrigin());
   });
+  const docker = await startDockerDiscovery({
+    global: config.global,
+    ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
+    disabled: options.docker === false,
+    sink: store,
+    logger: logging.forTarget('proxy::docker'),
+  });
   const reloader = options.configPath
     ? createReloader({
         configPath: options.configPath,
@@ -152,10 +164,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       cache: dataPlane.cache,
       analytics: analytics.reader,
       certificates: manager ? { list: async () => manager.status() } : undefined,
+      discovery: docker.port,
       logging,
       startedAt,
     });
   } catch (err) {
+    await docker.close();
     unsubscribe();
     unwatchCertificates?.();
     certificates?.close();
@@ -186,6 +200,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     reload: reloader ? () => reloader.reload() : undefined,
     async close() {
       await control.close();
+      await docker.close();
       await store.close();
       unsubscribe();
       unwatchCertificates?.();

@@ -30,6 +30,8 @@ const program = buildProgram(version, {
       logger,
       logging,
       metrics: options.metrics !== false,
+      docker: options.docker !== false,
+      ...(options.dockerHost === undefined ? {} : { dockerHost: options.dockerHost }),
       ...(options.admin === undefined ? {} : { admin: options.admin }),
       ...(adminSocket === undefined ? {} : { adminSocket }),
       ...(adminToken === undefined ? {} : { adminToken }),

@@ -17,6 +17,10 @@ export interface RunOptions {
   adminSocket?: string | true;
   /** False with `--no-metrics`. */
   metrics?: boolean;
+  /** Container runtime endpoint (flag `--docker-host`; else the Proxyfile's `docker { host }`, `DOCKER_HOST`, the usual sockets). */
+  dockerHost?: string;
+  /** False with `--no-docker`: no container discovery. */
+  docker?: boolean;
   /** State directory (flag `--state-dir`). */
   stateDir?: string;
   /** Certificate directory (flag `--cert-dir`, else env `PROXY_CERT_DIR`). */
@@ -46,6 +50,11 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
     .option('--admin <host:port>', 'admin API listener (default 127.0.0.1:6190)')
     .option('--admin-socket [path]', 'also serve the admin API on a Unix socket (default /var/run/proxy-admin.sock)')
     .option('--no-metrics', 'disable Prometheus metrics (GET /metrics answers 404)')
+    .option(
+      '--docker-host <url>',
+      'container runtime endpoint, unix:///path or tcp://host:port (default: DOCKER_HOST, then the Docker and Podman sockets)',
+    )
+    .option('--no-docker', 'no container discovery (routes from proxy.* labels)')
     .option(
       '--state-dir <dir>',
       'where API routes persist (default /var/lib/proxyd as root, else ~/.local/state/proxyd)',

@@ -1,0 +1,108 @@
+import type { DiscoveryPort, DiscoveryStatus } from '@proxyd/admin-api';
+import { type DockerLogger, DockerodeRuntime, DockerSource, resolveDockerHost } from '@proxyd/docker-source';
+import type { GlobalOptions } from '@proxyd/proxy-core/model';
+import type { RouteSink } from '@proxyd/route-store';
+
+/** Options of {@link startDockerDiscovery}. */
+export interface DockerDiscoveryOptions {
+  /** The Proxyfile's global options (`docker off`, `docker { host, network }`). */
+  global: GlobalOptions;
+  /** `--docker-host` (wins over the Proxyfile's `host` and `DOCKER_HOST`). */
+  host?: string;
+  /** `--no-docker`. */
+  disabled?: boolean;
+  /** Where label routes go: the route store. */
+  sink: RouteSink;
+  /** Target `proxy::docker`. */
+  logger: DockerLogger;
+  /** The environment read for `DOCKER_HOST` and `XDG_RUNTIME_DIR` (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Container discovery as the daemon holds it: the admin API's `GET /discovery` port and a stop. */
+export interface DockerDiscovery {
+  readonly source: DockerSource | null;
+  readonly port: DiscoveryPort;
+  close(): Promise<void>;
+}
+
+const OFF: DiscoveryStatus = {
+  enabled: false,
+  socket: null,
+  connected: false,
+  apiVersion: null,
+  lastError: null,
+  containers: 0,
+  warnings: [],
+};
+
+/**
+ * Starts container discovery unless `--no-docker` or `docker off` says not
+ * to: the runtime endpoint is `--docker-host`, else the Proxyfile's `docker
+ * { host }`, else `DOCKER_HOST`, else the first of the usual Docker and
+ * Podman sockets that answers (the one chosen is logged). No socket found is
+ * one info line and no discovery. Resolves after the first sync or the
+ * first failure: a runtime that is down never stops the daemon (the source
+ * retries in the background).
+ */
+export async function startDockerDiscovery(options: DockerDiscoveryOptions): Promise<DockerDiscovery> {
+  const { global, logger } = options;
+  if (options.disabled || !global.docker.enabled) {
+    logger.info(
+      { reason: options.disabled ? '--no-docker' : 'docker off' },
+      `container discovery off (${options.disabled ? '--no-docker' : 'docker off in the Proxyfile'})`,
+    );
+    return { source: null, port: { status: async () => OFF }, close: async () => {} };
+  }
+  const explicit = options.host ?? global.docker.host ?? undefined;
+  const resolved = await resolveDockerHost({
+    ...(explicit === undefined ? {} : { explicit }),
+    ...(options.env === undefined ? {} : { env: options.env }),
+  });
+  if (resolved === null) {
+    logger.info(
+      {},
+      'no container runtime socket found (DOCKER_HOST unset, no Docker or Podman socket answers): container discovery off',
+    );
+    return {
+      source: null,
+      port: { status: async () => ({ ...OFF, enabled: true, lastError: 'no container runtime socket found' }) },
+      close: async () => {},
+    };
+  }
+  logger.info({ socket: resolved.url, reason: resolved.reason }, `container discovery on ${resolved.url}`);
+  const runtime = new DockerodeRuntime({ host: resolved.host });
+  const source = new DockerSource({
+    runtime,
+    sink: options.sink,
+    socket: resolved.url,
+    logger,
+    defaultNetwork: global.docker.network,
+  });
+  await source.start();
+  return {
+    source,
+    port: {
+      async status() {
+        const s = source.status();
+        return {
+          enabled: true,
+          socket: s.socket,
+          connected: s.connected,
+          apiVersion: s.apiVersion,
+          lastError: s.lastError,
+          containers: s.containers,
+          warnings: source.warnings().map((w) => ({
+            container: `${w.container.name} (${w.container.id})`,
+            label: w.label,
+            reason: w.reason,
+          })),
+        };
+      },
+    },
+    async close() {
+      await source.stop();
+      runtime.close();
+    },
+  };
+}
