@@ -1,7 +1,7 @@
 /**
  * The watcher against an in-memory fake runtime (`fake-runtime.test-helpers.ts`):
  * a fake so each test can order, repeat and cut events and count inspects.
- * The real runtime path is exercised in `dockerode-runtime.podman.test.ts`.
+ * The real runtime path is exercised in `docker-source.podman.test.ts`.
  */
 import type { RouteSpec } from '@proxyd/proxy-core/model';
 import type { RouteSink } from '@proxyd/route-store';

@@ -3,7 +3,7 @@
  * a fake on purpose: it lets a test order events, repeat them, cut the
  * stream and count inspects, which a real runtime does not allow on
  * demand. The real runtimes (Podman's API service through the dockerode
- * adapter) are exercised by `dockerode-runtime.podman.test.ts`.
+ * adapter) are exercised by `docker-source.podman.test.ts`.
  */
 import { DockerErrorCode, DockerSourceError } from '../errors.js';
 import type {
