@@ -70,7 +70,7 @@ export type RuntimeEvent =
       id: string;
       action: string;
       labels: Readonly<Record<string, string>>;
-      /** Event time, ns since the epoch (0 when the runtime gave none). */
+      /** Event time, ns since the epoch, to about 1 µs (JSON numbers are doubles); 0 when the runtime gave none. */
       timeNano: bigint;
     }
   | {
