@@ -102,11 +102,17 @@ export const HealthCheck = Type.Object(
 );
 export type HealthCheck = Static<typeof HealthCheck>;
 
-/** `reverse_proxy`: forward to a pool of one or more upstreams. */
+/**
+ * `reverse_proxy`: forward to a pool of upstreams. The Proxyfile requires
+ * at least one; a live source may publish an empty pool (every container of
+ * a label domain unhealthy), which answers 503 `no healthy upstream`.
+ */
 export const ReverseProxyHandler = Type.Object(
   {
     kind: Type.Literal('reverse_proxy'),
-    upstreams: Type.Array(UpstreamAddress, { minItems: 1 }),
+    upstreams: Type.Array(UpstreamAddress, {
+      description: 'The pool, round-robin; empty only from a live source (503 until a member is back)',
+    }),
     lb_policy: LbPolicy,
     health: HealthCheck,
     header_up: Type.Array(HeaderOp, { description: 'Request header operations applied before forwarding' }),
