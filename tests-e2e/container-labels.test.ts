@@ -57,7 +57,7 @@ describe.each(RUNTIMES)('container labels through a real %s API service (built d
     runtime = await start();
     events = await runtime.events();
     proxyd = await startProxyd({
-      sites: '',
+      sites: 'http://shadow.test {\n\trespond "from the Proxyfile"\n}\n',
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
       args: ['--docker-host', runtime.dockerHost],
     });
@@ -157,6 +157,17 @@ describe.each(RUNTIMES)('container labels through a real %s API service (built d
     // tls off: no certificate is managed for it.
     const certs = JSON.parse((await adminCall(proxyd.adminPort, 'GET', '/certificates')).body) as { name: string }[];
     expect(certs.map((c) => c.name)).not.toContain(domain);
+    await container.stop();
+  });
+
+  it('a domain the Proxyfile declares wins over labels, with a warning', async () => {
+    const container = await runtime.run({ name: name('shadowed'), labels: web('shadow.test') });
+    await waitUntil(
+      () => /"target":"proxy::docker".*shadow\.test: the Proxyfile declares this domain/.test(proxyd.output()),
+      5_000,
+    );
+    expect((await via('shadow.test')).body).toBe('from the Proxyfile');
+    expect(await routeOf('shadow.test')).toMatchObject({ source: null });
     await container.stop();
   });
 

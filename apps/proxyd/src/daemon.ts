@@ -140,8 +140,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
     disabled: options.docker === false,
     sink: store,
+    published: () => store.routes,
     logger: logging.forTarget('proxy::docker'),
   });
+  const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
   const reloader = options.configPath
     ? createReloader({
         configPath: options.configPath,
@@ -169,6 +171,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       startedAt,
     });
   } catch (err) {
+    unwatchShadowed();
     await docker.close();
     unsubscribe();
     unwatchCertificates?.();
@@ -200,6 +203,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     reload: reloader ? () => reloader.reload() : undefined,
     async close() {
       await control.close();
+      unwatchShadowed();
       await docker.close();
       await store.close();
       unsubscribe();

@@ -1,6 +1,6 @@
 import type { DiscoveryPort, DiscoveryStatus } from '@proxyd/admin-api';
 import { type DockerLogger, DockerodeRuntime, DockerSource, resolveDockerHost } from '@proxyd/docker-source';
-import type { GlobalOptions } from '@proxyd/proxy-core/model';
+import type { GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
 import type { RouteSink } from '@proxyd/route-store';
 
 /** Options of {@link startDockerDiscovery}. */
@@ -13,6 +13,8 @@ export interface DockerDiscoveryOptions {
   disabled?: boolean;
   /** Where label routes go: the route store. */
   sink: RouteSink;
+  /** The routes the store publishes now (to tell which label domains the Proxyfile holds). */
+  published: () => readonly RouteSpec[];
   /** Target `proxy::docker`. */
   logger: DockerLogger;
   /** The environment read for `DOCKER_HOST` and `XDG_RUNTIME_DIR` (default `process.env`). */
@@ -23,6 +25,8 @@ export interface DockerDiscoveryOptions {
 export interface DockerDiscovery {
   readonly source: DockerSource | null;
   readonly port: DiscoveryPort;
+  /** Logs, once per domain, label domains the Proxyfile holds (call on every publish). */
+  checkShadowed(): void;
   close(): Promise<void>;
 }
 
@@ -52,7 +56,7 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
       { reason: options.disabled ? '--no-docker' : 'docker off' },
       `container discovery off (${options.disabled ? '--no-docker' : 'docker off in the Proxyfile'})`,
     );
-    return { source: null, port: { status: async () => OFF }, close: async () => {} };
+    return { source: null, port: { status: async () => OFF }, checkShadowed() {}, close: async () => {} };
   }
   const explicit = options.host ?? global.docker.host ?? undefined;
   const resolved = await resolveDockerHost({
@@ -67,14 +71,39 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
     return {
       source: null,
       port: { status: async () => ({ ...OFF, enabled: true, lastError: 'no container runtime socket found' }) },
+      checkShadowed() {},
       close: async () => {},
     };
   }
   logger.info({ socket: resolved.url, reason: resolved.reason }, `container discovery on ${resolved.url}`);
+  // Label domains the Proxyfile declares: the Proxyfile wins; say so once per domain.
+  let declared: readonly RouteSpec[] = [];
+  const shadowed = new Set<string>();
+  const checkShadowed = () => {
+    const held = new Map(options.published().map((r) => [r.domain.toLowerCase(), r.origin]));
+    const now = new Set<string>();
+    for (const route of declared) {
+      const domain = route.domain.toLowerCase();
+      if (held.get(domain) !== 'proxyfile') continue;
+      now.add(domain);
+      if (!shadowed.has(domain)) {
+        logger.warn({ domain }, `${domain}: the Proxyfile declares this domain, so its container labels are ignored`);
+      }
+    }
+    shadowed.clear();
+    for (const domain of now) shadowed.add(domain);
+  };
+  const sink: RouteSink = {
+    async replaceOrigin(origin, routes) {
+      await options.sink.replaceOrigin(origin, routes);
+      declared = routes;
+      checkShadowed();
+    },
+  };
   const runtime = new DockerodeRuntime({ host: resolved.host });
   const source = new DockerSource({
     runtime,
-    sink: options.sink,
+    sink,
     socket: resolved.url,
     logger,
     defaultNetwork: global.docker.network,
@@ -82,6 +111,7 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
   await source.start();
   return {
     source,
+    checkShadowed,
     port: {
       async status() {
         const s = source.status();
