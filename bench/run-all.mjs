@@ -2,6 +2,7 @@
 //   pnpm bench            all of them
 //   pnpm bench proxy      just bench/proxy
 //   pnpm bench tls        just bench/tls (full TLS handshakes and keep-alive HTTPS)
+//   pnpm bench labels     just bench/labels (container start → first answer, proxyd CPU per container event)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
