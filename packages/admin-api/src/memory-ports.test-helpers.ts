@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { FastifyBaseLogger, InjectOptions } from 'fastify';
+import { expect } from 'vitest';
 import { type AdminAppOptions, createAdminApp } from './app.js';
 import type {
   AdminRoute,
@@ -208,4 +210,64 @@ export function testApp(overrides: Partial<AdminAppOptions> = {}) {
     ...overrides,
   });
   return { app, store, clock, audit: audit.events };
+}
+
+/** A pino-shaped logger that keeps the error lines. */
+export function errorLog(): { logger: FastifyBaseLogger; errors: unknown[][] } {
+  const errors: unknown[][] = [];
+  const noop = () => {};
+  const logger = {
+    level: 'info',
+    info: noop,
+    warn: noop,
+    debug: noop,
+    trace: noop,
+    fatal: noop,
+    silent: noop,
+    error: (...args: unknown[]) => errors.push(args),
+    child: () => logger,
+  } as unknown as FastifyBaseLogger;
+  return { logger, errors };
+}
+
+/**
+ * Checks that an endpoint whose port method fails answers 500 `internal
+ * error`, logs the error once and never sends its message: for each error
+ * (an Error, a SyntaxError, one carrying an HTTP status of a client library,
+ * a bare string containing `secret`), thrown synchronously and rejected.
+ * `build` makes the app with a port whose one method is `method`.
+ */
+export async function expectPortFailuresHidden(
+  secret: string,
+  status: number,
+  build: (method: () => never, logger: FastifyBaseLogger) => ReturnType<typeof testApp>,
+  request: InjectOptions,
+): Promise<void> {
+  const thrown = [
+    new Error(secret),
+    new SyntaxError(`Unexpected token in JSON at ${secret}`), // not a 400 "invalid JSON": the request was fine
+    Object.assign(new Error(secret), { statusCode: status }), // a client library's error: still ours, not the caller's
+    secret,
+  ];
+  for (const error of thrown) {
+    const methods: Array<() => never> = [
+      () => Promise.reject(error) as never,
+      () => {
+        throw error;
+      },
+    ];
+    for (const method of methods) {
+      const { logger, errors } = errorLog();
+      const { app } = build(method, logger);
+      const res = await app.inject(request);
+      expect(res.statusCode).toBe(500);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers['access-control-allow-origin']).toBe('null');
+      expect(res.json()).toEqual({ error: 'internal error' });
+      expect(res.body).not.toContain(secret);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]?.[0]).toEqual({ err: error, target: 'proxy::admin' });
+      await app.close();
+    }
+  }
 }
