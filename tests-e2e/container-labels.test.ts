@@ -88,10 +88,17 @@ describe.each(RUNTIMES)('container labels through a real %s API service (built d
     expect(spread.get(first.name)).toBe(10);
 
     await first.stop();
+    let last = new Map<string, number>();
     await waitUntil(async () => {
-      const now = await answers(domain, 4);
-      return now.size === 1 && now.has(second.name);
-    }, 5_000);
+      last = await answers(domain, 4);
+      return last.size === 1 && last.has(second.name);
+    }, 10_000).catch(async () => {
+      throw new Error(
+        `after stopping ${first.name}: ${JSON.stringify([...last])}; events ${JSON.stringify(
+          events.seen.filter((e) => e.Actor.ID === first.id).map((e) => e.Action),
+        )}; discovery ${JSON.stringify(await discovery())}\n${proxyd.output().slice(-3000)}`,
+      );
+    });
     await second.stop();
     await waitUntil(async () => (await routeOf(domain)) === undefined, 5_000);
   });

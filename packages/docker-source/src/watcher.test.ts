@@ -171,6 +171,28 @@ describe('DockerSource: events', () => {
     expect(sink.table).toEqual({});
   });
 
+  it("a gone event whose inspect still says running (Podman's lagging state) is inspected again until it is not", async () => {
+    const { runtime, sink, source } = setup();
+    await source.start();
+    const a = runtime.start(fakeContainer('web1', app()));
+    const b = runtime.start(fakeContainer('web2', app()));
+    await waitFor(() => sink.table['app.test']?.length === 2, 'both members');
+    // `die` arrives while inspect still reports the container running; nothing follows it.
+    runtime.emit({ kind: 'gone', id: a.id, action: 'die', labels: app(), timeNano: 0n });
+    await waitFor(() => (runtime.inspects.get(a.id) ?? 0) >= 2, 'the inspect after die');
+    expect(sink.table['app.test']).toHaveLength(2);
+    const info = runtime.containers.get(a.id);
+    if (info) runtime.containers.set(a.id, { ...info, running: false });
+    await waitFor(() => sink.table['app.test']?.length === 1, 'the re-inspect that sees it stopped', 2_000);
+    expect(sink.table).toEqual({ 'app.test': ['10.0.0.4:8080'] });
+    // A container that really is running again stops being re-inspected after a few tries.
+    runtime.emit({ kind: 'gone', id: b.id, action: 'stop', labels: app(), timeNano: 0n });
+    await sleep(250 + 500 + 1000 + 200);
+    const tries = runtime.inspects.get(b.id) ?? 0;
+    expect(tries).toBeGreaterThanOrEqual(4);
+    expect(sink.table).toEqual({ 'app.test': ['10.0.0.4:8080'] });
+  });
+
   it('events of containers without proxy.* labels are not even inspected', async () => {
     const { runtime, source } = setup();
     await source.start();

@@ -125,6 +125,14 @@ export class DockerSource {
   readonly #tracked = new Map<string, Tracked>();
   readonly #domains = new Map<string, DomainState>();
   #dirty = new Set<string>();
+  /**
+   * Containers a `gone` event named whose inspect still said running, and
+   * how many re-inspects they had: Podman writes `die` before its cleanup
+   * process updates the state that inspect reads, and nothing is sent after
+   * that. They are inspected again after 250 ms, doubling, at most 5 times.
+   */
+  readonly #lagging = new Map<string, number>();
+  readonly #recheckTimers = new Set<NodeJS.Timeout>();
   #ownNetworks: readonly string[] | null = null;
   #logged = new Set<string>();
   #warnings: LabelWarning[] = [];
@@ -189,6 +197,8 @@ export class DockerSource {
     if (this.#resync) clearInterval(this.#resync);
     this.#debounce = null;
     this.#resync = null;
+    for (const timer of this.#recheckTimers) clearTimeout(timer);
+    this.#recheckTimers.clear();
     this.#stream?.close();
     this.#wake?.();
     await this.#loop;
@@ -317,6 +327,8 @@ export class DockerSource {
       return;
     }
     if (!tracked && !hasProxyLabels(event.labels)) return;
+    if (event.kind === 'gone') this.#lagging.set(event.id, 0);
+    else if (event.kind === 'up') this.#lagging.delete(event.id);
     // Podman repeats health_status at every probe: act on changes only.
     if (event.kind === 'health' && tracked?.health === event.health) return;
     this.#mark(event.id);
@@ -379,9 +391,11 @@ export class DockerSource {
           const before = this.#tracked.get(id);
           for (const d of before?.member?.domains ?? []) affected.add(d);
           if (!info?.running || !hasProxyLabels(info.labels)) {
+            this.#lagging.delete(id);
             this.#tracked.delete(id);
             continue;
           }
+          this.#recheckIfLagging(id);
           const result = containerMember(info, {
             defaultNetwork: this.#defaultNetwork,
             ownNetworks: this.#ownNetworks,
@@ -410,6 +424,26 @@ export class DockerSource {
         { cause: failure },
       );
     }
+  }
+
+  /** After a `gone` event, a container inspect still calls running is looked at again shortly (see {@link #lagging}). */
+  #recheckIfLagging(id: string): void {
+    const attempts = this.#lagging.get(id);
+    if (attempts === undefined) return;
+    if (attempts >= 5) {
+      this.#lagging.delete(id);
+      return;
+    }
+    this.#lagging.set(id, attempts + 1);
+    const timer = setTimeout(
+      () => {
+        this.#recheckTimers.delete(timer);
+        if (!this.#stopped && this.#lagging.has(id)) this.#mark(id);
+      },
+      250 * 2 ** attempts,
+    );
+    timer.unref();
+    this.#recheckTimers.add(timer);
   }
 
   /** Rebuilds the pools of `affected` domains; writes the origin when any route changed. */
