@@ -74,7 +74,7 @@ http://localhost, http://127.0.0.1 {
     stateDir,
     certDir: path.join(stateDir, 'certs'),
     bindHost: '127.0.0.1',
-    // Self-contained: the demo never picks up containers of a runtime on this machine.
+    // Self-contained: the demo never picks up containers of a runtime on this machine (as --no-docker).
     docker: false,
   });
   const admin = `${daemon.adminAddress.host}:${daemon.adminAddress.port}`;

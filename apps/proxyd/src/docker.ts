@@ -52,10 +52,8 @@ const OFF: DiscoveryStatus = {
 export async function startDockerDiscovery(options: DockerDiscoveryOptions): Promise<DockerDiscovery> {
   const { global, logger } = options;
   if (options.disabled || !global.docker.enabled) {
-    logger.info(
-      { reason: options.disabled ? '--no-docker' : 'docker off' },
-      `container discovery off (${options.disabled ? '--no-docker' : 'docker off in the Proxyfile'})`,
-    );
+    const why = options.disabled ? 'turned off at start (--no-docker)' : 'docker off in the Proxyfile';
+    logger.info({ reason: why }, `container discovery off: ${why}`);
     return { source: null, port: { status: async () => OFF }, checkShadowed() {}, close: async () => {} };
   }
   const explicit = options.host ?? global.docker.host ?? undefined;
