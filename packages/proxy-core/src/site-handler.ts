@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestContext } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
+import { ResponseEncoder } from './middleware/encode.js';
 import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
@@ -70,6 +71,8 @@ export interface SitePipeline extends CompiledSite {
  * - `headers`: defaults + site `header` + block `header`, compiled into
  *   every answer below (the site's own 429, 401, redirects and challenge
  *   included); no step at request time.
+ * - `encode`: wraps the response (compressed on its way out: every answer
+ *   below, cached and proxied ones after analytics injection); upgrades skip it.
  * - `under_attack` (challenge page / `/_proxyd/challenge`; upgrade without
  *   clearance: 403)
  * - `rate_limit` (429, `Retry-After: 1`)
@@ -137,6 +140,18 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       if ((steps[i] as SiteStep).request(req, res, ctx, i + 1)) return;
     }
   };
+
+  if (site.encode !== null) {
+    const encoder = new ResponseEncoder(site.encode);
+    steps.push({
+      name: 'encode',
+      request: (req, res) => {
+        encoder.wrap(req, res);
+        return false;
+      },
+      upgrade: null,
+    });
+  }
 
   if (site.under_attack.enabled) {
     const guard = new UnderAttackGuard({ secret: deps.secret, difficulty: site.under_attack.difficulty, now });

@@ -36,6 +36,7 @@ describe('the site pipeline', () => {
       s.redirects = [{ from: '/old', to: '/new', status: 301 }];
       s.handles = [{ kind: 'handle', path: '/api/*', header: [], basic_auth: null, redirects: [], handler: null }];
       s.cache = { max_size_bytes: 1024, ttl_ms: 1000 };
+      s.encode = { encodings: ['gzip'], minimum_length: 512 };
       s.handler = defaultReverseProxy([{ host: '127.0.0.1', port: 8080 }]);
     });
     expect(stepsOf(all)).toEqual(SITE_STEP_ORDER.filter((step) => step !== 'front_door'));

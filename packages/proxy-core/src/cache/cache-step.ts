@@ -1,16 +1,19 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestContext } from '../hooks.js';
+import { acceptsCoding } from '../middleware/encode-negotiate.js';
 import type { ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions, ResponseObserver } from '../pipeline.js';
 import {
   type CacheEntry,
   type CacheRegistry,
+  cacheKeyFor,
   cacheLifetimeMs,
   entrySize,
   isCacheableRequest,
   RequestCacheMode,
   type ResponseCache,
   requestCacheMode,
+  STORED_CODINGS,
 } from './response-cache.js';
 
 /**
@@ -39,7 +42,7 @@ export function forwardThroughCache(
   const key = ctx.host + (req.url ?? '/');
   const mode = requestCacheMode(req);
   if ((mode & RequestCacheMode.Refresh) === 0) {
-    const entry = cache.get(key);
+    const entry = lookup(cache, key, req.headers['accept-encoding']);
     if (entry !== undefined && forwarder.deliver !== undefined) {
       forwarder.deliver(req, res, ctx, options, entry.status, hitHeaders(entry), entry.body);
       return;
@@ -57,6 +60,22 @@ export function forwardThroughCache(
   });
 }
 
+/**
+ * The entry for a request: the identity one (which `encode` compresses for
+ * the client), else one the upstream encoded in a coding the client
+ * accepts, in {@link STORED_CODINGS} order.
+ */
+function lookup(cache: ResponseCache, key: string, acceptEncoding: string | undefined): CacheEntry | undefined {
+  const identity = cache.get(key);
+  if (identity !== undefined || acceptEncoding === undefined) return identity;
+  for (const coding of STORED_CODINGS) {
+    if (!acceptsCoding(acceptEncoding, coding)) continue;
+    const entry = cache.get(cacheKeyFor(key, coding));
+    if (entry !== undefined) return entry;
+  }
+  return undefined;
+}
+
 /** A copy of a stored entry's headers with `Age` and `X-Cache: HIT`. */
 function hitHeaders(entry: CacheEntry): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { ...entry.headers };
@@ -71,7 +90,8 @@ function hitHeaders(entry: CacheEntry): IncomingHttpHeaders {
  * a body over the cache's entry limit (declared or counted), a key another
  * response is already filling, a fill that would take the bytes buffered by
  * all fills past `max_size`, an incomplete body, or a response the
- * upstream's `Age` already made stale.
+ * upstream's `Age` already made stale. An upstream-encoded body is stored
+ * under its coding's key ({@link cacheKeyFor}).
  */
 export class CacheFill implements ResponseObserver {
   constructor(
@@ -81,7 +101,10 @@ export class CacheFill implements ResponseObserver {
 
   onUpstreamResponse(upstream: IncomingMessage, status: number, headers: IncomingHttpHeaders): void {
     const lifetime = cacheLifetimeMs(status, headers, this.cache.ttlMs);
-    if (lifetime > 0) collectForCache(this.cache, this.key, upstream, { ...headers }, status, lifetime);
+    if (lifetime > 0) {
+      const key = cacheKeyFor(this.key, headers['content-encoding']);
+      collectForCache(this.cache, key, upstream, { ...headers }, status, lifetime);
+    }
     headers['x-cache'] = 'MISS';
   }
 }

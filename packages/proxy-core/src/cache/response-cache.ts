@@ -21,11 +21,13 @@ export interface CacheEntry {
  * stored. Stored: status 200, `Cache-Control` with `public`, `max-age` or
  * `s-maxage` (s-maxage wins, then max-age; `public` alone uses the site's
  * ttl); never `private`, `no-store`, `no-cache`, a `Set-Cookie` or a `Vary`
- * (one entry per key, so a varying response is not stored). The lifetime is
+ * (one entry per key and coding, so a response varying on anything
+ * but `Accept-Encoding` is not stored). The lifetime is
  * capped by the site's `ttl`.
  */
 export function cacheLifetimeMs(status: number, headers: IncomingHttpHeaders, ttlMs: number): number {
-  if (status !== 200 || headers['set-cookie'] !== undefined || headers.vary !== undefined) return -1;
+  if (status !== 200 || headers['set-cookie'] !== undefined) return -1;
+  if (headers.vary !== undefined && !variesOnlyByEncoding(headers.vary)) return -1;
   const cc = headers['cache-control'];
   if (cc === undefined || ttlMs <= 0) return -1;
   let maxAge = -1;
@@ -42,6 +44,36 @@ export function cacheLifetimeMs(status: number, headers: IncomingHttpHeaders, tt
   const lifetime = sMaxAge >= 0 ? sMaxAge * 1000 : maxAge >= 0 ? maxAge * 1000 : isPublic ? ttlMs : -1;
   if (lifetime <= 0) return -1;
   return Math.min(lifetime, ttlMs);
+}
+
+/** `Vary: Accept-Encoding` (alone): entries are kept per coding already ({@link cacheKeyFor}). */
+function variesOnlyByEncoding(vary: string): boolean {
+  for (const token of vary.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t !== '' && t !== 'accept-encoding') return false;
+  }
+  return true;
+}
+
+/**
+ * The content codings an entry may be stored with besides identity (an
+ * upstream that compresses itself): each is a separate entry, served only
+ * to a client whose `Accept-Encoding` accepts it.
+ */
+export const STORED_CODINGS: readonly string[] = Object.freeze(['zstd', 'br', 'gzip', 'deflate']);
+
+/**
+ * The key of an entry whose body has `coding` (the upstream's
+ * `Content-Encoding`, lowercase; identity or none: the request key itself):
+ * `{host}{request-target}`, then a NUL and the coding. Identity bodies are
+ * what `encode` compresses per client on the way out, so one entry serves
+ * every client; an upstream-encoded body is never served to a client that
+ * did not ask for its coding.
+ */
+export function cacheKeyFor(key: string, coding: string | undefined): string {
+  if (coding === undefined) return key;
+  const c = coding.trim().toLowerCase();
+  return c === '' || c === 'identity' ? key : `${key}\u0000${c === 'x-gzip' ? 'gzip' : c}`;
 }
 
 function seconds(v: string): number {
@@ -243,14 +275,17 @@ export class CacheRegistry {
   }
 
   /**
-   * Invalidates `{host}/{path}`. The host is compared lowercase; a missing
+   * Invalidates `{host}/{path}` (every coding stored for it). The host is compared lowercase; a missing
    * leading `/` on the path is added. True when an entry was removed.
    */
   purge(key: string): boolean {
     const slash = key.indexOf('/');
     const normal = slash < 0 ? `${key.toLowerCase()}/` : `${key.slice(0, slash).toLowerCase()}${key.slice(slash)}`;
     let removed = false;
-    for (const cache of this.#caches.values()) if (cache.delete(normal)) removed = true;
+    for (const cache of this.#caches.values()) {
+      if (cache.delete(normal)) removed = true;
+      for (const coding of STORED_CODINGS) if (cache.delete(cacheKeyFor(normal, coding))) removed = true;
+    }
     return removed;
   }
 }

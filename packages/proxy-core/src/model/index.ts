@@ -242,6 +242,32 @@ export const CacheConfig = Type.Object(
 );
 export type CacheConfig = Static<typeof CacheConfig>;
 
+/** A content coding `encode` can produce (Caddy's names). */
+export const Encoding = Type.Union([Type.Literal('zstd'), Type.Literal('br'), Type.Literal('gzip')]);
+export type Encoding = Static<typeof Encoding>;
+
+/** `encode` without arguments: Caddy's default, `zstd gzip` (br costs more CPU on the fly). */
+export const ENCODE_DEFAULT_ENCODINGS: readonly Encoding[] = Object.freeze(['zstd', 'gzip'] as const);
+/** `encode`'s default `minimum_length`, bytes (Caddy's): smaller bodies go out identity. */
+export const ENCODE_DEFAULT_MINIMUM_LENGTH = 512;
+
+/** `encode [zstd] [br] [gzip] [{ minimum_length <bytes> }]`: response compression. */
+export const EncodeConfig = Type.Object(
+  {
+    encodings: Type.Array(Encoding, {
+      minItems: 1,
+      uniqueItems: true,
+      description: "Codings in the server's preference order (default zstd, gzip)",
+    }),
+    minimum_length: Type.Integer({
+      minimum: 0,
+      description: 'Smallest body compressed, bytes (default 512)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type EncodeConfig = Static<typeof EncodeConfig>;
+
 /**
  * Highest `under_attack` difficulty: 20 leading zero bits, about a million
  * hashes (~13 s at the ~80 k hashes/s measured in headless Chromium on a
@@ -275,6 +301,7 @@ export const Site = Type.Object(
       Type.Null(),
     ]),
     cache: Type.Union([CacheConfig, Type.Null()]),
+    encode: Type.Union([EncodeConfig, Type.Null()], { description: 'Response compression (default null: none)' }),
     under_attack: UnderAttack,
     analytics: Type.Boolean({ description: 'First-party analytics and script injection (default true)' }),
     handles: Type.Array(HandleBlock, { description: 'handle / handle_path blocks; most specific pattern wins' }),
@@ -467,6 +494,7 @@ export function emptySite(addresses: SiteAddress[]): Site {
     tls: { mode: 'auto', cert_file: null, key_file: null, on_demand: false },
     rate_limit: null,
     cache: null,
+    encode: null,
     under_attack: { enabled: false, difficulty: DEFAULTS.under_attack_difficulty },
     analytics: true,
     handles: [],

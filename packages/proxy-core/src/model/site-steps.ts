@@ -10,6 +10,8 @@
  *   response).
  * - `headers`: the security headers and `header` ops, compiled once and
  *   applied to every response the site writes (its own answers included).
+ * - `encode`: wraps the response, so every answer below (the site's own,
+ *   cached, proxied after analytics injection) is compressed on its way out.
  * - `under_attack`, `rate_limit`, `basic_auth` (the site's), `redir` (the
  *   site's, first matching `from` in file order).
  * - `handle`: `handle` / `handle_path` selection (most specific pattern
@@ -21,6 +23,7 @@
 export const SITE_STEP_ORDER = [
   'front_door',
   'headers',
+  'encode',
   'under_attack',
   'rate_limit',
   'basic_auth',
@@ -42,6 +45,7 @@ export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: S
   { name: 'tls', step: 'front_door' },
   { name: 'analytics', step: 'front_door' },
   { name: 'header', step: 'headers' },
+  { name: 'encode', step: 'encode' },
   { name: 'under_attack', step: 'under_attack' },
   { name: 'rate_limit', step: 'rate_limit' },
   { name: 'basic_auth', step: 'basic_auth' },

@@ -3,6 +3,7 @@ import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';
 import { cache } from './cache.js';
 import type { Directive } from './directive.js';
+import { encode } from './encode.js';
 import { fileServer, root } from './file-server.js';
 import { handle, handlePath } from './handle.js';
 import { header } from './header.js';
@@ -18,6 +19,7 @@ const PARSERS: readonly Directive[] = [
   tls,
   analytics,
   header,
+  encode,
   underAttack,
   rateLimit,
   basicAuth,
