@@ -62,6 +62,13 @@ describe('containerMember: valid labels', () => {
       { settings: { tls: 'auto' } },
     ],
     [
+      'proxy.encode: codings in preference order, commas or spaces',
+      { ...base, 'proxy.encode': 'zstd,br, gzip' },
+      {},
+      { settings: { tls: 'auto', rateLimit: null, headers: [], encode: ['zstd', 'br', 'gzip'] } },
+    ],
+    ['proxy.encode: one coding', { ...base, 'proxy.encode': 'gzip' }, {}, { settings: { encode: ['gzip'] } }],
+    [
       'host network: loopback and the label port',
       base,
       { networkMode: 'host', networks: [] },
@@ -142,6 +149,24 @@ describe('containerMember: invalid labels give warnings and no member (never hal
       { ...base, 'proxy.tls': 'false' },
       {},
       ['proxy.tls: "false" is not off (or auto, the default)'],
+    ],
+    [
+      'proxy.encode: an unknown coding',
+      { ...base, 'proxy.encode': 'gzip,deflate' },
+      {},
+      ['proxy.encode: "deflate" is not an encoding (zstd, br or gzip)'],
+    ],
+    [
+      'proxy.encode: empty',
+      { ...base, 'proxy.encode': ' , ' },
+      {},
+      ['proxy.encode: is empty (write zstd, br and/or gzip, e.g. zstd,gzip)'],
+    ],
+    [
+      'proxy.encode: a coding twice',
+      { ...base, 'proxy.encode': 'br,br' },
+      {},
+      ['proxy.encode: "br,br" names an encoding twice'],
     ],
     [
       'rate limit without /s',

@@ -1,4 +1,5 @@
 import {
+  type Encoding,
   type HeaderOp,
   type HostPort,
   parseDomain,
@@ -15,7 +16,17 @@ export const LABEL_PREFIX = 'proxy.';
 /** The prefix of `proxy.header.<Header-Name>`. */
 export const HEADER_LABEL_PREFIX = 'proxy.header.';
 /** Every label name proxyd reads, besides `proxy.header.<Name>`. */
-export const KNOWN_LABELS = ['proxy.domain', 'proxy.port', 'proxy.tls', 'proxy.rate_limit', 'proxy.network'] as const;
+export const KNOWN_LABELS = [
+  'proxy.domain',
+  'proxy.port',
+  'proxy.tls',
+  'proxy.rate_limit',
+  'proxy.encode',
+  'proxy.network',
+] as const;
+
+/** The codings `proxy.encode` accepts (the Proxyfile's `encode`). */
+const ENCODINGS: readonly Encoding[] = ['zstd', 'br', 'gzip'];
 
 /** The site settings a container's labels ask for; every member of a pool should agree on them. */
 export interface SiteSettings {
@@ -25,6 +36,12 @@ export interface SiteSettings {
   rateLimit: number | null;
   /** `proxy.header.<Name> <value>` → set operations, sorted by name. */
   headers: HeaderOp[];
+  /**
+   * `proxy.encode zstd,br,gzip` → the site's `encode` codings in preference
+   * order (`minimum_length` the default, the model's
+   * `ENCODE_DEFAULT_MINIMUM_LENGTH`, 512 bytes); absent: no compression.
+   */
+  encode?: Encoding[];
 }
 
 /** What one container contributes: the pool member of each of its domains. */
@@ -122,6 +139,7 @@ function headerValueProblem(value: string): string | null {
  * | `proxy.port` | the container port, 1-65535 (`parsePort`); may be left out when the container exposes exactly one TCP port |
  * | `proxy.tls` | `off`: plain HTTP, no certificate; `auto` (the default) |
  * | `proxy.rate_limit` | `<n>/s` (`parseRate`) |
+ * | `proxy.encode` | codings in preference order, separated by commas or spaces: `zstd`, `br`, `gzip` (the Proxyfile's `encode`) |
  * | `proxy.header.<Name>` | sets response header `<Name>` (`parseHeaderName`) to the value |
  * | `proxy.network` | the network to reach the container on (see `network.ts`) |
  *
@@ -188,6 +206,18 @@ export function containerMember(info: ContainerInfo, context: MemberContext): Me
     else warn('proxy.rate_limit', `${JSON.stringify(rateText)} ${parsed.problem}`);
   }
 
+  let encode: Encoding[] | null = null;
+  const encodeText = labels['proxy.encode'];
+  if (encodeText !== undefined) {
+    const items = encodeText.split(/[\s,]+/).filter((s) => s !== '');
+    const bad = items.find((s) => !(ENCODINGS as readonly string[]).includes(s));
+    if (items.length === 0) warn('proxy.encode', 'is empty (write zstd, br and/or gzip, e.g. zstd,gzip)');
+    else if (bad !== undefined) warn('proxy.encode', `${JSON.stringify(bad)} is not an encoding (zstd, br or gzip)`);
+    else if (new Set(items).size !== items.length)
+      warn('proxy.encode', `${JSON.stringify(encodeText)} names an encoding twice`);
+    else encode = items as Encoding[];
+  }
+
   const headers: HeaderOp[] = [];
   const seenHeaders = new Map<string, string>();
   const unknown: string[] = [];
@@ -242,7 +272,7 @@ export function containerMember(info: ContainerInfo, context: MemberContext): Me
       domains,
       upstream: { host: choice.host, port },
       health: info.health,
-      settings: { tls, rateLimit, headers },
+      settings: encode === null ? { tls, rateLimit, headers } : { tls, rateLimit, headers, encode },
     },
   };
 }

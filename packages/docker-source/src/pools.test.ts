@@ -77,6 +77,17 @@ describe('poolRoute', () => {
     expect(Value.Check(RouteSpec, route)).toBe(true);
   });
 
+  it('proxy.encode becomes the site encode (default minimum_length); members that differ get a warning', () => {
+    const { route, warnings } = poolRoute('app.test', [
+      member('a', '10.0.0.2', { settings: { tls: 'auto', rateLimit: null, headers: [], encode: ['br', 'gzip'] } }),
+      member('b', '10.0.0.3', { settings: { tls: 'auto', rateLimit: null, headers: [] } }),
+    ]);
+    expect(route.site.encode).toEqual({ encodings: ['br', 'gzip'], minimum_length: 512 });
+    expect(Value.Check(RouteSpec, route)).toBe(true);
+    expect(warnings.map((w) => w.label)).toEqual(['proxy.encode']);
+    expect(poolRoute('app.test', [member('a', '10.0.0.2')]).route.site.encode).toBeNull();
+  });
+
   it('members that differ in settings: the first by name sets them, the others get a warning and still serve', () => {
     const { route, warnings } = poolRoute('app.test', [
       member('b', '10.0.0.3', { settings: { tls: 'auto', rateLimit: 10, headers: [] } }),

@@ -1,4 +1,10 @@
-import { defaultReverseProxy, emptySite, type RouteSpec, type UpstreamAddress } from '@proxyd/proxy-core/model';
+import {
+  defaultReverseProxy,
+  ENCODE_DEFAULT_MINIMUM_LENGTH,
+  emptySite,
+  type RouteSpec,
+  type UpstreamAddress,
+} from '@proxyd/proxy-core/model';
 import type { ContainerMember, SiteSettings } from './labels.js';
 import type { ContainerHealth } from './runtime/runtime.js';
 import type { LabelWarning } from './warnings.js';
@@ -40,6 +46,7 @@ const byName = (a: ContainerMember, b: ContainerMember): number =>
 function differingLabel(a: SiteSettings, b: SiteSettings): string | null {
   if (a.tls !== b.tls) return 'proxy.tls';
   if (a.rateLimit !== b.rateLimit) return 'proxy.rate_limit';
+  if ((a.encode ?? []).join() !== (b.encode ?? []).join()) return 'proxy.encode';
   const names = new Set([...a.headers, ...b.headers].map((h) => h.name));
   for (const name of [...names].sort()) {
     const va = a.headers.find((h) => h.name === name)?.value;
@@ -63,7 +70,7 @@ function differingLabel(a: SiteSettings, b: SiteSettings): string | null {
  * for upstreams; nothing checks it at run time (README, "Empty pools").
  *
  * Members should agree on the site settings (`proxy.tls`,
- * `proxy.rate_limit`, `proxy.header.*`); the first member by name sets
+ * `proxy.rate_limit`, `proxy.encode`, `proxy.header.*`); the first member by name sets
  * them, and each member that differs gets a warning (it still serves).
  */
 export function poolRoute(domain: string, members: readonly ContainerMember[]): PoolRoute {
@@ -96,6 +103,8 @@ export function poolRoute(domain: string, members: readonly ContainerMember[]): 
   if (off) site.tls.mode = 'off';
   site.rate_limit = settings.rateLimit;
   site.header = settings.headers.map((h) => ({ ...h }));
+  if (settings.encode !== undefined)
+    site.encode = { encodings: [...settings.encode], minimum_length: ENCODE_DEFAULT_MINIMUM_LENGTH };
   site.handler = defaultReverseProxy(upstreams);
   return {
     route: { domain, origin: 'labels', source: DOCKER_SOURCE_TAG, site },
