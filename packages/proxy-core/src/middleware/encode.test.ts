@@ -230,6 +230,34 @@ describe('encode: the step with a real loopback upstream', () => {
     expect(decode('zstd', r.body).equals(Buffer.concat(Array(256).fill(chunk)))).toBe(true);
   });
 
+  it('a client that leaves mid-body: the compressor is dropped and the site keeps serving', async () => {
+    const chunk = Buffer.from('abcdefgh'.repeat(8192));
+    const { port, get } = await setup((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      if (req.url === '/after') {
+        res.end('ok');
+        return;
+      }
+      const timer = setInterval(() => res.write(chunk), 2);
+      res.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve, reject) => {
+      const req = http.get(
+        { host: '127.0.0.1', port, path: '/', headers: { host: 'enc.test', 'accept-encoding': 'br' }, agent: false },
+        (res) => {
+          expect(res.headers['content-encoding']).toBe('br');
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
+      req.on('error', (err) => (req.destroyed ? resolve() : reject(err)));
+    });
+    const after = await get('/after', { 'accept-encoding': 'gzip' });
+    expect([after.status, after.body.toString()]).toEqual([200, 'ok']);
+  });
+
   it('encodes the site’s own answers (respond), without editing the shared canned head', async () => {
     const up = await upstream();
     const body = 'respond body '.repeat(100);
