@@ -17,5 +17,7 @@ needed=(
   iptables=iptables                      # netavark's firewall rules for podman's bridges
   busybox=busybox-static                 # the test image: static /bin/busybox imported, no registry
   dockerd=docker.io                      # a real Docker Engine, started by hand (brings containerd, tini)
+  h2load=nghttp2-client                  # HTTP/2 load and request clients (h2load, nghttp) for the HTTP/2 tests
+  nghttp=nghttp2-client
 )
 exec bash "$(dirname "$0")/install-debian-packages.sh" "test dependencies" "${needed[@]}"

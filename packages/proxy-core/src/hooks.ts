@@ -42,6 +42,12 @@ export interface RequestRecord {
   readonly contentType: string | undefined;
   /** When the request started, ms since the epoch. */
   readonly startedAt: number;
+  /**
+   * The client's protocol: `h1` (HTTP/1.x) or `h2` (HTTP/2, on the HTTPS
+   * listeners). Always set by the data plane; optional for records built
+   * elsewhere (absent reads as `h1`).
+   */
+  readonly protocol?: 'h1' | 'h2';
 }
 
 /**

@@ -1,7 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { ClientIpResolver } from './client-ip.js';
 import { servedOn } from './data-plane/site-ports.js';
@@ -15,6 +16,14 @@ import { normalizeHost, RouteTable } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
+import {
+  type Http2Limits,
+  h2Headers,
+  http2ServerOptions,
+  isH2Forbidden,
+  watchSession,
+  watchStream,
+} from './tls/http2.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
 export type SiteCompilerWithForwarder = (site: Site, forwarder: Forwarder) => CompiledSite;
@@ -53,6 +62,8 @@ export interface ProxyServerOptions {
   connectTimeoutMs?: number;
   /** Upstream idle timeout, ms (default 60000). */
   idleTimeoutMs?: number;
+  /** HTTP/2 limits of the HTTPS listeners (defaults: `tls/http2.ts`). */
+  http2?: Partial<Http2Limits>;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -96,7 +107,10 @@ export class ProxyServer {
   readonly #alpnChallenges: AlpnChallengeResponder | undefined;
   readonly #httpsPort: number | undefined;
   #httpsSuffix: string;
-  readonly #servers: (http.Server | https.Server)[] = [];
+  readonly #http2: Partial<Http2Limits>;
+  readonly #servers: (http.Server | http2.Http2SecureServer)[] = [];
+  /** TLS connections of the HTTPS listeners (an HTTP/2 server has no `closeAllConnections`). */
+  readonly #tlsSockets = new Set<Duplex>();
   /** Bound ports of the main listeners ({@link listen}, {@link listenHttps}). */
   readonly #mainPorts = new Set<number>();
   /** Site-port listeners asked for so far ({@link listenSitePort}). */
@@ -126,6 +140,7 @@ export class ProxyServer {
     this.#alpnChallenges = options.alpnChallenges;
     this.#httpsPort = options.httpsPort;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
+    this.#http2 = options.http2 ?? {};
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
   }
@@ -207,16 +222,40 @@ export class ProxyServer {
     return server;
   }
 
-  #httpsServer(): https.Server {
+  /**
+   * One TLS listener for HTTP/2 and HTTP/1.1 (ALPN `h2`, `http/1.1`; no
+   * ALPN: HTTP/1.1). HTTP/2 requests come as Node's compat objects
+   * (`Http2ServerRequest`/`Http2ServerResponse`), which the data plane uses
+   * through the `IncomingMessage`/`ServerResponse` members both share;
+   * WebSockets stay on HTTP/1.1 (`upgrade`). Limits: `tls/http2.ts`.
+   */
+  #httpsServer(): http2.Http2SecureServer {
     const certificates = this.#certificates;
     if (certificates === undefined) throw new Error('no certificate store configured');
-    const server = https.createServer(
-      { ServerResponse: CountingResponse, ...handshakeOptions(certificates, this.#alpnChallenges) },
-      (req, res) => this.enter(req, res, null, null, true),
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
+    const limits = this.#http2;
+    const server = http2.createSecureServer(
+      {
+        ...http2ServerOptions(limits),
+        allowHTTP1: true,
+        Http1ServerResponse: CountingResponse,
+        Http2ServerResponse: CountingH2Response as never,
+        ...handshakeOptions(certificates, this.#alpnChallenges),
+      },
+      handler as never,
     );
     // Before the HTTP server's own listener: an `acme-tls/1` connection carries no HTTP.
     if (this.#alpnChallenges !== undefined) server.prependListener('secureConnection', closeChallengeConnection);
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true));
+    const sockets = this.#tlsSockets;
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
+    server.on('session', (session: http2.ServerHttp2Session) => watchSession(session, limits));
+    server.on('stream', (stream: http2.ServerHttp2Stream) => watchStream(stream, limits));
+    // Session errors (a flood answered with GOAWAY, a reset socket) end that session only.
+    server.on('sessionError', ignore);
+    server.on('checkContinue', handler as never);
     server.on('tlsClientError', (_err, socket) => socket.destroy());
     return server;
   }
@@ -229,23 +268,24 @@ export class ProxyServer {
         (server) =>
           new Promise<void>((resolve) => {
             server.close(() => resolve());
-            server.closeAllConnections();
+            if (server instanceof http.Server) server.closeAllConnections();
           }),
       ),
     );
+    for (const socket of this.#tlsSockets) socket.destroy();
     for (const compiled of this.#table.compiledSites()) safeClose(compiled);
     this.#forwarder.close();
   }
 
-  #start(server: http.Server | https.Server, port: number, host: string): Promise<AddressInfo> {
-    const secure = server instanceof https.Server;
+  #start(server: http.Server | http2.Http2SecureServer, port: number, host: string): Promise<AddressInfo> {
+    const secure = server instanceof tls.Server;
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
       this.#upgraded.add(socket);
       socket.once('close', () => this.#upgraded.delete(socket));
       this.enter(req, null, socket, head, secure);
     });
-    server.on('clientError', onClientError);
+    (server as http.Server).on('clientError', onClientError);
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -285,6 +325,10 @@ export class ProxyServer {
     head: Buffer | null,
     secure: boolean,
   ): void {
+    // HTTP/2: the authority is `:authority` (RFC 9113 §8.3.1), put in `host`
+    // for the steps after this one and the upstream request.
+    const authority = req.headers[':authority'];
+    if (authority !== undefined) req.headers.host = authority as string;
     const hostHeader = req.headers.host;
     const host = hostHeader === undefined ? '' : normalizeHost(hostHeader);
     let url = req.url ?? '/';
@@ -464,6 +508,61 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   }
 }
 
+/**
+ * The HTTP/2 form of {@link CountingResponse} (Node's compat response):
+ * the same counting and slots, plus the translation HTTP/2 needs from a data
+ * plane written for HTTP/1.1 — the header fields HTTP/2 forbids
+ * (`Connection`, `Transfer-Encoding`, `Upgrade`, …: `tls/http2.ts`) are
+ * dropped by `setHeader` and `writeHead`, whatever an upstream or a step
+ * set, and `destroyed` mirrors the stream's (the compat response has none).
+ */
+class CountingH2Response extends http2.Http2ServerResponse {
+  bodyBytes = 0;
+  contentType: string | undefined = undefined;
+  [kExchange]: ExchangeSlot | undefined = undefined;
+  [kRecord]: PendingRecord | undefined = undefined;
+  readonly [kCloseOwned] = true;
+
+  constructor(stream: http2.ServerHttp2Stream) {
+    super(stream);
+    this.on('close', onResponseClose);
+  }
+
+  override setHeader(name: string, value: number | string | readonly string[]): void {
+    if (!isH2Forbidden(name, value)) super.setHeader(name, value);
+  }
+
+  override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+    const message = typeof reason === 'string';
+    const obj = h2Headers(message ? headers : reason);
+    if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
+      const type = (obj as Record<string, unknown>)['content-type'];
+      if (typeof type === 'string') this.contentType = type;
+    }
+    const write = super.writeHead as (s: number, r: unknown, h?: unknown) => this;
+    return message ? write.call(this, statusCode, reason, obj) : write.call(this, statusCode, obj);
+  }
+
+  override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    this.bodyBytes += byteLength(chunk, encoding);
+    return (super.write as (c: unknown, e: unknown, cb: unknown) => boolean)(chunk, encoding, callback);
+  }
+
+  override end(chunk?: unknown, encoding?: unknown, callback?: unknown): this {
+    if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
+      this.bodyBytes += byteLength(chunk, encoding);
+    }
+    return (super.end as (c: unknown, e: unknown, cb: unknown) => this)(chunk, encoding, callback);
+  }
+}
+
+// The data plane checks `res.destroyed` as on an HTTP/1.1 response; the compat response has no such member.
+Object.defineProperty(CountingH2Response.prototype, 'destroyed', {
+  get(this: CountingH2Response): boolean {
+    return this.stream.destroyed;
+  },
+});
+
 function byteLength(chunk: unknown, encoding: unknown): number {
   if (typeof chunk === 'string') {
     return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
@@ -472,9 +571,9 @@ function byteLength(chunk: unknown, encoding: unknown): number {
 }
 
 /** The one 'close' listener of every response: forwarder abort handling, then the request record. */
-function onResponseClose(this: CountingResponse): void {
+function onResponseClose(this: CountingResponse | CountingH2Response): void {
   this[kExchange]?.onResponseClose(this);
-  if (this[kRecord] !== undefined) emitRecord.call(this);
+  if (this[kRecord] !== undefined) emitRecord.call(this as never);
 }
 
 /**
@@ -509,6 +608,7 @@ function emitRecord(
     userAgent: req.headers['user-agent'],
     contentType: typeof contentType === 'string' ? contentType : undefined,
     startedAt: pending.startedAt,
+    protocol: req.httpVersionMajor === 2 ? 'h2' : 'h1',
   };
   try {
     pending.hook(record);
@@ -581,3 +681,5 @@ function safeClose(compiled: CompiledSite): void {
     // Closing a dropped site must not break the swap.
   }
 }
+
+function ignore(): void {}

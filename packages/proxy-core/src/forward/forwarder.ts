@@ -12,7 +12,12 @@ import { deliverBuffered } from './buffered-response.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
 import { forwardPass } from './send.js';
-import { buildUpstreamHeaders, type UpstreamHeaderPlan, upstreamHeaderPlan } from './upstream-headers.js';
+import {
+  buildUpstreamHeaders,
+  requestHasBody,
+  type UpstreamHeaderPlan,
+  upstreamHeaderPlan,
+} from './upstream-headers.js';
 import { forwardUpgrade, onProxyError, onProxyReqWs } from './websocket.js';
 
 /** Options of {@link HttpForwarder}. */
@@ -136,7 +141,6 @@ export class HttpForwarder implements Forwarder {
       res.end('no healthy upstream\n');
       return;
     }
-    const headers = req.headers;
     member.active++;
     const exchange = new Exchange(
       req,
@@ -147,7 +151,7 @@ export class HttpForwarder implements Forwarder {
       member,
       this.hooks,
       buildUpstreamHeaders(req, forwardedFor(req, ctx, this.#clientIp), compiled.headers),
-      headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined,
+      requestHasBody(req),
       options.observer ?? null,
     );
     this.#proxy.web(req, res, { target: member.target, exchange } as never);

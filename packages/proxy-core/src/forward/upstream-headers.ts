@@ -51,6 +51,11 @@ for (const name of [...HOP_BY_HOP_NAMES, 'expect', 'x-forwarded-for', 'x-forward
  * (a trusted proxy's own values are kept). A chunked request body stays
  * chunked upstream. `header_up` runs last. Original name case and repeated
  * lines are kept.
+ *
+ * An HTTP/2 request (RFC 9113 §8.3.1) goes up as HTTP/1.1: `Host` first,
+ * from `:authority` (the front door put it in `req.headers.host`; a `host`
+ * line the client also sent is dropped), no pseudo-header (`:method`,
+ * `:path`, …), and a body without Content-Length goes chunked.
  */
 export function buildUpstreamHeaders(
   req: IncomingMessage,
@@ -66,10 +71,14 @@ export function buildUpstreamHeaders(
   let contentLength = false;
   let proto = false;
   let host = false;
+  const h2 = req.httpVersionMajor === 2;
+  if (h2) out.push('host', req.headers.host ?? '');
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const first = name.charCodeAt(0) | 0x20;
+    // Pseudo-headers and the Host line of an HTTP/2 request (Host is written above).
+    if (h2 && (first === 0x3a || (first === 0x68 && name.length === 4 && name.toLowerCase() === 'host'))) continue;
     if (CANDIDATES.has((name.length << 8) | first) || named !== null || replaced !== null) {
       const lower = name.toLowerCase();
       if (lower === 'transfer-encoding') {
@@ -93,6 +102,7 @@ export function buildUpstreamHeaders(
   }
   // Without Content-Length a streamed body must stay chunked on the upstream hop.
   if (chunked && !contentLength) out.push('transfer-encoding', 'chunked');
+  else if (h2 && !contentLength && requestHasBody(req)) out.push('transfer-encoding', 'chunked');
   out.push('x-forwarded-for', forwarded.forwardedFor);
   if (!proto) out.push('x-forwarded-proto', forwarded.proto);
   if (!host) out.push('x-forwarded-host', forwarded.host);
@@ -103,6 +113,18 @@ export function buildUpstreamHeaders(
 }
 
 const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
+
+/**
+ * Whether a request has a body to stream upstream: HTTP/1.1 says so with
+ * Content-Length or Transfer-Encoding; HTTP/2 by a HEADERS frame without
+ * END_STREAM (a body may come without Content-Length).
+ */
+export function requestHasBody(req: IncomingMessage): boolean {
+  const headers = req.headers;
+  if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return true;
+  if (req.httpVersionMajor !== 2) return false;
+  return (req as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders === false;
+}
 
 /** Lowercase header names a `Connection` value lists, or null for the usual `keep-alive`/`close`. */
 function connectionTokens(value: string): ReadonlySet<string> | null {

@@ -6,10 +6,10 @@ export const ACME_TLS_1 = 'acme-tls/1';
 
 /**
  * The application protocols the HTTPS listeners speak, in the server's
- * order of preference: the one list both ALPN paths below read (`h2` joins
- * it later).
+ * order of preference: the one list both ALPN paths below read. One
+ * listener serves both (`http2.createSecureServer` with `allowHTTP1`).
  */
-export const HTTP_PROTOCOLS: readonly string[] = ['http/1.1'];
+export const HTTP_PROTOCOLS: readonly string[] = ['h2', 'http/1.1'];
 
 /**
  * The port automatic HTTPS answers TLS-ALPN-01 challenges through (RFC 8737):

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import tls, { type SecureVersion, type TLSSocket } from 'node:tls';
 import { onCleanup } from '../loopback.test-helpers.js';
 
@@ -146,5 +147,71 @@ export function opensslClient(port: number, args: string[]): Promise<string> {
       (_err, stdout, stderr) => resolve(`${stdout}\n${stderr}`),
     );
     child.stdin?.end();
+  });
+}
+
+/** One HTTP/2 answer as {@link h2Request} read it. */
+export interface H2Reply {
+  status: number;
+  /** Response headers, pseudo-headers included (`:status`). */
+  headers: http2.IncomingHttpHeaders;
+  body: string;
+  /** The ALPN protocol the session negotiated (`h2`). */
+  alpn: string | undefined;
+}
+
+/** Options of {@link h2Request}. */
+export interface H2RequestOptions {
+  /** SNI and `:authority` (with the port unless `authority` says otherwise). */
+  servername: string;
+  path?: string;
+  method?: string;
+  /** Extra request headers. */
+  headers?: http2.OutgoingHttpHeaders;
+  /** A request body (ends the stream after it). */
+  body?: string;
+  /** `:authority`; default `<servername>:<port>`. */
+  authority?: string;
+  /** A session to reuse (default a new one, closed after the answer). */
+  session?: http2.ClientHttp2Session;
+}
+
+/** Opens an HTTP/2 session to 127.0.0.1:`port` (SNI `servername`, certificate not verified); closed after the test. */
+export function h2Session(port: number, servername: string): http2.ClientHttp2Session {
+  const session = http2.connect(`https://127.0.0.1:${port}`, { servername, rejectUnauthorized: false });
+  session.on('error', () => {});
+  onCleanup(() => {
+    session.destroy();
+  });
+  return session;
+}
+
+/** One HTTP/2 request over TLS to 127.0.0.1:`port` (node:http2 client, certificate not verified). */
+export function h2Request(port: number, options: H2RequestOptions): Promise<H2Reply> {
+  const session = options.session ?? h2Session(port, options.servername);
+  return new Promise((resolve, reject) => {
+    const stream = session.request({
+      ':method': options.method ?? 'GET',
+      ':path': options.path ?? '/',
+      ':authority': options.authority ?? `${options.servername}:${port}`,
+      ...options.headers,
+    });
+    let headers: http2.IncomingHttpHeaders = {};
+    let body = '';
+    stream.setEncoding('utf8');
+    stream.on('response', (h) => {
+      headers = h;
+    });
+    stream.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    stream.on('end', () => {
+      const alpn = session.alpnProtocol;
+      if (options.session === undefined) session.close();
+      resolve({ status: Number(headers[':status'] ?? 0), headers, body, alpn });
+    });
+    stream.on('error', reject);
+    if (options.body !== undefined) stream.end(options.body);
+    else stream.end();
   });
 }

@@ -1,0 +1,132 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import http2 from 'node:http2';
+
+/**
+ * HTTP/2 limits of the HTTPS listeners (each has a default, the one in
+ * {@link HTTP2_DEFAULTS}).
+ *
+ * Floods are bounded by Node 24 and its nghttp2 itself (pinned by
+ * `http2.loopback.test.ts`): a rapid reset (CVE-2023-44487, streams opened
+ * and cancelled at once) meets nghttp2's RST_STREAM rate limit and the
+ * session gets GOAWAY; a CONTINUATION flood (CVE-2024-27983 class) meets
+ * the header list limit; invalid frames and refused streams beyond
+ * `maxSessionInvalidFrames`/`maxSessionRejectedStreams` close the session.
+ */
+export interface Http2Limits {
+  /** Streams a client may have open at once on one session (SETTINGS_MAX_CONCURRENT_STREAMS); default 128. */
+  maxConcurrentStreams: number;
+  /** Largest request header list, bytes (SETTINGS_MAX_HEADER_LIST_SIZE; also HTTP/1.1's `maxHeaderSize`); default 16384. */
+  maxHeaderListSize: number;
+  /** Memory one session may hold before new streams are refused, MB (Node's `maxSessionMemory`); default 10. */
+  maxSessionMemory: number;
+  /** Invalid frames a session may send before it is closed; default 1000 (Node's). */
+  maxSessionInvalidFrames: number;
+  /** Streams refused (over the concurrency limit) before the session is closed; default 100 (Node's). */
+  maxSessionRejectedStreams: number;
+  /** A session with no frame either way for this long is closed (GOAWAY), ms; default 120000. */
+  sessionIdleMs: number;
+  /** A stream with no frame either way for this long is cancelled (RST_STREAM CANCEL), ms; default 120000. */
+  streamIdleMs: number;
+}
+
+/** The defaults of {@link Http2Limits}. */
+export const HTTP2_DEFAULTS: Readonly<Http2Limits> = {
+  maxConcurrentStreams: 128,
+  maxHeaderListSize: 16 * 1024,
+  maxSessionMemory: 10,
+  maxSessionInvalidFrames: 1000,
+  maxSessionRejectedStreams: 100,
+  sessionIdleMs: 120_000,
+  streamIdleMs: 120_000,
+};
+
+/** The `http2.createSecureServer` options that carry the limits (TLS and compat options are the caller's). */
+export function http2ServerOptions(limits: Partial<Http2Limits>): http2.SecureServerOptions {
+  const l = { ...HTTP2_DEFAULTS, ...limits };
+  return {
+    settings: { maxConcurrentStreams: l.maxConcurrentStreams, maxHeaderListSize: l.maxHeaderListSize },
+    maxHeaderSize: l.maxHeaderListSize,
+    maxSessionMemory: l.maxSessionMemory,
+    maxSessionInvalidFrames: l.maxSessionInvalidFrames,
+    maxSessionRejectedStreams: l.maxSessionRejectedStreams,
+  } as http2.SecureServerOptions;
+}
+
+/** Arms a new session's idle timeout (a module function as listener: no closure per session). */
+export function watchSession(session: http2.ServerHttp2Session, limits: Partial<Http2Limits>): void {
+  session.setTimeout(limits.sessionIdleMs ?? HTTP2_DEFAULTS.sessionIdleMs, onSessionIdle);
+}
+
+/** Arms a new stream's idle timeout: Node's compat layer only reports a stream timeout, it does not end it. */
+export function watchStream(stream: http2.ServerHttp2Stream, limits: Partial<Http2Limits>): void {
+  stream.setTimeout(limits.streamIdleMs ?? HTTP2_DEFAULTS.streamIdleMs, onStreamIdle);
+}
+
+function onSessionIdle(this: http2.ServerHttp2Session): void {
+  // Graceful: GOAWAY, streams still open finish (their own timeout bounds them).
+  this.close();
+}
+
+function onStreamIdle(this: http2.ServerHttp2Stream): void {
+  this.close(http2.constants.NGHTTP2_CANCEL);
+}
+
+/**
+ * Whether a response header is one HTTP/2 forbids (RFC 9113 §8.2.2):
+ * connection-specific fields, and `te` other than `trailers`. Node's compat
+ * layer throws on most of them (`ERR_HTTP2_INVALID_CONNECTION_HEADERS`) and
+ * drops `connection` with a warning.
+ */
+export function isH2Forbidden(name: string, value: unknown): boolean {
+  switch (name.length) {
+    case 2:
+      return name.toLowerCase() === 'te' && String(value).toLowerCase() !== 'trailers';
+    case 7:
+      return name.toLowerCase() === 'upgrade';
+    case 10: {
+      const lower = name.toLowerCase();
+      return lower === 'connection' || lower === 'keep-alive';
+    }
+    case 14:
+      return name.toLowerCase() === 'http2-settings';
+    case 16:
+      return name.toLowerCase() === 'proxy-connection';
+    case 17:
+      return name.toLowerCase() === 'transfer-encoding';
+    default:
+      return false;
+  }
+}
+
+/**
+ * `writeHead`'s headers (an object or a flat `[name, value, …]` array)
+ * without the fields HTTP/2 forbids: the same object when it holds none
+ * (the common case, no copy), else a filtered copy.
+ */
+export function h2Headers(headers: unknown): unknown {
+  if (headers === null || typeof headers !== 'object') return headers;
+  if (Array.isArray(headers)) {
+    let clean = true;
+    for (let i = 0; i < headers.length; i += 2) {
+      if (isH2Forbidden(String(headers[i]), headers[i + 1])) {
+        clean = false;
+        break;
+      }
+    }
+    if (clean) return headers;
+    const out: unknown[] = [];
+    for (let i = 0; i < headers.length; i += 2) {
+      if (!isH2Forbidden(String(headers[i]), headers[i + 1])) out.push(headers[i], headers[i + 1]);
+    }
+    return out;
+  }
+  const obj = headers as OutgoingHttpHeaders;
+  let out: OutgoingHttpHeaders | null = null;
+  for (const name in obj) {
+    if (isH2Forbidden(name, obj[name])) {
+      if (out === null) out = { ...obj };
+      delete out[name];
+    }
+  }
+  return out ?? obj;
+}
