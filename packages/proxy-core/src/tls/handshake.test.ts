@@ -6,7 +6,15 @@ import { onCleanup, proxy, selfSigned } from '../loopback.test-helpers.js';
 import { emptySite, type RouteSpec } from '../model/index.js';
 import type { CertificateStore } from './certificate-store.js';
 import { ACME_TLS_1, type AlpnChallengeResponder } from './handshake.js';
-import { alertOf, closedByPeer, fingerprintOf, getOver, handshake, opensslClient } from './tls-client.test-helpers.js';
+import {
+  alertOf,
+  closedByPeer,
+  fingerprintOf,
+  getOver,
+  h2Request,
+  handshake,
+  opensslClient,
+} from './tls-client.test-helpers.js';
 
 type Files = { cert: string; key: string };
 
@@ -133,6 +141,15 @@ describe('TLS-ALPN-01 on the HTTPS listener (real loopback clients)', () => {
     expect(await getOver(shake.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 .*\r\nsite\r\n/s);
   });
 
+  it('picks h2 over http/1.1 whatever the client order (server preference), and serves HTTP/2', async () => {
+    const { port, site } = await challengeListener();
+    for (const alpn of [['http/1.1', 'h2'], ['h2', 'http/1.1'], ['h2']]) {
+      const shake = await handshake(port, { servername: 'a.test', alpn });
+      expect([shake.alpn, shake.fingerprint]).toEqual(['h2', fingerprintOf(site.cert)]);
+    }
+    expect(await h2Request(port, { servername: 'a.test' })).toMatchObject({ status: 200, body: 'site', alpn: 'h2' });
+  });
+
   it('gives a client offering no ALPN the site certificate and HTTP', async () => {
     const { port, site, challenges } = await challengeListener();
     const shake = await handshake(port, { servername: 'a.test' });
@@ -206,6 +223,8 @@ describe('handshakes without TLS-ALPN-01', () => {
     expect(await alertOf(handshake(port, { servername: 'a.test', alpn: [ACME_TLS_1] }))).toBe(NO_APPLICATION_PROTOCOL);
     const shake = await handshake(port, { servername: 'a.test', alpn: ['http/1.1'] });
     expect(shake.fingerprint).toBe(fingerprintOf(files.cert));
+    const h2 = await handshake(port, { servername: 'a.test', alpn: ['http/1.1', 'h2'] });
+    expect(h2.alpn).toBe('h2');
   });
 
   it.each([
