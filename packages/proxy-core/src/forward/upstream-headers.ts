@@ -55,7 +55,9 @@ for (const name of [...HOP_BY_HOP_NAMES, 'expect', 'x-forwarded-for', 'x-forward
  * An HTTP/2 request (RFC 9113 §8.3.1) goes up as HTTP/1.1: `Host` first,
  * from `:authority` (the front door put it in `req.headers.host`; a `host`
  * line the client also sent is dropped), no pseudo-header (`:method`,
- * `:path`, …), and a body without Content-Length goes chunked.
+ * `:path`, …), the `cookie` fields as one line joined with `; ` (RFC 9113
+ * §8.2.3; Node joined them in `req.headers.cookie`), and a body without
+ * Content-Length goes chunked.
  */
 export function buildUpstreamHeaders(
   req: IncomingMessage,
@@ -72,13 +74,17 @@ export function buildUpstreamHeaders(
   let proto = false;
   let host = false;
   const h2 = req.httpVersionMajor === 2;
-  if (h2) out.push('host', req.headers.host ?? '');
+  if (h2) {
+    out.push('host', req.headers.host ?? '');
+    const cookie = req.headers.cookie;
+    if (cookie !== undefined && !plan.replaced.has('cookie')) out.push('cookie', cookie);
+  }
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const first = name.charCodeAt(0) | 0x20;
-    // Pseudo-headers and the Host line of an HTTP/2 request (Host is written above).
-    if (h2 && (first === 0x3a || (first === 0x68 && name.length === 4 && name.toLowerCase() === 'host'))) continue;
+    // Pseudo-headers, Host and Cookie lines of an HTTP/2 request (written above).
+    if (h2 && (first === 0x3a || (name.length <= 6 && H2_WRITTEN.has(name.toLowerCase())))) continue;
     if (CANDIDATES.has((name.length << 8) | first) || named !== null || replaced !== null) {
       const lower = name.toLowerCase();
       if (lower === 'transfer-encoding') {
@@ -113,6 +119,9 @@ export function buildUpstreamHeaders(
 }
 
 const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
+
+/** Lines of an HTTP/2 request that {@link buildUpstreamHeaders} writes itself, once. */
+const H2_WRITTEN = new Set(['host', 'cookie']);
 
 /**
  * Whether a request has a body to stream upstream: HTTP/1.1 says so with

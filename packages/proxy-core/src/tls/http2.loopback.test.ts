@@ -144,6 +144,25 @@ describe('HTTP/2 on the HTTPS listener', () => {
     for (const name of FORBIDDEN) expect(reply.headers[name]).toBeUndefined();
   });
 
+  it('joins split cookie fields into one Cookie line upstream and leaves CONNECT to Node (405)', async () => {
+    const up = await upstream();
+    const { port } = await httpsProxy([site('a.test', [up.port])]);
+    const reply = await h2Request(port, { servername: 'a.test', headers: { cookie: ['a=1', 'b=2'] } });
+    expect(reply.status).toBe(200);
+    const raw = up.seen[0]?.raw ?? [];
+    const cookies = raw.filter((_v, i) => i % 2 === 1 && (raw[i - 1] as string).toLowerCase() === 'cookie');
+    expect(cookies).toEqual(['a=1; b=2']);
+    const session = h2Session(port, 'a.test');
+    const connect = await new Promise<number>((resolve, reject) => {
+      const stream = session.request({ ':method': 'CONNECT', ':authority': 'a.test:443' });
+      stream.on('response', (h) => resolve(Number(h[':status'])));
+      stream.on('error', reject);
+    });
+    // Node's compat layer answers a CONNECT stream itself (no 'connect' listener): the data plane never sees it.
+    expect(connect).toBe(405);
+    expect(up.seen.length).toBe(1);
+  });
+
   it('streams an h2 request body without Content-Length upstream as chunked', async () => {
     const up = await upstream((req, res) => {
       let body = '';
