@@ -3,6 +3,7 @@
 //   pnpm bench proxy      just bench/proxy
 //   pnpm bench tls        just bench/tls (full TLS handshakes and keep-alive HTTPS)
 //   pnpm bench labels     just bench/labels (container start → first answer, proxyd CPU per container event)
+//   pnpm bench encode     just bench/encode (compressing a 100 KB HTML page: proxyd's encode vs Caddy's, per encoding)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
