@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitUntil } from './support/admin.js';
+import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { curlHttps } from './support/https-client.js';
 import { type RunningProxyd, startProxyd, startUpstream } from './support/proxyd.js';
 
@@ -62,6 +62,7 @@ describe('HTTP/2 with real clients against the built daemon', () => {
     });
     proxyd = await startProxyd({
       autoHttps: 'on',
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
       sites: `app.test {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n\nlocalhost {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
     });
     root = path.join(proxyd.dir, 'certs', 'ca', 'local', 'root.crt');
@@ -113,5 +114,11 @@ describe('HTTP/2 with real clients against the built daemon', () => {
     expect(stdout).toMatch(/Application protocol: h2/);
     expect(stdout).toMatch(/requests: 2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed, 0 errored/);
     expect(stdout).toMatch(/status codes: 2000 2xx/);
+    // Metrics count requests by protocol.
+    const metrics = await adminCall(proxyd.adminPort, 'GET', '/metrics');
+    const h2 = Number(/^proxyd_requests_by_protocol_total\{protocol="h2"\} (\d+)$/m.exec(metrics.body)?.[1]);
+    const h1 = Number(/^proxyd_requests_by_protocol_total\{protocol="h1"\} (\d+)$/m.exec(metrics.body)?.[1]);
+    expect(h2).toBeGreaterThanOrEqual(2000);
+    expect(h1).toBeGreaterThanOrEqual(1);
   });
 });

@@ -48,7 +48,7 @@ describe('access log', () => {
     const hook = createAccessLog(createLogging(`warn,${ACCESS_TARGET}=info`, sink));
     expect(hook).toBeDefined();
     hook?.(record);
-    hook?.({ ...record, referer: undefined, userAgent: undefined, status: 0, bytesSent: 0 });
+    hook?.({ ...record, referer: undefined, userAgent: undefined, status: 0, bytesSent: 0, protocol: 'h2' });
     await new Promise((r) => setImmediate(r));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({
@@ -62,9 +62,10 @@ describe('access log', () => {
       status: 200,
       bytes: 42,
       duration_ms: 7,
+      protocol: 'h1',
       user_agent: 'curl/8',
       referer: 'https://ref.test/',
     });
-    expect(lines[1]).toMatchObject({ status: 0, bytes: 0, user_agent: null, referer: null });
+    expect(lines[1]).toMatchObject({ status: 0, bytes: 0, protocol: 'h2', user_agent: null, referer: null });
   });
 });

@@ -26,8 +26,8 @@ export function accessLogEnabled(filter: LogFilter): boolean {
  * request, target `proxy::access`, level info, message `request`, with
  * `client_ip` (the real client, after `trusted_proxies`), `host`, `method`,
  * `path` (no query string), `status` (0 when no header went out), `bytes`
- * (body bytes sent), `duration_ms`, `user_agent` and `referer` (null when
- * absent).
+ * (body bytes sent), `duration_ms`, `protocol` (`h1` or `h2`), `user_agent`
+ * and `referer` (null when absent).
  *
  * Returns undefined when {@link accessLogEnabled} is false, so that the
  * daemon registers no hook and a request costs nothing for it.
@@ -45,6 +45,7 @@ export function createAccessLog(logging: Logging): ((record: RequestRecord) => v
         status: r.status,
         bytes: r.bytesSent,
         duration_ms: r.durationMs,
+        protocol: r.protocol ?? 'h1',
         user_agent: r.userAgent ?? null,
         referer: r.referer ?? null,
       },

@@ -36,6 +36,9 @@ describe('metrics', () => {
     expect(text).toContain('proxyd_requests_total{domain="a.test",status_class="5xx"} 1');
     expect(text).toContain(`proxyd_requests_total{domain="${UNROUTED_DOMAIN}",status_class="4xx"} 1`);
     expect(text).toContain('proxyd_requests_total{domain="b.test",status_class="other"} 1');
+    expect(text).toContain('proxyd_requests_by_protocol_total{protocol="h1"} 5');
+    metrics.onRequest({ ...record('a.test', 200), protocol: 'h2' });
+    expect(await metrics.render()).toContain('proxyd_requests_by_protocol_total{protocol="h2"} 1');
     expect(text).toContain('proxyd_request_duration_seconds_bucket{le="2.5",status_class="5xx"} 1');
     expect(text).toContain('proxyd_request_duration_seconds_bucket{le="1",status_class="5xx"} 0');
   });

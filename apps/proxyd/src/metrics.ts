@@ -59,6 +59,8 @@ export interface ProxydMetrics {
  *   rest are counted under `_other`.
  * - `proxyd_request_duration_seconds{status_class}` — request start to last
  *   byte (no domain label, to keep the bucket series bounded).
+ * - `proxyd_requests_by_protocol_total{protocol}` — requests per client
+ *   protocol, `h1` (HTTP/1.x) or `h2` (HTTP/2); both series from the start.
  * - `proxyd_routes{origin}` — routes in the table per origin.
  * - `proxyd_upstream_healthy{upstream}` — 1 when the upstream is in rotation,
  *   0 when out (in any pool); read from the data plane at each scrape, at
@@ -86,6 +88,15 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     otherDomain: OTHER_DOMAIN,
   });
   requests.register(registry);
+  const byProtocol = new Counter({
+    name: 'proxyd_requests_by_protocol_total',
+    help: 'Finished requests by client protocol (h1: HTTP/1.x, h2: HTTP/2).',
+    labelNames: ['protocol'] as const,
+    registers: [registry],
+  });
+  // Bound children, so a request costs no label-set hashing.
+  const h1Requests = byProtocol.labels('h1');
+  const h2Requests = byProtocol.labels('h2');
   const routes = new Gauge({
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
@@ -165,6 +176,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     registry,
     onRequest(record) {
       requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
+      (record.protocol === 'h2' ? h2Requests : h1Requests).inc();
     },
     setUpstreamHealthSource(source) {
       healthSource = source;
