@@ -4,7 +4,7 @@ import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
-import { onCleanup, selfSigned, site, siteProxy, upstream, wait } from '../loopback.test-helpers.js';
+import { onCleanup, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
 import type { RouteSpec } from '../model/index.js';
 import type { ProxyServerOptions } from '../proxy-server.js';
 import { MemoryCertificateStore } from './certificate-store.js';
@@ -181,6 +181,72 @@ describe('HTTP/2 on the HTTPS listener', () => {
       headers: { 'content-length': '3' },
     });
     expect(sized).toMatchObject({ status: 200, body: 'PUT undefined abc' });
+  });
+
+  it('keeps WebSockets on HTTP/1.1: an upgrade over TLS (ALPN http/1.1) reaches the upstream and echoes', async () => {
+    const up = await upstream();
+    up.server.on('upgrade', (_req, socket: net.Socket) => {
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
+      socket.on('data', (chunk) => socket.write(chunk));
+    });
+    const { port } = await httpsProxy([site('a.test', [up.port])]);
+    const socket = tls.connect({
+      port,
+      host: '127.0.0.1',
+      servername: 'a.test',
+      ALPNProtocols: ['http/1.1'],
+      rejectUnauthorized: false,
+    });
+    socket.on('error', () => {});
+    onCleanup(() => {
+      socket.destroy();
+    });
+    await new Promise<void>((r) => socket.once('secureConnect', () => r()));
+    socket.write(
+      'GET /ws HTTP/1.1\r\nhost: a.test\r\nconnection: Upgrade\r\nupgrade: websocket\r\n' +
+        'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    let data = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      data += c;
+    });
+    await until(() => data.includes('\r\n\r\n'));
+    expect(data).toMatch(/^HTTP\/1\.1 101 /);
+    socket.write('ping');
+    await until(() => data.endsWith('ping'));
+  });
+
+  it('refuses a header list over maxHeaderListSize on both protocols; the session goes on', async () => {
+    const up = await upstream();
+    const { port } = await httpsProxy([site('a.test', [up.port])], { http2: { maxHeaderListSize: 4096 } });
+    const session = h2Session(port, 'a.test');
+    // The limit holds once the client acknowledged the server's SETTINGS (RFC 9113 §6.5.3): one exchange first.
+    expect(await h2Request(port, { servername: 'a.test', session })).toMatchObject({ status: 200 });
+    const big = await new Promise<string>((resolve) => {
+      const stream = session.request({ ':path': '/', ':authority': 'a.test', 'x-big': 'a'.repeat(8000) });
+      stream.on('response', (h) => resolve(`status ${h[':status']}`));
+      stream.on('error', () => {});
+      stream.on('close', () => resolve(`closed ${stream.rstCode}`));
+      stream.resume();
+    });
+    // The server resets the stream with ENHANCE_YOUR_CALM before the data plane sees it.
+    expect(big).toBe(`closed ${http2.constants.NGHTTP2_ENHANCE_YOUR_CALM}`);
+    expect(up.urls).toEqual(['/']);
+    expect(await h2Request(port, { servername: 'a.test', session })).toMatchObject({ status: 200 });
+    const h1 = await new Promise<string>((resolve, reject) => {
+      const socket = tls.connect({ port, host: '127.0.0.1', servername: 'a.test', rejectUnauthorized: false }, () =>
+        socket.write(`GET / HTTP/1.1\r\nhost: a.test\r\nx-big: ${'a'.repeat(8000)}\r\n\r\n`),
+      );
+      let data = '';
+      socket.on('data', (c) => {
+        data += c;
+      });
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(h1).toMatch(/^HTTP\/1\.1 431 /);
+    console.info(`header list over the limit: h2 ${big}, h1 ${h1.split('\r\n')[0]}`);
   });
 
   it('closes an idle session and cancels an idle stream', async () => {

@@ -5,12 +5,16 @@ import http2 from 'node:http2';
  * HTTP/2 limits of the HTTPS listeners (each has a default, the one in
  * {@link HTTP2_DEFAULTS}).
  *
- * Floods are bounded by Node 24 and its nghttp2 itself (pinned by
- * `http2.loopback.test.ts`): a rapid reset (CVE-2023-44487, streams opened
- * and cancelled at once) meets nghttp2's RST_STREAM rate limit and the
- * session gets GOAWAY; a CONTINUATION flood (CVE-2024-27983 class) meets
- * the header list limit; invalid frames and refused streams beyond
+ * Floods are bounded by Node 24 and its nghttp2 (1.70) themselves, pinned
+ * by `http2-abuse.loopback.test.ts`: a rapid reset (CVE-2023-44487, streams
+ * opened and cancelled at once) meets nghttp2's stream-reset budget (1000
+ * at once, then 33/s) and the session is ended; a CONTINUATION flood
+ * (CVE-2024-27316 class: a header block that never ends) closes the
+ * connection; invalid frames and refused streams beyond
  * `maxSessionInvalidFrames`/`maxSessionRejectedStreams` close the session.
+ * A header list over `maxHeaderListSize` resets its stream
+ * (ENHANCE_YOUR_CALM) once the client acknowledged the server's SETTINGS;
+ * over HTTP/1.1 it gets 431.
  */
 export interface Http2Limits {
   /** Streams a client may have open at once on one session (SETTINGS_MAX_CONCURRENT_STREAMS); default 128. */
