@@ -45,17 +45,29 @@ export function isCompressibleType(contentType: string): boolean {
  */
 export const ENCODE_LEVELS = Object.freeze({ gzip: 5, br: 4, zstd: 3 });
 
-function compressor(coding: Encoding): Transform {
+/**
+ * A compressor for one response. `length` (the body's Content-Length, or -1)
+ * is given to brotli and zstd as a size hint: they then size their window
+ * and tables to the body instead of allocating for megabytes — on a 100 KB
+ * page, 20 % (br) and 36 % (zstd) less CPU for the same bytes
+ * (bench/encode/README.md). Brotli's window is 1 MiB (lgwin 20) either way.
+ */
+function compressor(coding: Encoding, length: number): Transform {
   if (coding === 'gzip') return zlib.createGzip({ level: ENCODE_LEVELS.gzip });
   if (coding === 'br') {
     return zlib.createBrotliCompress({
       params: {
         [zlib.constants.BROTLI_PARAM_QUALITY]: ENCODE_LEVELS.br,
         [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+        [zlib.constants.BROTLI_PARAM_LGWIN]: 20,
+        ...(length > 0 ? { [zlib.constants.BROTLI_PARAM_SIZE_HINT]: length } : {}),
       },
     });
   }
-  return zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: ENCODE_LEVELS.zstd } });
+  return zlib.createZstdCompress({
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: ENCODE_LEVELS.zstd },
+    ...(length > 0 ? { pledgedSrcSize: length } : {}),
+  });
 }
 
 /** Headers that describe the exact bytes sent: wrong once the body is encoded. */
@@ -286,15 +298,15 @@ function encodeWriteHead(
   }
   if (req.method === 'HEAD' || length >= 0) {
     // HEAD gets the head its GET would (of unknown length: as if long enough).
-    startEncoding(this, st);
+    startEncoding(this, st, length);
     return this;
   }
   st.mode = HOLDING;
   return this;
 }
 
-/** Writes the encoded head and opens the compressor. */
-function startEncoding(res: Res, st: EncodeState): void {
+/** Writes the encoded head and opens the compressor (`length`: the body's declared length, or -1). */
+function startEncoding(res: Res, st: EncodeState, length = -1): void {
   const coding = st.coding as Encoding;
   editEncodedHead(res, st.headers, coding);
   callWriteHead(res, st, st.headers);
@@ -303,7 +315,7 @@ function startEncoding(res: Res, st: EncodeState): void {
     return;
   }
   st.mode = ENCODING;
-  const stream: Compressor = compressor(coding);
+  const stream: Compressor = compressor(coding, length);
   stream[kEncode] = st;
   stream.on('data', onCompressed);
   stream.on('end', onCompressedEnd);
