@@ -1,13 +1,17 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { curlHttps } from './support/https-client.js';
 import { type RunningProxyd, startProxyd, startUpstream } from './support/proxyd.js';
 
 // HTTP/2 on the built daemon's HTTPS listener with real clients (issue 18):
-// curl --http2, nghttp and h2load (Debian nghttp2-client).
+// curl --http2, nghttp and h2load (Debian nghttp2-client), and headless
+// Chromium loading a page with the analytics script and its beacons.
 
 const run = promisify(execFile);
 
@@ -120,5 +124,79 @@ describe('HTTP/2 with real clients against the built daemon', () => {
     const h1 = Number(/^proxyd_requests_by_protocol_total\{protocol="h1"\} (\d+)$/m.exec(metrics.body)?.[1]);
     expect(h2).toBeGreaterThanOrEqual(2000);
     expect(h1).toBeGreaterThanOrEqual(1);
+  });
+});
+
+const PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>h2</title>
+<style>#hero{width:800px;height:400px;background:linear-gradient(#39f,#f93)}</style></head>
+<body><h1>HTTP/2 page</h1><div id="hero"></div></body></html>`;
+
+describe('Chromium loads a page over HTTP/2 with the analytics script and beacons (built daemon)', () => {
+  let proxyd: RunningProxyd;
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+
+  beforeAll(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(PAGE) });
+      res.end(PAGE);
+    });
+    proxyd = await startProxyd({
+      autoHttps: 'on',
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXYD_ANALYTICS_CYCLE_MS: '500' },
+      sites: `vitals.localhost {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
+    });
+    const root = path.join(proxyd.dir, 'certs', 'ca', 'local', 'root.crt');
+    await waitUntil(async () => (await curlHttps('vitals.localhost', proxyd.httpsPort, root)).ok, 10_000);
+  });
+
+  afterAll(async () => {
+    await proxyd?.stop();
+    await upstream?.close();
+  });
+
+  it('navigation, script and beacons go over h2; the web vitals arrive', async () => {
+    const userDataDir = await mkdtemp(path.join(tmpdir(), 'proxyd-chromium-h2-'));
+    const context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      ignoreHTTPSErrors: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'],
+      viewport: { width: 1280, height: 1000 },
+    });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(`https://vitals.localhost:${proxyd.httpsPort}/h2page`);
+      expect(await page.locator('script[data-t]').count()).toBe(1);
+      await page.waitForLoadState('load');
+      const protocols = await page.evaluate(() =>
+        (performance.getEntries() as unknown as Array<{ name: string; nextHopProtocol?: string }>)
+          .filter((e) => 'nextHopProtocol' in e)
+          .map((e) => `${new URL(e.name).pathname} ${e.nextHopProtocol}`),
+      );
+      expect(protocols).toContain('/h2page h2');
+      expect(protocols.some((p) => /^\/_proxyd\/a\.js h2$/.test(p))).toBe(true);
+      await new Promise((r) => setTimeout(r, 800));
+      await page.close();
+      let lcp = 0;
+      let pages: Array<{ path: string }> = [];
+      for (let i = 0; i < 40 && lcp === 0; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        const res = await adminCall(proxyd.adminPort, 'GET', '/analytics/vitals.localhost');
+        if (res.status !== 200) continue;
+        const snapshot = JSON.parse(res.body) as { web_vitals: { lcp: { p50: number } }; top_pages: typeof pages };
+        lcp = snapshot.web_vitals.lcp.p50;
+        pages = snapshot.top_pages;
+      }
+      expect(lcp).toBeGreaterThan(0);
+      expect(pages.some((p) => p.path === '/h2page')).toBe(true);
+      // Every request of this daemon, the beacons included, came over HTTP/2.
+      const metrics = await adminCall(proxyd.adminPort, 'GET', '/metrics');
+      expect(metrics.body).toMatch(/^proxyd_requests_by_protocol_total\{protocol="h1"\} 0$/m);
+      expect(metrics.body).toMatch(/^proxyd_requests_by_protocol_total\{protocol="h2"\} [1-9]\d*$/m);
+    } finally {
+      await context.close();
+      await rm(userDataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -26,6 +26,7 @@ const record = (domain: string | null, status: number, durationMs = 5): RequestR
 describe('metrics', () => {
   it('counts requests per domain and status class, and their duration', async () => {
     const metrics = createMetrics({ processMetrics: false });
+    expect(await metrics.render()).toContain('proxyd_requests_by_protocol_total{protocol="h2"} 0');
     metrics.onRequest(record('a.test', 200));
     metrics.onRequest(record('a.test', 204));
     metrics.onRequest(record('a.test', 503, 2000));

@@ -97,6 +97,9 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
   // Bound children, so a request costs no label-set hashing.
   const h1Requests = byProtocol.labels('h1');
   const h2Requests = byProtocol.labels('h2');
+  // Both series from the first scrape (a labelled child is printed only once it has a value).
+  h1Requests.inc(0);
+  h2Requests.inc(0);
   const routes = new Gauge({
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
