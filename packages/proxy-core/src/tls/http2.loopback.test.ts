@@ -103,6 +103,23 @@ describe('HTTP/2 on the HTTPS listener', () => {
     expect(records[0]?.bytesSent).toBe('hello https 1.1'.length);
   });
 
+  it('serves h2 on a TLS site port as on the https_port', async () => {
+    const up = await upstream();
+    const routes = [site('a.test', [up.port])];
+    const { server } = await httpsProxy(routes);
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const sitePort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    server.setRoutes(routes, 2, new Map([['a.test', sitePort]]));
+    await server.listenSitePort(sitePort, '127.0.0.1', true);
+    expect(await h2Request(sitePort, { servername: 'a.test' })).toMatchObject({
+      status: 200,
+      body: 'hello',
+      alpn: 'h2',
+    });
+  });
+
   it('issue 18: an upstream answering Connection: Upgrade, Upgrade: h2c, Proxy-Connection, Transfer-Encoding gives an h2 client a clean response', async () => {
     const upPort = await rawUpstream(
       'HTTP/1.1 200 OK\r\nConnection: Upgrade, Keep-Alive, X-Hop\r\nUpgrade: h2c\r\nProxy-Connection: keep-alive\r\n' +
