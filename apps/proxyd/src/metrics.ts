@@ -88,18 +88,20 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     otherDomain: OTHER_DOMAIN,
   });
   requests.register(registry);
-  const byProtocol = new Counter({
+  // Plain counts, turned into the two series at scrape: a labelled
+  // prom-client child hashes its label set on every increment.
+  const byProtocol = { h1: 0, h2: 0 };
+  new Counter({
     name: 'proxyd_requests_by_protocol_total',
     help: 'Finished requests by client protocol (h1: HTTP/1.x, h2: HTTP/2).',
     labelNames: ['protocol'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      this.labels('h1').inc(byProtocol.h1);
+      this.labels('h2').inc(byProtocol.h2);
+    },
   });
-  // Bound children, so a request costs no label-set hashing.
-  const h1Requests = byProtocol.labels('h1');
-  const h2Requests = byProtocol.labels('h2');
-  // Both series from the first scrape (a labelled child is printed only once it has a value).
-  h1Requests.inc(0);
-  h2Requests.inc(0);
   const routes = new Gauge({
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
@@ -179,7 +181,8 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     registry,
     onRequest(record) {
       requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
-      (record.protocol === 'h2' ? h2Requests : h1Requests).inc();
+      if (record.protocol === 'h2') byProtocol.h2++;
+      else byProtocol.h1++;
     },
     setUpstreamHealthSource(source) {
       healthSource = source;
