@@ -6,7 +6,7 @@ import { get, selfSigned, until } from '../loopback.test-helpers.js';
 import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
 import type { CertificateStore } from '../tls/certificate-store.js';
 import { ACME_TLS_1, type AlpnChallengeResponder } from '../tls/handshake.js';
-import { alertOf, fingerprintOf, getOver, handshake } from '../tls/tls-client.test-helpers.js';
+import { alertOf, fingerprintOf, getOver, h2Request, handshake } from '../tls/tls-client.test-helpers.js';
 import { DataPlane, type DataPlaneOptions } from './data-plane.js';
 
 type Files = { cert: string; key: string };
@@ -148,6 +148,10 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     const answer = await getOver(kept.socket, 'a.test');
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer).toMatch(/\r\nstrict-transport-security: max-age=31536000\r\n/i);
+    // The same listener over HTTP/2.
+    const h2 = await h2Request(httpsPort, { servername: 'a.test' });
+    expect(h2).toMatchObject({ status: 200, body: 'site', alpn: 'h2' });
+    expect(h2.headers['strict-transport-security']).toBe('max-age=31536000');
 
     // Renewed: new handshakes get the new certificate, the open keep-alive connection goes on.
     const renewed = selfSigned(['a.test']);
@@ -156,6 +160,7 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     const fresh = await handshake(httpsPort, { servername: 'a.test', alpn: ['http/1.1'] });
     expect(fresh.fingerprint).toBe(fingerprintOf(renewed.cert));
     expect(await getOver(fresh.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await h2Request(httpsPort, { servername: 'a.test' })).toMatchObject({ status: 200, body: 'site' });
     expect(await getOver(kept.socket, 'a.test', '/again')).toMatch(/^HTTP\/1\.1 200 /);
     expect(kept.socket.getPeerCertificate().fingerprint256).toBe(fingerprintOf(first.cert));
 
@@ -164,6 +169,7 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     dp.certificatesChanged();
     expect(await get(httpPort, 'a.test')).toMatchObject({ status: 200, body: 'site' });
     expect(await alertOf(handshake(httpsPort, { servername: 'a.test' }))).toBe(HANDSHAKE_FAILURE);
+    expect(await alertOf(handshake(httpsPort, { servername: 'a.test', alpn: ['h2'] }))).toBe(HANDSHAKE_FAILURE);
   });
 
   it('serves HTTP without redirecting when redirects is false (auto_https disable_redirects)', async () => {
