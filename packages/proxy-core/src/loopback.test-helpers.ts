@@ -6,7 +6,7 @@ import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { afterEach, onTestFinished } from 'vitest';
 import type { PasswordVerifier } from './middleware/basic-auth.js';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
@@ -26,13 +26,21 @@ export interface Upstream {
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
+const drain = async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
-});
+};
+// The unit project shares modules between test files (isolate: false): a hook registered at import
+// belongs to the first file only. So each test that registers a cleanup also gets its own hook.
+afterEach(drain);
 
 /** Runs `fn` after the current test (last registered, first run). */
 export function onCleanup(fn: () => Promise<void> | void): void {
   cleanups.push(fn);
+  try {
+    onTestFinished(drain);
+  } catch {
+    // Outside a running test (a beforeAll): the afterEach above runs it.
+  }
 }
 
 /**
