@@ -271,3 +271,33 @@ export async function expectPortFailuresHidden(
     }
   }
 }
+
+/**
+ * Checks that GET `url` needs the token (401 without or with a wrong one, the
+ * port never asked) and shares the rate limit (429 with `Retry-After` past one
+ * request a minute). `build` makes the app with a port counting its `calls`
+ * and the given rate limit.
+ */
+export async function expectAuthAndRateLimit(
+  url: string,
+  build: (rateLimit: NonNullable<AdminAppOptions['rateLimit']>) => {
+    app: ReturnType<typeof testApp>['app'];
+    port: { calls: number };
+  },
+): Promise<void> {
+  const { app, port } = build({ max: 1, windowMs: 60_000 });
+  for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
+    const res = await app.inject({ method: 'GET', url, headers });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ error: 'unauthorized' });
+  }
+  expect(port.calls).toBe(0);
+  const get = { method: 'GET' as const, url, headers: AUTH };
+  expect((await app.inject(get)).statusCode).toBe(200);
+  const limited = await app.inject(get);
+  expect(limited.statusCode).toBe(429);
+  expect(limited.json()).toEqual({ error: 'rate limit exceeded' });
+  expect(limited.headers['retry-after']).toBe('60');
+  expect(port.calls).toBe(1);
+  await app.close();
+}

@@ -3,6 +3,7 @@ import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import {
   AUTH,
+  expectAuthAndRateLimit,
   expectPortFailuresHidden,
   memoryDiscovery,
   sampleDiscovery,
@@ -107,21 +108,10 @@ describe('GET /discovery', () => {
   });
 
   it('401 without or with a wrong token (the port is not asked), 429 over the limit', async () => {
-    const port = memoryDiscovery(sampleDiscovery());
-    const { app } = testApp({ discovery: port, rateLimit: { max: 1, windowMs: 60_000 } });
-    for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
-      const res = await app.inject({ method: 'GET', url: '/discovery', headers });
-      expect(res.statusCode).toBe(401);
-      expect(res.json()).toEqual({ error: 'unauthorized' });
-    }
-    expect(port.calls).toBe(0);
-    expect((await app.inject(get)).statusCode).toBe(200);
-    const limited = await app.inject(get);
-    expect(limited.statusCode).toBe(429);
-    expect(limited.json()).toEqual({ error: 'rate limit exceeded' });
-    expect(limited.headers['retry-after']).toBe('60');
-    expect(port.calls).toBe(1);
-    await app.close();
+    await expectAuthAndRateLimit('/discovery', (rateLimit) => {
+      const port = memoryDiscovery(sampleDiscovery());
+      return { app: testApp({ discovery: port, rateLimit }).app, port };
+    });
   });
 
   it('405 with Allow: GET for other methods', async () => {
