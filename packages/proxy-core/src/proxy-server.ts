@@ -21,6 +21,7 @@ import {
   h2Headers,
   http2ServerOptions,
   isH2Forbidden,
+  StreamAdmission,
   watchSession,
   watchStream,
 } from './tls/http2.js';
@@ -232,7 +233,12 @@ export class ProxyServer {
   #httpsServer(): http2.Http2SecureServer {
     const certificates = this.#certificates;
     if (certificates === undefined) throw new Error('no certificate store configured');
-    const handler = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
+    const enter = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
+    const admission = new StreamAdmission(enter);
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.httpVersionMajor === 2) admission.admit(req, res);
+      else enter(req, res);
+    };
     const limits = this.#http2;
     const server = http2.createSecureServer(
       {

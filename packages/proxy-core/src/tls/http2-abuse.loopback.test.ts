@@ -47,7 +47,7 @@ const connected = (session: http2.ClientHttp2Session) =>
   });
 
 describe('HTTP/2 abuse', () => {
-  it('rapid reset (CVE-2023-44487): nghttp2 ends the session after its reset budget; others are served', async () => {
+  it('rapid reset (CVE-2023-44487): cancelled streams reach no upstream; nghttp2 ends the session; others are served', async () => {
     const up = await upstream((_req, res) => setTimeout(() => res.end('ok'), 5));
     let records = 0;
     const port = await httpsProxy([site('a.test', [up.port])], () => records++);
@@ -71,6 +71,10 @@ describe('HTTP/2 abuse', () => {
       await new Promise((r) => setImmediate(r));
     }
     await wait(300);
+    // A stream reset right after its HEADERS is dropped before the data
+    // plane (StreamAdmission): no upstream request, no record.
+    const reachedUpstream = up.urls.length;
+    const reachedDataPlane = records;
     // The attacker's session is over: nghttp2 (1.57+: 1000 resets burst,
     // 33/s) ended it, so a request on it gets no answer.
     const onAttacker = await Promise.race([
@@ -86,12 +90,13 @@ describe('HTTP/2 abuse', () => {
     expect(other).toMatchObject({ status: 200, body: 'ok' });
     const grown = heapMb() - before;
     console.info(
-      `rapid reset: ${sent} streams opened+reset, ${records} reached the data plane, ` +
-        `${up.urls.length} the upstream, attacker's next request: ${onAttacker}, heap +${grown.toFixed(1)} MB`,
+      `rapid reset: ${sent} streams opened+reset, ${reachedDataPlane} reached the data plane, ` +
+        `${reachedUpstream} the upstream, attacker's next request: ${onAttacker}, heap +${grown.toFixed(1)} MB`,
     );
     expect(sent).toBeGreaterThan(1000);
-    expect(records).toBeLessThan(2000);
-    expect(up.urls.length).toBeLessThan(2000);
+    // 0 measured; a few may slip through when a HEADERS and its RST_STREAM land in different reads.
+    expect(reachedDataPlane).toBeLessThan(20);
+    expect(reachedUpstream).toBeLessThan(20);
     expect(grown).toBeLessThan(64);
   });
 

@@ -286,4 +286,54 @@ describe('HTTP/2 on the HTTPS listener', () => {
     await new Promise<void>((r) => stream.once('close', () => r()));
     expect(stream.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
   });
+
+  it('cancels a request body still arriving after the request timeout, not a slow upstream', async () => {
+    const bodies: string[] = [];
+    const up = await upstream((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => {
+        body += c;
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        // The slow upstream: answers 600 ms after the whole body arrived.
+        setTimeout(() => res.end(`got ${body.length}`), 600);
+      });
+      req.on('error', () => {});
+    });
+    const { port } = await httpsProxy([site('a.test', [up.port])], {
+      // Idle timeouts well above the trickle's 100 ms gaps: only the request timeout can end it.
+      http2: { requestTimeoutMs: 400, streamIdleMs: 10_000 },
+      idleTimeoutMs: 10_000,
+    });
+    const session = h2Session(port, 'a.test');
+    // A slowloris body: a byte every 100 ms, never ended.
+    const slow = session.request({ ':path': '/upload', ':method': 'POST', ':authority': 'a.test' });
+    slow.on('error', () => {});
+    slow.resume();
+    const trickle = setInterval(() => {
+      if (!slow.closed) slow.write('x');
+    }, 100);
+    const started = Date.now();
+    await new Promise<void>((r) => slow.once('close', () => r()));
+    clearInterval(trickle);
+    const after = Date.now() - started;
+    expect(slow.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    expect(after).toBeGreaterThanOrEqual(350);
+    expect(bodies).toEqual([]);
+
+    // A whole body sent at once, then an upstream slower than the timeout: answered.
+    const whole = session.request({ ':path': '/upload', ':method': 'POST', ':authority': 'a.test' });
+    whole.end('y'.repeat(10));
+    let text = '';
+    whole.setEncoding('utf8');
+    whole.on('data', (c: string) => {
+      text += c;
+    });
+    await new Promise<void>((r) => whole.once('close', () => r()));
+    expect(whole.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(text).toBe('got 10');
+    session.close();
+  });
 });
