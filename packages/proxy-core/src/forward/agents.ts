@@ -88,7 +88,7 @@ export class UpstreamAgent extends http.Agent {
     this.#connectEvent = secure ? 'secureConnect' : 'connect';
     this.#connectTimeoutMs = options.connectTimeoutMs;
     this.#idleTimeoutMs = options.idleTimeoutMs;
-    this.#maxIdle = options.maxFreeSockets ?? 256;
+    this.#maxIdle = options.maxFreeSockets ?? 1024;
   }
 
   /** Sockets open to the upstream, in use or idle (leak tests, metrics). */
