@@ -1,0 +1,215 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { Channel } from './channel.js';
+
+/** The request a new worker gets first; it answers once it serves. */
+export const INIT = 'cluster.init';
+/** The request that asks a worker to stop accepting, finish what it serves and exit. */
+export const DRAIN = 'cluster.drain';
+
+/** How {@link WorkerPool} forks and feeds its workers. */
+export interface WorkerPoolOptions {
+  /** Worker processes to run (≥ 1). */
+  count: number;
+  /** The module each worker runs. */
+  entry: string;
+  args?: string[];
+  execArgv?: string[];
+  env?: NodeJS.ProcessEnv;
+  /**
+   * The body of the {@link INIT} request of worker `index` (0-based, kept by
+   * its replacement): built when that worker starts, so a replacement gets
+   * the state of now (routes, certificates), not of the first start.
+   */
+  init(index: number): unknown;
+  /** Registers the handlers of a new worker's channel (what workers may ask the primary). */
+  setup?(channel: Channel, index: number): void;
+  /** A worker answered its init (first start or replacement): `answer` is what it returned. */
+  onReady?(index: number, pid: number, answer: unknown): void;
+  /** A worker exited when the pool was not stopping; it is replaced after `respawnInMs`. */
+  onExit?(index: number, pid: number, code: number | null, signal: NodeJS.Signals | null, respawnInMs: number): void;
+  /** A worker failed to start (init rejected or timed out); it is killed and replaced. */
+  onStartFailure?(index: number, error: Error): void;
+  /** How long a worker may take to answer init (default 15 s). */
+  readyTimeoutMs?: number;
+  /** Replacement delays after consecutive quick crashes, ms (default 0, 250, 500, then 1000). */
+  respawnDelaysMs?: readonly number[];
+}
+
+interface Slot {
+  index: number;
+  child: ChildProcess | null;
+  channel: Channel | null;
+  ready: boolean;
+  /** Consecutive crashes within 10 s of the previous start. */
+  crashes: number;
+  startedAt: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const DEFAULT_DELAYS = [0, 250, 500, 1000];
+
+/**
+ * Runs `count` worker processes of one entry module and keeps them running:
+ * a worker that exits (crash, SIGKILL) is replaced at once, or after up to
+ * 1 s when it keeps crashing, with a fresh {@link INIT} built from the state
+ * of now. The listeners stay open meanwhile: each worker binds its own
+ * (`reusePort`), so the others keep serving. {@link broadcast} and
+ * {@link gather} reach every worker that is serving; {@link stop} drains
+ * them.
+ *
+ * Workers are `child_process.fork`ed with structured-clone IPC
+ * (`serialization: 'advanced'`: Buffers and typed arrays cross as they
+ * are) and exit when the primary goes away (see `connectToPrimary`).
+ */
+export class WorkerPool {
+  readonly #options: WorkerPoolOptions;
+  readonly #slots: Slot[];
+  #stopping = false;
+
+  private constructor(options: WorkerPoolOptions) {
+    if (!Number.isInteger(options.count) || options.count < 1)
+      throw new Error(`worker count must be ≥ 1, got ${options.count}`);
+    this.#options = options;
+    this.#slots = Array.from({ length: options.count }, (_, index) => ({
+      index,
+      child: null,
+      channel: null,
+      ready: false,
+      crashes: 0,
+      startedAt: 0,
+      timer: undefined,
+    }));
+  }
+
+  /**
+   * Forks every worker and resolves once all answered init. When one fails
+   * to start, every worker is stopped and the promise rejects with its
+   * error (a daemon that cannot serve does not start half-way).
+   */
+  static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(options);
+    try {
+      await Promise.all(pool.#slots.map((slot) => pool.#spawn(slot, true)));
+    } catch (err) {
+      await pool.stop(1000);
+      throw err;
+    }
+    return pool;
+  }
+
+  /** Workers configured. */
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  /** The pids of the workers serving now, by index (null while one is being replaced). */
+  get pids(): (number | null)[] {
+    return this.#slots.map((s) => (s.ready && s.child?.pid !== undefined ? s.child.pid : null));
+  }
+
+  /**
+   * Sends `type` to every worker and resolves when each answered (or went
+   * away meanwhile: its replacement starts from the state of now). Rejects
+   * with the first error a serving worker answered or a timeout.
+   */
+  async broadcast(type: string, body: unknown, timeoutMs = 5000): Promise<void> {
+    await Promise.all(
+      this.#live().map((slot) =>
+        (slot.channel as Channel).request(type, body, timeoutMs).catch((err: unknown) => {
+          if (slot.child === null || slot.child.exitCode !== null || slot.child.signalCode !== null) return;
+          if ((err as { code?: string }).code === 'CLOSED') return;
+          throw err;
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Asks every serving worker `type` and resolves with the answers of those
+   * that answered within `timeoutMs` (a worker dying meanwhile is left out,
+   * so the answer reflects the workers serving at the time).
+   */
+  async gather<T>(type: string, body: unknown, timeoutMs = 5000): Promise<T[]> {
+    const answers = await Promise.allSettled(
+      this.#live().map((slot) => (slot.channel as Channel).request<T>(type, body, timeoutMs)),
+    );
+    const values: T[] = [];
+    for (const answer of answers) if (answer.status === 'fulfilled') values.push(answer.value);
+    return values;
+  }
+
+  /**
+   * Drains every worker: each is asked to stop accepting and finish the
+   * requests it serves (it exits then); after `graceMs` the rest are killed.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.#stopping = true;
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        clearTimeout(slot.timer);
+        const child = slot.child;
+        if (child === null || child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        slot.channel?.request(DRAIN, { graceMs }, graceMs).catch(() => {});
+        const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(kill);
+      }),
+    );
+  }
+
+  #live(): Slot[] {
+    return this.#slots.filter((s) => s.channel !== null && s.child !== null && s.child.connected);
+  }
+
+  #spawn(slot: Slot, first: boolean): Promise<void> {
+    const options = this.#options;
+    const child = fork(options.entry, options.args ?? [], {
+      serialization: 'advanced',
+      ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
+      ...(options.env === undefined ? {} : { env: options.env }),
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const channel = new Channel(child);
+    slot.child = child;
+    slot.channel = channel;
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    options.setup?.(channel, slot.index);
+    child.once('exit', (code, signal) => {
+      channel.close(`worker ${slot.index} exited`);
+      if (slot.child !== child) return;
+      slot.child = null;
+      slot.channel = null;
+      slot.ready = false;
+      if (this.#stopping) return;
+      const quick = Date.now() - slot.startedAt < 10_000;
+      slot.crashes = quick ? slot.crashes + 1 : 1;
+      const delays = options.respawnDelaysMs ?? DEFAULT_DELAYS;
+      const delay = delays[Math.min(slot.crashes - 1, delays.length - 1)] ?? 0;
+      options.onExit?.(slot.index, child.pid ?? 0, code, signal, delay);
+      slot.timer = setTimeout(() => {
+        if (!this.#stopping) this.#spawn(slot, false).catch(() => {});
+      }, delay);
+    });
+    child.on('error', () => {
+      // Spawn or IPC errors end in 'exit' (or never start it: the init request times out).
+    });
+    const init = channel.request(INIT, options.init(slot.index), options.readyTimeoutMs ?? 15_000).then(
+      (answer) => {
+        if (slot.child !== child) return;
+        slot.ready = true;
+        options.onReady?.(slot.index, child.pid ?? 0, answer);
+      },
+      (err: unknown) => {
+        const error = err instanceof Error ? err : new Error(String(err));
+        if (!first && !this.#stopping) {
+          options.onStartFailure?.(slot.index, error);
+          child.kill('SIGKILL');
+        }
+        throw new Error(`worker ${slot.index} did not start: ${error.message}`, { cause: err });
+      },
+    );
+    return init;
+  }
+}
