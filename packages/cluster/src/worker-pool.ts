@@ -159,7 +159,7 @@ export class WorkerPool {
   }
 
   #live(): Slot[] {
-    return this.#slots.filter((s) => s.channel !== null && s.child !== null && s.child.connected);
+    return this.#slots.filter((s) => s.channel !== null && s.child?.connected === true);
   }
 
   #spawn(slot: Slot, first: boolean): Promise<void> {

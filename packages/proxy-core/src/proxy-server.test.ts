@@ -4,6 +4,7 @@ import { Transform } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from './hooks.js';
 import { get, onCleanup, proxy, site, until, upstream, wait } from './loopback.test-helpers.js';
+import { ProxyServer } from './proxy-server.js';
 
 describe('routing', () => {
   it('answers an unknown host with 404 and contacts no upstream', async () => {
@@ -332,5 +333,32 @@ describe('pools', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 6; i++) seen.add((await get(port, 'h.test')).body);
     expect(seen.size).toBe(1);
+  });
+});
+
+describe('reusePort', () => {
+  it('lets two servers (two workers) bind one port; the kernel spreads connections over both', async () => {
+    const up = await upstream((_req, res) => res.end('ok'));
+    const first = await proxy([site('a.test', [up.port])], { reusePort: true, hooks: {} });
+    const served = { first: 0, second: 0 };
+    const second = new ProxyServer({
+      routes: [site('a.test', [up.port])],
+      reusePort: true,
+      hooks: { onRequest: () => served.second++ },
+    });
+    onCleanup(() => second.close());
+    await second.listen(first.port);
+    // A third one without the option is refused the port, as before.
+    const plain = new ProxyServer({ routes: [] });
+    onCleanup(() => plain.close());
+    await expect(plain.listen(first.port)).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    for (let i = 0; i < 40; i++) {
+      const reply = await get(first.port, 'a.test');
+      expect(reply.body).toBe('ok');
+    }
+    served.first = 40 - served.second;
+    // A new connection per request (agent: false): both get a share.
+    expect(served.second).toBeGreaterThan(0);
+    expect(served.first).toBeGreaterThan(0);
   });
 });

@@ -53,6 +53,12 @@ export interface ProxyServerOptions {
    */
   httpsPort?: number;
   /**
+   * Listeners bind with `SO_REUSEPORT` (Linux): several processes (the
+   * daemon's workers) bind the same port and the kernel spreads new
+   * connections over them by a hash of the connection. Default false.
+   */
+  reusePort?: boolean;
+  /**
    * Whether plain-HTTP requests for HTTPS sites are redirected (308) once a
    * certificate exists and the HTTPS listener is open (`wantsHttps`);
    * default true. False (Caddy's `auto_https disable_redirects`) serves them
@@ -109,6 +115,7 @@ export class ProxyServer {
   readonly #httpsPort: number | undefined;
   #httpsSuffix: string;
   readonly #http2: Partial<Http2Limits>;
+  readonly #reusePort: boolean;
   readonly #servers: (http.Server | http2.Http2SecureServer)[] = [];
   /** TLS connections of the HTTPS listeners (an HTTP/2 server has no `closeAllConnections`). */
   readonly #tlsSockets = new Set<Duplex>();
@@ -142,6 +149,7 @@ export class ProxyServer {
     this.#httpsPort = options.httpsPort;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#http2 = options.http2 ?? {};
+    this.#reusePort = options.reusePort ?? false;
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
   }
@@ -295,7 +303,7 @@ export class ProxyServer {
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, host, () => {
+      server.listen({ port, host, reusePort: this.#reusePort }, () => {
         server.off('error', reject);
         resolve(server.address() as AddressInfo);
       });

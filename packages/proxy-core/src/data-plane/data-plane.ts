@@ -29,6 +29,8 @@ export interface DataPlaneOptions {
   secret?: Buffer;
   /** Address the listeners bind (default 0.0.0.0). */
   bindHost?: string;
+  /** Bind every listener with `SO_REUSEPORT`, as each worker of a multi-core daemon does (default false). */
+  reusePort?: boolean;
   /** Answers ACME HTTP-01 challenges before host matching; default none. */
   challenges?: ChallengeResponder;
   /**
@@ -166,6 +168,7 @@ export class DataPlane {
       compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
       certificates,
       httpsPort,
+      ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
