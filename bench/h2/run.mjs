@@ -30,6 +30,8 @@
 // protocol other than the one asked for, marks the row and makes the run
 // exit 1 (after the table); a goal missed does not.
 //
+// Node's own h1/h2 cost without proxying (compat vs stream API): node-floor.mjs.
+//
 // Needs: the built daemon (pnpm build), h2load, nginx, caddy, taskset
 // (apt-get install nghttp2-client nginx caddy util-linux).
 import { execFileSync, spawn } from 'node:child_process';
