@@ -63,18 +63,25 @@ export interface AnalyticsSnapshot {
   timestamp: string;
 }
 
-/** Reads analytics snapshots; never flushes pending Web Vitals. */
+/**
+ * Reads analytics snapshots; never flushes pending Web Vitals. May be async:
+ * with several workers the control plane gathers and merges their
+ * collectors.
+ */
 export interface AnalyticsPort {
-  list(): AnalyticsSnapshot[];
-  get(domain: string): AnalyticsSnapshot | undefined;
+  list(): AnalyticsSnapshot[] | Promise<AnalyticsSnapshot[]>;
+  get(domain: string): AnalyticsSnapshot | undefined | Promise<AnalyticsSnapshot | undefined>;
 }
 
 /** The data plane's response cache. */
 export interface CachePort {
   /** False when no site has `cache` (PURGE answers 501). */
   readonly enabled: boolean;
-  /** Invalidates `{host}/{path}`; false when no such entry. */
-  purge(key: string): boolean;
+  /**
+   * Invalidates `{host}/{path}`; false when no such entry. May be async:
+   * with several workers every worker's entry is purged (true when any had it).
+   */
+  purge(key: string): boolean | Promise<boolean>;
 }
 
 /**

@@ -26,6 +26,24 @@ describe('GET /analytics', () => {
     await app.close();
   });
 
+  it('awaits an analytics port that answers later (workers gathered by the control plane)', async () => {
+    const later = <T>(value: T) => new Promise<T>((r) => setTimeout(() => r(value), 20));
+    const snapshots = [sampleSnapshot('b.example'), sampleSnapshot('a.example')];
+    const { app } = testApp({
+      analytics: {
+        list: () => later(snapshots),
+        get: (domain) => later(snapshots.find((s) => s.domain === domain)),
+      },
+    });
+    expect((await app.inject(get('/analytics'))).json()).toEqual([
+      sampleSnapshot('a.example'),
+      sampleSnapshot('b.example'),
+    ]);
+    expect((await app.inject(get('/analytics/A.example'))).json()).toEqual(sampleSnapshot('a.example'));
+    expect((await app.inject(get('/analytics/c.example'))).statusCode).toBe(404);
+    await app.close();
+  });
+
   it('500 serialize error when a snapshot is malformed', async () => {
     const broken = { ...sampleSnapshot('x.example'), web_vitals: undefined } as unknown as AnalyticsSnapshot;
     const { app } = testApp({ analytics: memoryAnalytics([broken]) });

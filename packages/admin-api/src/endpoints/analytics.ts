@@ -16,7 +16,7 @@ export const listAnalytics: Endpoint = {
   responses: { 200: { description: 'The snapshots', schema: AnalyticsList } },
   errors: { 500: 'serialize error: a snapshot could not be serialized' },
   handler: (ctx) => async () => {
-    const list = ctx.analytics?.list() ?? [];
+    const list = (await ctx.analytics?.list()) ?? [];
     return [...list].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
   },
 };
@@ -41,7 +41,7 @@ export const getAnalytics: Endpoint = {
     const domain = raw.toLowerCase();
     if (!HOST_CHARS.test(domain))
       throw new AdminError('ADMIN_INVALID_DOMAIN', `${quote(raw)} contains invalid characters`);
-    const snapshot = ctx.analytics?.get(domain);
+    const snapshot = await ctx.analytics?.get(domain);
     if (snapshot === undefined) throw new AdminError('ADMIN_ANALYTICS_NOT_FOUND', quote(domain));
     return snapshot;
   },

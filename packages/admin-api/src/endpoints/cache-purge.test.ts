@@ -26,6 +26,20 @@ describe('PURGE /cache/{host}/{path}', () => {
     await app.close();
   });
 
+  it('awaits a cache port that answers later (every worker purged)', async () => {
+    const keys = new Set(['example.com/a']);
+    const cache = {
+      enabled: true,
+      purge: (key: string) => new Promise<boolean>((r) => setTimeout(() => r(keys.delete(key)), 20)),
+    };
+    const { app } = testApp({ cache });
+    expect((await app.inject(purge('example.com/a'))).json()).toEqual({ purged: true });
+    const again = await app.inject(purge('example.com/a'));
+    expect(again.statusCode).toBe(404);
+    expect(again.json()).toEqual({ purged: false, reason: 'not found' });
+    await app.close();
+  });
+
   it('a body is never read: 70 KB or an invalid Content-Type changes nothing', async () => {
     const cache = new MemoryCache(['example.com/a', 'example.com/b']);
     const { app } = testApp({ cache });

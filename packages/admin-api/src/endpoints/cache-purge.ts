@@ -40,7 +40,7 @@ export const purgeCache: Endpoint = {
   handler: (ctx) => async (request, reply) => {
     const key = cacheKeyOf(request.raw.url ?? '');
     if (ctx.cache === undefined || !ctx.cache.enabled) throw new AdminError('ADMIN_CACHE_NOT_ENABLED');
-    if (!ctx.cache.purge(key)) return reply.code(404).send({ purged: false, reason: 'not found' });
+    if (!(await ctx.cache.purge(key))) return reply.code(404).send({ purged: false, reason: 'not found' });
     ctx.audit('cache_purge', key);
     return { purged: true };
   },
