@@ -78,6 +78,23 @@ describe('RouteStore', () => {
     expect(Object.isFrozen(seen[1]?.[0])).toBe(true);
   });
 
+  it("a write resolves only after a subscriber's promise settled (workers swapped); a rejection keeps the write", async () => {
+    const store = await open();
+    const swapped: number[] = [];
+    let fail = false;
+    store.subscribe(async (_routes, version) => {
+      await new Promise((r) => setTimeout(r, 30));
+      if (fail) throw new Error('worker 1 did not answer');
+      swapped.push(version);
+    });
+    await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
+    expect(swapped).toEqual([1, 2]);
+    fail = true;
+    await store.upsert({ domain: 'b.test', upstream: 'h:1', tls: false, source: null });
+    expect(domains(store)).toEqual(['a.test=h:1/null', 'b.test=h:1/null']);
+    expect(store.version).toBe(3);
+  });
+
   it('remove resolves false for an unknown domain', async () => {
     const store = await open();
     expect(await store.remove('nope.test')).toBe(false);

@@ -14,7 +14,13 @@ import type { RouteSink } from './sink.js';
 import { type RecoveredState, StateFile } from './state-file.js';
 
 /** Receives every published route set: an immutable array and its version. */
-export type RouteListener = (routes: readonly RouteSpec[], version: number) => void;
+/**
+ * Gets every published table. A listener that returns a promise (a
+ * multi-core daemon's, resolved once every worker swapped) holds the write
+ * that published until it settles: writes resolve once the data plane
+ * serves them. Its rejection is the listener's to report; the write stands.
+ */
+export type RouteListener = (routes: readonly RouteSpec[], version: number) => unknown;
 
 /** A snapshot request (spec §2.3), domains of `routes` unique. */
 export interface SnapshotInput {
@@ -129,7 +135,8 @@ export class RouteStore implements RouteSink {
   /** Calls `listener` now with the current table, then on every publish. Returns an unsubscribe. */
   subscribe(listener: RouteListener): () => void {
     this.#listeners.add(listener);
-    listener(this.#routes, this.#version);
+    const result = listener(this.#routes, this.#version);
+    if (result instanceof Promise) result.catch(() => {});
     return () => this.#listeners.delete(listener);
   }
 
@@ -236,7 +243,7 @@ export class RouteStore implements RouteSink {
         }
         this.#table = draft.table;
         this.#declared = draft.declared;
-        this.#publish();
+        await this.#publish();
         for (const [i, op] of batch.entries()) op.resolve(results[i]);
       }
     } finally {
@@ -244,10 +251,16 @@ export class RouteStore implements RouteSink {
     }
   }
 
-  #publish(): void {
+  /** Publishes the table; resolves once every listener's promise settled (see {@link RouteListener}). */
+  #publish(): Promise<unknown> | undefined {
     this.#routes = Object.freeze([...this.#table.values()]);
     this.#version++;
-    for (const listener of this.#listeners) listener(this.#routes, this.#version);
+    let waits: Promise<unknown>[] | undefined;
+    for (const listener of this.#listeners) {
+      const result = listener(this.#routes, this.#version);
+      if (result instanceof Promise) (waits ??= []).push(result);
+    }
+    return waits === undefined ? undefined : Promise.allSettled(waits);
   }
 }
 
