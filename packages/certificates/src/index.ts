@@ -52,6 +52,7 @@ export {
   type OrderResult,
   realScheduler,
   type Scheduler,
+  type ServedCertificate,
   type TimerHandle,
 } from './manager/index.js';
 export {

@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -194,6 +194,16 @@ describe('CertificateManager: loading and obtaining', () => {
       ['app.localhost', 'local', 'valid'],
     ]);
     expect(manager.orderCounts()).toEqual({ valid: 0, invalid: 0, error: 0 });
+    // What a worker process loads: each served name's PEM pair, the one in storage.
+    const served = manager.served();
+    expect(served.map((c) => c.name)).toEqual(['*.apps.internal', 'app.localhost']);
+    expect(served[1]?.cert).toBe(pem);
+    expect(
+      new X509Certificate(served[1]?.cert as string).checkPrivateKey(createPrivateKey(served[1]?.key as string)),
+    ).toBe(true);
+    expect(served[1]?.notAfter).toBe(new Date(leaf.validTo).getTime());
+    await manager.setNames([{ name: 'app.localhost', issuer: 'internal' }]);
+    expect(manager.served().map((c) => c.name)).toEqual(['app.localhost']);
   });
 
   it('opens the local CA lazily from a function, and says when no issuer is configured', async () => {

@@ -74,6 +74,17 @@ export interface CertificateChange {
   replaced: boolean;
 }
 
+/** A certificate the manager serves, as {@link CertificateManager.served} lists it. */
+export interface ServedCertificate {
+  name: string;
+  /** The chain, PEM, leaf first. */
+  cert: string;
+  /** The leaf's key, PEM. */
+  key: string;
+  /** notAfter, epoch ms. */
+  notAfter: number;
+}
+
 /** Orders placed with ACME CAs by result: `valid` (issued), `invalid` (the CA refused: a problem document), `error` (network, TLS, timeout, other). */
 export type OrderResult = 'valid' | 'invalid' | 'error';
 
@@ -339,6 +350,22 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   onChange(listener: (change: CertificateChange) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * The certificates served now, one per name (exact names and `*.parent`
+   * wildcards), as PEM: what another process serving the same names (a
+   * data-plane worker) loads. Sorted by name.
+   */
+  served(): ServedCertificate[] {
+    const out: ServedCertificate[] = [];
+    for (const entry of this.#entries.values()) {
+      const current = entry.current;
+      if (current !== null && this.#contexts.get(entry.name) === current.context) {
+        out.push({ name: entry.name, cert: current.certPem, key: current.keyPem, notAfter: current.notAfter });
+      }
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** Every managed name's summary for `GET /certificates`, sorted by name. */

@@ -7,6 +7,7 @@ export {
   type ManagedAcmeIssuer,
   type ManagedName,
   type OrderResult,
+  type ServedCertificate,
 } from './certificate-manager.js';
 export { ChallengePreference, DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 export { ChallengeTable } from './challenge-table.js';
