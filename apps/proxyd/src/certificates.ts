@@ -96,6 +96,8 @@ export interface CertificateWiringOptions {
   /** The cert dir (`--cert-dir`). */
   certDir: string;
   logger: CertificateLogger;
+  /** The table that presents challenges (default a new one; a multi-core daemon's also tells its workers). */
+  challengeTable?: ChallengeTable;
 }
 
 /**
@@ -111,7 +113,7 @@ export async function createCertificateWiring(
 ): Promise<CertificateWiring> {
   const { global } = config;
   const storage = new FileStorage(options.certDir);
-  const challengeTable = new ChallengeTable();
+  const challengeTable = options.challengeTable ?? new ChallengeTable();
   let routes: readonly RouteSpec[] = [];
   const caRootPem = global.acme_ca_root === null ? undefined : await readCaRoot(global.acme_ca_root);
   const directories = global.acme_ca.length > 0 ? global.acme_ca : [DEFAULT_ACME_CA];

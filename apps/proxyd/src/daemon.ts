@@ -1,15 +1,21 @@
+import net from 'node:net';
 import path from 'node:path';
+import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
+import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import type { CertificateManager } from '@proxyd/certificates';
 import { type Config, composeHooks, DataPlane } from '@proxyd/proxy-core';
+import type { RouteSpec } from '@proxyd/proxy-core/model';
 import { routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
 import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { createCertificateWiring } from './certificates.js';
+import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
 import { startControlPlane } from './control-plane.js';
 import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, type ProxydMetrics, type UpstreamHealth } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
@@ -38,6 +44,12 @@ export interface DaemonOptions {
   metrics?: boolean;
   /** Address the data-plane listeners bind (default 0.0.0.0; the demo binds 127.0.0.1). */
   bindHost?: string;
+  /**
+   * Data-plane processes (`--workers`, `PROXY_WORKERS`). 1 (the default):
+   * this process serves traffic itself. N > 1: this process is the control
+   * plane only, and N forked workers serve (`cluster/primary.ts`).
+   */
+  workers?: number;
   logger: Logger;
   /** Per-target loggers; default: children of `logger`. */
   logging?: Logging;
@@ -96,44 +108,47 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
   }
   const metrics = options.metrics === false ? undefined : createMetrics();
-  const analytics = await createAnalyticsWiring(config, {
-    stateDir,
-    logger: logging.forTarget(ANALYTICS_TARGET),
-  });
-  const accessLog = createAccessLog(logging);
-  const hooks = composeHooks(
-    analytics.hooks,
-    metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
-    accessLog ? { onRequest: accessLog } : {},
-  );
   const tlsLog = logging.forTarget('proxy::tls');
+  const workerCount = options.workers ?? 1;
+  const challenges = workerCount > 1 && config.global.auto_https !== 'off' ? new BroadcastChallengeTable() : undefined;
   const certificates =
-    config.global.auto_https === 'off' ? undefined : await createCertificateWiring(config, { certDir, logger: tlsLog });
+    config.global.auto_https === 'off'
+      ? undefined
+      : await createCertificateWiring(config, {
+          certDir,
+          logger: tlsLog,
+          ...(challenges === undefined ? {} : { challengeTable: challenges }),
+        });
   const manager = certificates?.manager;
-  const dataPlane = await DataPlane.start(config, store.routes, hooks, {
-    ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
-    // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
-    redirects: config.global.auto_https !== 'off' && config.global.auto_https !== 'disable_redirects',
-    ...(manager === undefined
-      ? {}
-      : {
-          certificates: manager,
-          challenges: manager,
-          alpnChallenges: { contextFor: (name: string) => manager.alpnContextFor(name) },
-        }),
-    onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
-    onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
-  });
-  const unwatchCertificates = manager?.onChange(() => dataPlane.certificatesChanged());
+  // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
+  const redirects = config.global.auto_https !== 'off' && config.global.auto_https !== 'disable_redirects';
+  const serving =
+    workerCount > 1
+      ? await serveWithWorkers({
+          count: workerCount,
+          config: await withResolvedPorts(config, options.bindHost),
+          routes: () => ({ routes: store.routes, version: store.version }),
+          certificates,
+          challenges,
+          stateDir,
+          ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+          redirects,
+          logger: serverLog,
+        })
+      : await serveHere(config, store, stateDir, logging, metrics, manager, redirects, options.bindHost);
+  const unwatchCertificates = manager?.onChange(() => serving.certificatesChanged());
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
-  void certificates?.setRoutes(store.routes);
-  metrics?.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
-  metrics?.setAnalyticsDroppedSource(() => analytics.droppedRequests());
+  const followRoutes = (routes: readonly RouteSpec[]) =>
+    certificates?.setRoutes(routes).then(() => serving.certificatesChanged());
+  void followRoutes(store.routes);
+  if (serving.upstreamHealth) metrics?.setUpstreamHealthSource(serving.upstreamHealth);
+  if (serving.analyticsDropped) metrics?.setAnalyticsDroppedSource(serving.analyticsDropped);
   if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
+  // With workers, a route write resolves once every worker swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((routes, version) => {
-    dataPlane.setRoutes(routes, version);
-    void certificates?.setRoutes(routes);
+    void followRoutes(routes);
     metrics?.setRouteCounts(store.countByOrigin());
+    return serving.setRoutes(routes, version);
   });
   const docker = await startDockerDiscovery({
     global: config.global,
@@ -163,8 +178,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       store,
       reloader,
       metrics,
-      cache: dataPlane.cache,
-      analytics: analytics.reader,
+      cache: serving.cache,
+      analytics: serving.analytics,
       certificates: manager ? { list: async () => manager.status() } : undefined,
       discovery: docker.port,
       logging,
@@ -176,12 +191,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unsubscribe();
     unwatchCertificates?.();
     certificates?.close();
-    await dataPlane.close();
-    await analytics.close();
+    await serving.close();
     throw err;
   }
 
-  const { httpAddress } = dataPlane;
+  const { httpAddress } = serving;
   const { adminAddress } = control;
   serverLog.info(
     {
@@ -189,6 +203,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       admin: `${adminAddress.host}:${adminAddress.port}`,
       ...(control.socketPath ? { admin_socket: control.socketPath } : {}),
       routes: store.routes.length,
+      workers: workerCount,
       state_dir: stateDir,
       proxyfile: options.configPath ?? null,
     },
@@ -209,8 +224,122 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unsubscribe();
       unwatchCertificates?.();
       certificates?.close();
+      await serving.close();
+    },
+  };
+}
+
+/**
+ * Who serves traffic, as the daemon drives it: this process's data plane
+ * ({@link serveHere}) or forked workers ({@link serveWithWorkers}).
+ */
+interface Serving {
+  readonly httpAddress: { host: string; port: number };
+  /** Publishes a table; with workers, resolves once every worker swapped. */
+  setRoutes(routes: readonly RouteSpec[], version: number): void | Promise<void>;
+  certificatesChanged(): void;
+  cache: CachePort;
+  analytics: AnalyticsPort;
+  upstreamHealth?: () => Iterable<UpstreamHealth>;
+  analyticsDropped?: () => number;
+  close(): Promise<void>;
+}
+
+/** One process: the data plane, analytics, metrics and the access log here. */
+async function serveHere(
+  config: Config,
+  store: RouteStore,
+  stateDir: string,
+  logging: Logging,
+  metrics: ProxydMetrics | undefined,
+  manager: CertificateManager | undefined,
+  redirects: boolean,
+  bindHost: string | undefined,
+): Promise<Serving> {
+  const serverLog = logging.forTarget('proxy::server');
+  const tlsLog = logging.forTarget('proxy::tls');
+  const analytics = await createAnalyticsWiring(config, {
+    stateDir,
+    logger: logging.forTarget(ANALYTICS_TARGET),
+  });
+  const accessLog = createAccessLog(logging);
+  const hooks = composeHooks(
+    analytics.hooks,
+    metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
+    accessLog ? { onRequest: accessLog } : {},
+  );
+  let dataPlane: DataPlane;
+  try {
+    dataPlane = await DataPlane.start(config, store.routes, hooks, {
+      ...(bindHost === undefined ? {} : { bindHost }),
+      redirects,
+      ...(manager === undefined
+        ? {}
+        : {
+            certificates: manager,
+            challenges: manager,
+            alpnChallenges: { contextFor: (name: string) => manager.alpnContextFor(name) },
+          }),
+      onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
+      onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
+    });
+  } catch (err) {
+    await analytics.close();
+    throw err;
+  }
+  return {
+    httpAddress: dataPlane.httpAddress,
+    setRoutes: (routes, version) => dataPlane.setRoutes(routes, version),
+    certificatesChanged: () => dataPlane.certificatesChanged(),
+    cache: dataPlane.cache,
+    analytics: analytics.reader,
+    upstreamHealth: () => dataPlane.upstreamHealth(),
+    analyticsDropped: () => analytics.droppedRequests(),
+    async close() {
       await dataPlane.close();
       await analytics.close();
+    },
+  };
+}
+
+/** N processes: forked workers serve; this one drives them (`cluster/primary.ts`). */
+async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
+  // The analytics key file exists before any worker reads it (each would create its own).
+  await loadSecretFile(path.join(options.stateDir, SECRET_FILE_NAME));
+  const workers = await startWorkers(options);
+  return {
+    httpAddress: workers.httpAddress,
+    setRoutes: (routes, version) => workers.setRoutes(routes, version),
+    certificatesChanged: () => void workers.certificatesChanged(),
+    cache: workers.cache,
+    // Merged from every worker's collectors: issue 19, not yet.
+    analytics: { list: () => [], get: () => undefined },
+    close: () => workers.close(),
+  };
+}
+
+/**
+ * The config with `http_port` and `https_port` 0 replaced by free ports:
+ * workers bind the same ports, so "any port" is chosen once, here.
+ */
+async function withResolvedPorts(config: Config, bindHost: string | undefined): Promise<Config> {
+  const { http_port: http, https_port: https } = config.global;
+  if (http !== 0 && https !== 0) return config;
+  const free = async () =>
+    await new Promise<number>((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(0, bindHost ?? '0.0.0.0', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+  return {
+    ...config,
+    global: {
+      ...config.global,
+      http_port: http === 0 ? await free() : http,
+      https_port: https === 0 ? await free() : https,
     },
   };
 }

@@ -37,6 +37,7 @@ const program = buildProgram(version, {
       ...(adminToken === undefined ? {} : { adminToken }),
       ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
       ...(options.certDir === undefined ? {} : { certDir: options.certDir }),
+      ...(options.workers === undefined ? {} : { workers: options.workers }),
     });
     const serverLog = logging.forTarget('proxy::server');
     const stop = (signal: string) => {

@@ -25,6 +25,16 @@ export interface RunOptions {
   stateDir?: string;
   /** Certificate directory (flag `--cert-dir`, else env `PROXY_CERT_DIR`). */
   certDir?: string;
+  /** Data-plane worker processes (flag `--workers`, else env `PROXY_WORKERS`); absent: the daemon's default. */
+  workers?: number;
+}
+
+/** Parses `--workers` / `PROXY_WORKERS`: a whole number from 1 to 1024. */
+export function parseWorkers(value: string, from: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) {
+    throw new Error(`invalid ${from} "${value}": a whole number of worker processes from 1 to 1024`);
+  }
+  return Number(value);
 }
 
 /**
@@ -60,13 +70,21 @@ export function buildProgram(version: string, daemon: DaemonCommands): Command {
       'where API routes persist (default /var/lib/proxyd as root, else ~/.local/state/proxyd)',
     )
     .option('--cert-dir <dir>', 'certificate storage directory (env PROXY_CERT_DIR, default /etc/proxy/certs)')
-    .action(async (opts: RunOptions) => {
+    .option('--workers <n>', 'data-plane worker processes (env PROXY_WORKERS; 1: this process serves)')
+    .action(async (opts: Omit<RunOptions, 'workers'> & { workers?: string }) => {
       const config = opts.config ?? process.env.PROXY_CONFIG;
       const certDir = opts.certDir ?? process.env.PROXY_CERT_DIR;
+      const rawWorkers = opts.workers ?? process.env.PROXY_WORKERS;
+      const workers =
+        rawWorkers === undefined
+          ? undefined
+          : parseWorkers(rawWorkers, opts.workers === undefined ? 'PROXY_WORKERS' : '--workers');
+      const { workers: _, ...rest } = opts;
       await daemon.run({
-        ...opts,
+        ...rest,
         ...(config === undefined ? {} : { config }),
         ...(certDir === undefined ? {} : { certDir }),
+        ...(workers === undefined ? {} : { workers }),
       });
     });
 

@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
+import { WorkerPool } from '@proxyd/cluster';
+import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import type { Logger } from 'pino';
+import type { CertificateWiring } from '../certificates.js';
+import { type CertificatePem, ToPrimary, ToWorker, type WorkerInit, type WorkerReady } from './protocol.js';
+import { CertificateSync } from './worker-certificates.js';
+
+/** The module every worker runs (built beside this one). */
+const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+
+/**
+ * The challenge table of a multi-core daemon: a challenge is answered by
+ * every worker before the issuer tells the CA to validate (`present`
+ * resolves once each worker has it), and a worker that starts during an
+ * order gets the challenges presented then.
+ */
+export class BroadcastChallengeTable extends ChallengeTable {
+  #pool: WorkerPool | null = null;
+  readonly #presented = new Map<string, PresentedChallenge>();
+
+  /** Where challenges go from now on (set once the workers run). */
+  attach(pool: WorkerPool): void {
+    this.#pool = pool;
+  }
+
+  /** The challenges presented now (a new worker's init). */
+  presented(): PresentedChallenge[] {
+    return [...this.#presented.values()];
+  }
+
+  override async present(challenge: PresentedChallenge): Promise<void> {
+    super.present(challenge);
+    this.#presented.set(keyOf(challenge), challenge);
+    await this.#pool?.broadcast(ToWorker.challengePresent, challenge);
+  }
+
+  override async cleanUp(challenge: PresentedChallenge): Promise<void> {
+    super.cleanUp(challenge);
+    this.#presented.delete(keyOf(challenge));
+    await this.#pool?.broadcast(ToWorker.challengeCleanUp, challenge).catch(() => {});
+  }
+}
+
+function keyOf(challenge: PresentedChallenge): string {
+  return `${challenge.type} ${challenge.identifier.toLowerCase()} ${challenge.token}`;
+}
+
+/** What {@link startWorkers} needs. */
+export interface WorkersOptions {
+  count: number;
+  /** The running config, its `http_port` and `https_port` resolved (not 0: every worker binds the same port). */
+  config: Config;
+  /** The published route table now (a worker's init). */
+  routes(): { routes: readonly RouteSpec[]; version: number };
+  certificates: CertificateWiring | undefined;
+  challenges: BroadcastChallengeTable | undefined;
+  stateDir: string;
+  bindHost?: string;
+  redirects: boolean;
+  logger: Logger;
+}
+
+/** The data plane of a multi-core daemon, as the primary drives it. */
+export interface Workers {
+  readonly httpAddress: { host: string; port: number };
+  readonly pool: WorkerPool;
+  /** Publishes a route table to every worker; resolves once each swapped (failures are logged). */
+  setRoutes(routes: readonly RouteSpec[], version: number): Promise<void>;
+  /** Sends every worker the certificates that changed in the manager since the last call. */
+  certificatesChanged(): Promise<void>;
+  /** The admin API's CachePort: a purge reaches every worker. */
+  cache: { readonly enabled: boolean; purge(key: string): Promise<boolean> };
+  /** Drains every worker (each finishes what it serves and exits). */
+  close(): Promise<void>;
+}
+
+/**
+ * Forks `count` data-plane workers (`./worker.js`) and keeps them fed: the
+ * route table and certificates at start and on every change, ACME
+ * challenges before the CA checks them, on-demand certificates when a
+ * worker's handshake asks. The primary itself serves no traffic. Every
+ * worker binds the listeners with SO_REUSEPORT: the kernel spreads
+ * connections over them, and a worker's crash leaves the others serving
+ * while it is replaced (see `WorkerPool`).
+ */
+export async function startWorkers(options: WorkersOptions): Promise<Workers> {
+  const { config, logger } = options;
+  const manager = options.certificates?.manager;
+  const sync = new CertificateSync();
+  const secret = randomBytes(32);
+  const served = (): CertificatePem[] => manager?.served() ?? [];
+  let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
+  const pool = await WorkerPool.start({
+    count: options.count,
+    entry: WORKER_ENTRY,
+    init(index): WorkerInit {
+      const { routes, version } = options.routes();
+      return {
+        index,
+        config,
+        routes: [...routes],
+        version,
+        certificates: manager === undefined ? null : sync.all(served()),
+        onDemand: config.global.on_demand_ask !== null,
+        challenges: options.challenges?.presented() ?? [],
+        secret,
+        ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+        redirects: options.redirects,
+        stateDir: options.stateDir,
+      };
+    },
+    setup(channel) {
+      channel.handle<string>(ToPrimary.onDemandCertificate, async (name) => {
+        if (manager === undefined) return null;
+        const context = await manager.contextFor(name);
+        if (context === null) return null;
+        const lower = name.toLowerCase();
+        const dot = lower.indexOf('.');
+        const wildcard = dot > 0 ? `*${lower.slice(dot)}` : null;
+        const all = served();
+        return all.find((c) => c.name === lower) ?? all.find((c) => c.name === wildcard) ?? null;
+      });
+    },
+    onReady(index, pid, answer) {
+      const ready = answer as WorkerReady;
+      logger.info({ worker: index, pid, http: ready.http, https: ready.https }, `worker ${index} serving`);
+    },
+    onExit(index, pid, code, signal, respawnInMs) {
+      logger.error(
+        { worker: index, pid, code, signal, respawn_in_ms: respawnInMs },
+        `worker ${index} exited (${signal ?? `code ${code}`}); replacing it`,
+      );
+    },
+    onStartFailure(index, error) {
+      logger.error({ worker: index, error: error.message }, `worker ${index} did not start; replacing it`);
+    },
+  });
+  options.challenges?.attach(pool);
+  return {
+    httpAddress: { host: options.bindHost ?? '0.0.0.0', port: config.global.http_port },
+    pool,
+    async setRoutes(routes, version) {
+      cacheEnabled = routes.some((r) => r.site.cache !== null);
+      await pool.broadcast(ToWorker.routes, { routes, version }).catch((err: unknown) => {
+        logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
+      });
+    },
+    async certificatesChanged() {
+      if (manager === undefined) return;
+      const update = sync.diff(served());
+      if (update === null) return;
+      await pool.broadcast(ToWorker.certificates, update).catch((err: unknown) => {
+        logger.error({ error: (err as Error).message }, 'certificates not sent to every worker');
+      });
+    },
+    cache: {
+      get enabled() {
+        return cacheEnabled;
+      },
+      async purge(key) {
+        const answers = await pool.gather<boolean>(ToWorker.cachePurge, key);
+        return answers.some((had) => had);
+      },
+    },
+    close: () => pool.stop(),
+  };
+}

@@ -1,0 +1,61 @@
+import type { PresentedChallenge } from '@proxyd/certificates';
+import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import type { CertificatePem, CertificateUpdate } from './worker-certificates.js';
+
+/**
+ * What the primary (control plane) and its data-plane workers say to each
+ * other over IPC (`@proxyd/cluster` channels, structured clone). Requests
+ * from the primary to workers go by {@link ToWorker}; workers ask the
+ * primary by {@link ToPrimary}.
+ */
+
+/** The init body of a worker: everything it needs to serve, as of when it starts. */
+export interface WorkerInit {
+  /** The worker's slot (0-based; its replacement keeps it). */
+  index: number;
+  /** The running config, `http_port`/`https_port` resolved (never 0). */
+  config: Config;
+  routes: RouteSpec[];
+  version: number;
+  /** The certificates the primary's manager serves (absent with `auto_https off`). */
+  certificates: CertificateUpdate | null;
+  /** Whether a name the worker has no certificate for is asked of the primary (on-demand TLS). */
+  onDemand: boolean;
+  /** ACME challenges presented now (a worker may start during an order). */
+  challenges: PresentedChallenge[];
+  /** HMAC key of `under_attack` clearance cookies: one for every worker, so a cookie is valid on all. */
+  secret: Buffer;
+  bindHost?: string;
+  /** HTTP→HTTPS redirects (false with `auto_https off` and `disable_redirects`). */
+  redirects: boolean;
+  /** The state dir (the analytics key file). */
+  stateDir: string;
+}
+
+/** A worker's answer to init: the ports it bound. */
+export interface WorkerReady {
+  http: number;
+  https: number | null;
+}
+
+/** Requests the primary sends workers. */
+export const ToWorker = {
+  /** `{ routes, version }`: publish a new route table. */
+  routes: 'routes',
+  /** {@link CertificateUpdate}: certificates installed, replaced or dropped. */
+  certificates: 'certificates',
+  /** {@link PresentedChallenge}: start answering it (answered once every worker does). */
+  challengePresent: 'challenge.present',
+  /** {@link PresentedChallenge}: stop answering it. */
+  challengeCleanUp: 'challenge.cleanup',
+  /** A cache key: purge it; answers whether the worker had it. */
+  cachePurge: 'cache.purge',
+} as const;
+
+/** Requests workers send the primary. */
+export const ToPrimary = {
+  /** A server name: the primary's manager checks and obtains it (on-demand TLS); answers {@link CertificatePem} or null. */
+  onDemandCertificate: 'certificates.on-demand',
+} as const;
+
+export type { CertificatePem, CertificateUpdate };

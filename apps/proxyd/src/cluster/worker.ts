@@ -1,0 +1,86 @@
+import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
+import { connectToPrimary } from '@proxyd/cluster';
+import { composeHooks, DataPlane } from '@proxyd/proxy-core';
+import type { RouteSpec } from '@proxyd/proxy-core/model';
+import { createAccessLog } from '../access-log.js';
+import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
+import { tuneHeapForStreaming } from '../heap-tuning.js';
+import { createLogging } from '../logging.js';
+import { type CertificatePem, ToPrimary, ToWorker, type WorkerInit, type WorkerReady } from './protocol.js';
+import { type CertificateUpdate, WorkerCertificateStore } from './worker-certificates.js';
+
+// A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
+// by the primary (`startWorkers`), it serves the listeners (bound with
+// SO_REUSEPORT beside the other workers) from what the primary sends.
+
+tuneHeapForStreaming();
+const logging = createLogging(process.env.PROXY_LOG);
+let plane: DataPlane | undefined;
+let analytics: AnalyticsWiring | undefined;
+
+connectToPrimary<WorkerInit>({
+  async init(init, channel): Promise<WorkerReady> {
+    const fields = { worker: init.index };
+    const serverLog = logging.forTarget('proxy::server').child(fields);
+    const tlsLog = logging.forTarget('proxy::tls').child(fields);
+    analytics = await createAnalyticsWiring(init.config, {
+      stateDir: init.stateDir,
+      logger: logging.forTarget(ANALYTICS_TARGET).child(fields),
+    });
+    const accessLog = createAccessLog(logging);
+    const hooks = composeHooks(analytics.hooks, accessLog ? { onRequest: accessLog } : {});
+    const certificates =
+      init.certificates === null
+        ? undefined
+        : new WorkerCertificateStore(
+            init.onDemand
+              ? (name) => channel.request<CertificatePem | null>(ToPrimary.onDemandCertificate, name, 30_000)
+              : null,
+          );
+    const report = (name: string, err: Error) =>
+      tlsLog.error({ name, error: err.message }, `certificate for ${name} not loaded`);
+    if (init.certificates !== null) certificates?.apply(init.certificates, report);
+    const challenges = new ChallengeTable();
+    for (const challenge of init.challenges) challenges.present(challenge);
+    const dataPlane = await DataPlane.start(init.config, init.routes, hooks, {
+      reusePort: true,
+      secret: init.secret,
+      redirects: init.redirects,
+      ...(init.bindHost === undefined ? {} : { bindHost: init.bindHost }),
+      ...(certificates === undefined
+        ? {}
+        : {
+            certificates,
+            challenges,
+            alpnChallenges: { contextFor: (name: string) => challenges.alpnContextFor(name) },
+          }),
+      onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
+      onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
+    });
+    plane = dataPlane;
+    if (init.version !== 1) dataPlane.setRoutes(init.routes, init.version);
+    channel.handle<{ routes: RouteSpec[]; version: number }>(ToWorker.routes, ({ routes, version }) => {
+      dataPlane.setRoutes(routes, version);
+      return true;
+    });
+    channel.handle<CertificateUpdate>(ToWorker.certificates, (update) => {
+      certificates?.apply(update, report);
+      dataPlane.certificatesChanged();
+      return true;
+    });
+    channel.handle<PresentedChallenge>(ToWorker.challengePresent, (challenge) => {
+      challenges.present(challenge);
+      return true;
+    });
+    channel.handle<PresentedChallenge>(ToWorker.challengeCleanUp, (challenge) => {
+      challenges.cleanUp(challenge);
+      return true;
+    });
+    channel.handle<string>(ToWorker.cachePurge, (key) => dataPlane.cache.purge(key));
+    return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };
+  },
+  async drain() {
+    await plane?.close();
+    await analytics?.close();
+  },
+});
