@@ -10,8 +10,10 @@
 export type { ChallengeResponder } from './challenge.js';
 export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
 export { composeHooks, type DataPlaneHooks, type RequestContext, type RequestRecord } from './hooks.js';
+export { RateLimiter } from './middleware/rate-limiter.js';
 export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
 export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
+export type { RateLimitCounter } from './site-handler.js';
 export type { CertificatePair, CertificateStore } from './tls/certificate-store.js';
 export type { AlpnChallengeResponder } from './tls/handshake.js';

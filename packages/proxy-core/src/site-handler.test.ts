@@ -14,6 +14,7 @@ import {
   siteProxy,
   type TestSiteDeps,
 } from './loopback.test-helpers.js';
+import { RateLimiter } from './middleware/rate-limiter.js';
 import { CHALLENGE_PATH, CLEARANCE_COOKIE, leadingZeroBits } from './middleware/under-attack.js';
 import {
   defaultReverseProxy,
@@ -304,6 +305,39 @@ describe('rate_limit', () => {
     clock.t = 7_000;
     expect((await get(port, '/')).status).toBe(200);
   });
+
+  it('counts in a counter that answers later (workers counting in one place); a failed answer admits', async () => {
+    const up = await upstream();
+    const clock = { t: 5_000 };
+    // One limiter behind an asynchronous answer, as a multi-core daemon's primary answers its workers.
+    const shared = new RateLimiter({ limit: 2, now: () => clock.t });
+    const asked: number[] = [];
+    let failing = false;
+    const port = await serve(
+      newSite((x) => {
+        x.handler = defaultReverseProxy([up.address]);
+        x.rate_limit = 2;
+      }),
+      {
+        rateLimitCounter: (limit) => {
+          asked.push(limit);
+          return {
+            admit: (domain, ip) =>
+              new Promise((resolve, reject) =>
+                setTimeout(() => (failing ? reject(new Error('primary gone')) : resolve(shared.admit(domain, ip))), 5),
+              ),
+          };
+        },
+      },
+    );
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(port, '/')).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect(asked).toEqual([2]);
+    expect(up.seen).toHaveLength(2);
+    failing = true;
+    expect((await get(port, '/')).status).toBe(200);
+  });
 });
 
 describe('file_server', () => {
@@ -569,6 +603,23 @@ describe('WebSocket upgrades', () => {
     expect(await upgrade(port, '/ws/chat?room=1', { authorization: basic('u', 'pw') })).toBe(101);
     expect(up.seen).toEqual(['/chat?room=1']);
     expect(await upgrade(port, '/other', { authorization: basic('u', 'pw') })).toBe(403);
+  });
+
+  it('counts upgrades in a counter that answers later: over the limit, 429', async () => {
+    const up = await wsUpstream();
+    const shared = new RateLimiter({ limit: 1, now: () => 5_000 });
+    const port = await serve(
+      newSite((s) => {
+        s.handler = defaultReverseProxy([up.address]);
+        s.rate_limit = 1;
+      }),
+      {
+        rateLimitCounter: () => ({ admit: (d, ip) => new Promise((r) => setTimeout(() => r(shared.admit(d, ip)), 5)) }),
+      },
+    );
+    expect(await upgrade(port, '/socket')).toBe(101);
+    expect(await upgrade(port, '/socket')).toBe(429);
+    expect(up.seen).toEqual(['/socket']);
   });
 
   it('refuses an upgrade without the under_attack clearance', async () => {

@@ -26,6 +26,19 @@ export interface SiteDeps {
   verifyPassword?: PasswordVerifier;
   /** Hard cap on rate-limit keys per domain (default 100,000). */
   rateLimitMaxKeys?: number;
+  /**
+   * Where a site's `rate_limit <n>/s` counts (default a {@link RateLimiter}
+   * per compiled site, in this process). A multi-core daemon's workers count
+   * in one place for all of them, so the limit stays exact whichever worker
+   * a client reaches; such a counter answers later (a promise). A rejected
+   * answer admits the request (the limit fails open, the site stays up).
+   */
+  rateLimitCounter?: (limit: number) => RateLimitCounter;
+}
+
+/** Counts `rate_limit` admissions: true admitted, false over the limit (see {@link RateLimiter.admit}). */
+export interface RateLimitCounter {
+  admit(domain: string, ip: string): boolean | Promise<boolean>;
 }
 
 /**
@@ -52,7 +65,9 @@ function refuse(socket: Duplex, status: string): void {
 interface SiteStep {
   readonly name: SiteStepName;
   readonly request: (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, next: number) => boolean;
-  readonly upgrade: ((req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext) => boolean) | null;
+  readonly upgrade:
+    | ((req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, next: number) => boolean)
+    | null;
 }
 
 /** A compiled site: its handler, and the names of the steps it runs, in order (tests, diagnostics). */
@@ -140,6 +155,13 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       if ((steps[i] as SiteStep).request(req, res, ctx, i + 1)) return;
     }
   };
+  /** The upgrade form of {@link walk}: the steps that have one, from `from`. */
+  const walkUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, from: number): void => {
+    for (let i = from; i < steps.length; i++) {
+      const upgrade = (steps[i] as SiteStep).upgrade;
+      if (upgrade !== null && upgrade(req, socket, head, ctx, i + 1)) return;
+    }
+  };
 
   if (site.encode !== null) {
     const encoder = new ResponseEncoder(site.encode);
@@ -167,23 +189,43 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   }
 
   if (site.rate_limit !== null) {
-    const limiter = new RateLimiter({
-      limit: site.rate_limit,
-      ...(deps.now !== undefined ? { now: deps.now } : {}),
-      ...(deps.rateLimitMaxKeys !== undefined ? { maxKeys: deps.rateLimitMaxKeys } : {}),
-    });
+    const limiter: RateLimitCounter =
+      deps.rateLimitCounter?.(site.rate_limit) ??
+      new RateLimiter({
+        limit: site.rate_limit,
+        ...(deps.now !== undefined ? { now: deps.now } : {}),
+        ...(deps.rateLimitMaxKeys !== undefined ? { maxKeys: deps.rateLimitMaxKeys } : {}),
+      });
     const tooMany = canned(siteHeaders, 429, 'rate limit exceeded\n', { 'retry-after': '1' });
+    const refuseRequest = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
+      if (res.destroyed) return;
+      req.resume();
+      send(res, tooMany, ctx.secure);
+    };
     steps.push({
       name: 'rate_limit',
-      request: (req, res, ctx) => {
-        if (limiter.admit(ctx.domain, ctx.clientIp)) return false;
-        req.resume();
-        send(res, tooMany, ctx.secure);
+      request: (req, res, ctx, next) => {
+        const verdict = limiter.admit(ctx.domain, ctx.clientIp);
+        if (verdict === true) return false;
+        if (verdict === false) refuseRequest(req, res, ctx);
+        else {
+          verdict.then(
+            (ok) => (ok ? walk(req, res, ctx, next) : refuseRequest(req, res, ctx)),
+            () => walk(req, res, ctx, next),
+          );
+        }
         return true;
       },
-      upgrade: (_req, socket, _head, ctx) => {
-        if (limiter.admit(ctx.domain, ctx.clientIp)) return false;
-        refuse(socket, '429 Too Many Requests');
+      upgrade: (req, socket, head, ctx, next) => {
+        const verdict = limiter.admit(ctx.domain, ctx.clientIp);
+        if (verdict === true) return false;
+        if (verdict === false) refuse(socket, '429 Too Many Requests');
+        else {
+          verdict.then(
+            (ok) => (ok ? walkUpgrade(req, socket, head, ctx, next) : refuse(socket, '429 Too Many Requests')),
+            () => walkUpgrade(req, socket, head, ctx, next),
+          );
+        }
         return true;
       },
     });
@@ -304,7 +346,6 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     },
   });
 
-  const upgrades = steps.filter((step) => step.upgrade !== null);
   const first = steps[0] as SiteStep;
   return {
     steps: [
@@ -320,10 +361,6 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       steps.length === 1
         ? (req, res, ctx) => void first.request(req, res, ctx, 1)
         : (req, res, ctx) => walk(req, res, ctx, 0),
-    upgrade: (req, socket, head, ctx) => {
-      for (const step of upgrades) {
-        if ((step.upgrade as NonNullable<SiteStep['upgrade']>)(req, socket, head, ctx)) return;
-      }
-    },
+    upgrade: (req, socket, head, ctx) => walkUpgrade(req, socket, head, ctx, 0),
   };
 }

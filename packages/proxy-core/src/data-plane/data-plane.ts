@@ -5,7 +5,7 @@ import type { DataPlaneHooks } from '../hooks.js';
 import type { Config, RouteSpec } from '../model/index.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
 import { isHttpsSite } from '../redirect.js';
-import { compileSite } from '../site-handler.js';
+import { compileSite, type RateLimitCounter } from '../site-handler.js';
 import {
   type CertificateStore,
   LayeredCertificateStore,
@@ -27,6 +27,8 @@ export interface DataPlaneOptions {
   compileSite?: SiteCompilerWithForwarder;
   /** HMAC key of `under_attack` clearance cookies; default 32 random bytes per data plane. */
   secret?: Buffer;
+  /** Where `rate_limit` counts (default: in this process; see `SiteDeps.rateLimitCounter`). */
+  rateLimitCounter?: (limit: number) => RateLimitCounter;
   /** Address the listeners bind (default 0.0.0.0). */
   bindHost?: string;
   /** Bind every listener with `SO_REUSEPORT`, as each worker of a multi-core daemon does (default false). */
@@ -165,7 +167,14 @@ export class DataPlane {
     const proxy = new ProxyServer({
       hooks,
       trustedProxies: config.global.trusted_proxies,
-      compileSite: options.compileSite ?? ((site, forwarder) => compileSite(site, { forwarder, secret })),
+      compileSite:
+        options.compileSite ??
+        ((site, forwarder) =>
+          compileSite(site, {
+            forwarder,
+            secret,
+            ...(options.rateLimitCounter === undefined ? {} : { rateLimitCounter: options.rateLimitCounter }),
+          })),
       certificates,
       httpsPort,
       ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
