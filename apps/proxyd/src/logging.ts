@@ -68,15 +68,21 @@ export interface Logging {
 
 /**
  * JSON-lines logging (pino) with per-target levels from `PROXY_LOG`. Every
- * line has `level` (pino number), `time` (ISO 8601), `target` and `msg`.
+ * line has `level` (pino number), `time` (ISO 8601), `target` and `msg`
+ * (and a worker's lines `worker`, its index).
  * Levels below a target's threshold are not formatted at all.
  */
-export function createLogging(spec: string | undefined, destination?: DestinationStream): Logging {
+export function createLogging(
+  spec: string | undefined,
+  destination?: DestinationStream,
+  /** Fields on every line (a worker's `worker` index); default none. */
+  base: Record<string, unknown> | null = null,
+): Logging {
   const filter = parseLogFilter(spec);
   const all = [filter.level, ...filter.targets.map((t) => t.level)];
   const floor = all.reduce((a, b) => (rank(b) < rank(a) ? b : a));
   const options = {
-    base: null,
+    base,
     level: floor,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },

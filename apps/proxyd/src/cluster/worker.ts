@@ -1,4 +1,7 @@
-import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
+import { flushCompileCache } from 'node:module';
+import type { PresentedChallenge } from '@proxyd/certificates';
+// The light entry: a worker never loads the ACME client.
+import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import { connectToPrimary } from '@proxyd/cluster';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
 import type { RouteSpec } from '@proxyd/proxy-core/model';
@@ -7,6 +10,7 @@ import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '.
 import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { createLogging } from '../logging.js';
 import { type CertificatePem, ToPrimary, ToWorker, type WorkerInit, type WorkerReady } from './protocol.js';
+import { RemoteRateLimits } from './rate-limits.js';
 import { type CertificateUpdate, WorkerCertificateStore } from './worker-certificates.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
@@ -14,18 +18,18 @@ import { type CertificateUpdate, WorkerCertificateStore } from './worker-certifi
 // SO_REUSEPORT beside the other workers) from what the primary sends.
 
 tuneHeapForStreaming();
-const logging = createLogging(process.env.PROXY_LOG);
 let plane: DataPlane | undefined;
 let analytics: AnalyticsWiring | undefined;
 
 connectToPrimary<WorkerInit>({
   async init(init, channel): Promise<WorkerReady> {
-    const fields = { worker: init.index };
-    const serverLog = logging.forTarget('proxy::server').child(fields);
-    const tlsLog = logging.forTarget('proxy::tls').child(fields);
+    // Every line (the access log's too) says which worker wrote it.
+    const logging = createLogging(process.env.PROXY_LOG, undefined, { worker: init.index });
+    const serverLog = logging.forTarget('proxy::server');
+    const tlsLog = logging.forTarget('proxy::tls');
     analytics = await createAnalyticsWiring(init.config, {
       stateDir: init.stateDir,
-      logger: logging.forTarget(ANALYTICS_TARGET).child(fields),
+      logger: logging.forTarget(ANALYTICS_TARGET),
     });
     const accessLog = createAccessLog(logging);
     const hooks = composeHooks(analytics.hooks, accessLog ? { onRequest: accessLog } : {});
@@ -42,9 +46,11 @@ connectToPrimary<WorkerInit>({
     if (init.certificates !== null) certificates?.apply(init.certificates, report);
     const challenges = new ChallengeTable();
     for (const challenge of init.challenges) challenges.present(challenge);
+    const rateLimits = new RemoteRateLimits(channel);
     const dataPlane = await DataPlane.start(init.config, init.routes, hooks, {
       reusePort: true,
       secret: init.secret,
+      rateLimitCounter: (limit) => rateLimits.counter(limit),
       redirects: init.redirects,
       ...(init.bindHost === undefined ? {} : { bindHost: init.bindHost }),
       ...(certificates === undefined
@@ -77,6 +83,8 @@ connectToPrimary<WorkerInit>({
       return true;
     });
     channel.handle<string>(ToWorker.cachePurge, (key) => dataPlane.cache.purge(key));
+    // The modules this worker compiled, for the next worker's start (NODE_COMPILE_CACHE, set by the primary).
+    flushCompileCache();
     return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };
   },
   async drain() {
