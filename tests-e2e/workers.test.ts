@@ -62,9 +62,17 @@ const workerPids = (proxyd: RunningProxyd): number[] => {
 describe('two data-plane workers', () => {
   let proxyd: RunningProxyd;
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let sick: Awaited<ReturnType<typeof startUpstream>>;
+  let sickProbes = 0;
 
   beforeAll(async () => {
     upstream = await startUpstream((_req, res) => res.end('ok'));
+    // Answers requests, fails its health check.
+    sick = await startUpstream((req, res) => {
+      if (req.url === '/healthz') sickProbes++;
+      res.statusCode = req.url === '/healthz' ? 503 : 200;
+      res.end('sick');
+    });
     proxyd = await startProxyd({
       args: ['--workers', '2'],
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXY_LOG: 'info,proxy::access=info' },
@@ -80,6 +88,13 @@ http://limited.localhost {
 tls.localhost {
 \treverse_proxy 127.0.0.1:${upstream.port}
 }
+
+http://checked.localhost {
+\treverse_proxy 127.0.0.1:${sick.port} {
+\t\thealth_uri /healthz
+\t\thealth_interval 1h
+\t}
+}
 `,
     });
   });
@@ -87,6 +102,7 @@ tls.localhost {
   afterAll(async () => {
     await proxyd?.stop();
     await upstream?.close();
+    await sick?.close();
   });
 
   it('both workers serve the one port', async () => {
@@ -109,6 +125,13 @@ tls.localhost {
     expect(statuses.filter((s) => s === 429)).toHaveLength(15);
     await new Promise((r) => setTimeout(r, 200));
     expect(workersSeen(proxyd, 'limited.localhost')).toEqual(new Set([0, 1]));
+  });
+
+  it('upstream health is shared: one worker probes, every worker takes the failing upstream out', async () => {
+    const statuses = await burst(proxyd.httpPort, 'checked.localhost', 20);
+    expect(statuses).toEqual(Array(20).fill(503));
+    // One probe at start (the interval is an hour), not one per worker.
+    expect(sickProbes).toBe(1);
   });
 
   it('a route written through the admin API is served by every worker when the write answers', async () => {

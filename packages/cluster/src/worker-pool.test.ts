@@ -48,6 +48,18 @@ describe('WorkerPool', () => {
     for (const a of answers) expect(a.seen).toEqual(['init:v1', 'note:routes-v2']);
   });
 
+  it('notifies every worker but the one a message came from', async () => {
+    const pool = await start({ count: 3, init: () => ({ state: 'v' }) });
+    pool.notify('note', 'from-1', 1);
+    const answers = await pool.gather<{ pid: number; seen: string[] }>('seen', null);
+    const byPid = new Map(answers.map((a) => [a.pid, a.seen]));
+    expect(pool.pids.map((pid) => byPid.get(pid as number))).toEqual([
+      ['init:v', 'note:from-1'],
+      ['init:v'],
+      ['init:v', 'note:from-1'],
+    ]);
+  });
+
   it('replaces a worker killed with SIGKILL within 1 s, initialised with the state of now', async () => {
     let state = 'v1';
     const exits: string[] = [];

@@ -21,8 +21,8 @@ export interface WorkerPoolOptions {
    * the state of now (routes, certificates), not of the first start.
    */
   init(index: number): unknown;
-  /** Registers the handlers of a new worker's channel (what workers may ask the primary). */
-  setup?(channel: Channel, index: number): void;
+  /** Registers the handlers of a new worker's channel (what workers may ask the primary); `pool` is usable before `start` resolves. */
+  setup?(channel: Channel, index: number, pool: WorkerPool): void;
   /** A worker answered its init (first start or replacement): `answer` is what it returned. */
   onReady?(index: number, pid: number, answer: unknown): void;
   /** A worker exited when the pool was not stopping; it is replaced after `respawnInMs`. */
@@ -124,6 +124,11 @@ export class WorkerPool {
     );
   }
 
+  /** Sends `type` one way to every live worker but `except` (the index of the one it came from). */
+  notify(type: string, body: unknown, except = -1): void {
+    for (const slot of this.#live()) if (slot.index !== except) (slot.channel as Channel).notify(type, body);
+  }
+
   /**
    * Asks every serving worker `type` and resolves with the answers of those
    * that answered within `timeoutMs` (a worker dying meanwhile is left out,
@@ -175,7 +180,7 @@ export class WorkerPool {
     slot.channel = channel;
     slot.ready = false;
     slot.startedAt = Date.now();
-    options.setup?.(channel, slot.index);
+    options.setup?.(channel, slot.index, this);
     child.once('exit', (code, signal) => {
       channel.close(`worker ${slot.index} exited`);
       if (slot.child !== child) return;

@@ -12,6 +12,7 @@ export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
 export { composeHooks, type DataPlaneHooks, type RequestContext, type RequestRecord } from './hooks.js';
 export { RateLimiter } from './middleware/rate-limiter.js';
 export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
+export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
 export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';

@@ -362,3 +362,25 @@ describe('reusePort', () => {
     expect(served.first).toBeGreaterThan(0);
   });
 });
+
+describe('active health checks', () => {
+  it('start when the route is published, before any request, and stop when it goes', async () => {
+    const probes: string[] = [];
+    const up = await upstream((req, res) => {
+      probes.push(req.url ?? '');
+      res.end('ok');
+    });
+    const checked = site('a.test', [up.port]);
+    if (checked.site.handler?.kind !== 'reverse_proxy') throw new Error('expected reverse_proxy');
+    checked.site.handler.health.uri = '/healthz';
+    checked.site.handler.health.interval_ms = 50;
+    const { server } = await proxy([]);
+    server.setRoutes([checked], 2);
+    await until(() => probes.length >= 2, 2000);
+    expect(new Set(probes)).toEqual(new Set(['/healthz']));
+    server.setRoutes([], 3);
+    const after = probes.length;
+    await wait(200);
+    expect(probes.length).toBeLessThanOrEqual(after + 1);
+  });
+});

@@ -11,6 +11,7 @@ import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
 import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
+import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
 import { normalizeHost, RouteTable } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
@@ -52,6 +53,8 @@ export interface ProxyServerOptions {
    * Location; 0: the port {@link ProxyServer.listenHttps} bound).
    */
   httpsPort?: number;
+  /** Upstream health shared with other processes (a multi-core daemon's workers); default: kept here. */
+  health?: HealthSharing;
   /**
    * Listeners bind with `SO_REUSEPORT` (Linux): several processes (the
    * daemon's workers) bind the same port and the kernel spreads new
@@ -138,6 +141,7 @@ export class ProxyServer {
       clientIp: this.#clientIp,
       ...(options.connectTimeoutMs !== undefined ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+      ...(options.health !== undefined ? { health: options.health } : {}),
     });
     const compileSite = options.compileSite ?? compileFallbackSite;
     const forwarder = this.#forwarder;
@@ -152,6 +156,7 @@ export class ProxyServer {
     this.#reusePort = options.reusePort ?? false;
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
+    this.#prepareHealthChecks(this.#table.sites());
   }
 
   /** Whether a main HTTPS listener is open (a condition of every redirect). */
@@ -187,6 +192,21 @@ export class ProxyServer {
     // and added none with `cache` leaves them (and `caches.enabled`) as they are.
     if (dropped.length > 0 || next.freshSites().some((site) => site.cache !== null)) this.#retain();
     for (const compiled of dropped) safeClose(compiled);
+    this.#prepareHealthChecks(next.freshSites());
+  }
+
+  /** Starts the active health checks of these sites' pools now, not at their first request. */
+  #prepareHealthChecks(sites: Iterable<Site>): void {
+    for (const site of sites) {
+      if (site.handler?.kind === 'reverse_proxy' && site.handler.health.uri !== null) {
+        this.#forwarder.prepare(site.handler);
+      }
+      for (const block of site.handles) {
+        if (block.handler?.kind === 'reverse_proxy' && block.handler.health.uri !== null) {
+          this.#forwarder.prepare(block.handler);
+        }
+      }
+    }
   }
 
   /** Listens for plain HTTP on host:port (port 0 picks a free one): a main listener. */

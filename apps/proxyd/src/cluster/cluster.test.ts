@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileStorage, LocalCa } from '@proxyd/certificates';
 import { Channel } from '@proxyd/cluster';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
+import { SiteIdentity } from './site-identity.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */
@@ -120,5 +122,25 @@ describe('rate_limit across workers', () => {
     const silent = Object.assign(new EventEmitter(), { send: () => true });
     const limits = new RemoteRateLimits(new Channel(silent), 50);
     await expect(limits.counter(1).admit('a.test', '192.0.2.9')).rejects.toThrow('no answer within 50 ms');
+  });
+});
+
+describe('site identity across published tables', () => {
+  it('keeps the Site object of an unchanged site, so its compiled state survives a publish', () => {
+    const ids = new SiteIdentity();
+    const route = (domain: string, port: number): RouteSpec => {
+      const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
+      site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
+      return { domain, origin: 'api', source: null, site };
+    };
+    const first = ids.intern([route('a.test', 1), route('b.test', 2)]);
+    // The next table arrives as new objects (structured clone over IPC): a.test unchanged, b.test changed.
+    const second = ids.intern(structuredClone([route('a.test', 1), route('b.test', 3)]));
+    expect(second[0]?.site).toBe(first[0]?.site);
+    expect(second[1]?.site).not.toBe(first[1]?.site);
+    expect(second[1]?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
+    // Only the previous table is remembered.
+    const third = ids.intern(structuredClone([route('b.test', 2)]));
+    expect(third[0]?.site).not.toBe(first[1]?.site);
   });
 });

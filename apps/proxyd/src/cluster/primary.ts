@@ -6,7 +6,14 @@ import { WorkerPool } from '@proxyd/cluster';
 import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
-import { type CertificatePem, ToPrimary, ToWorker, type WorkerInit, type WorkerReady } from './protocol.js';
+import {
+  type CertificatePem,
+  type HealthEvent,
+  ToPrimary,
+  ToWorker,
+  type WorkerInit,
+  type WorkerReady,
+} from './protocol.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority } from './rate-limits.js';
 import { CertificateSync } from './worker-certificates.js';
 
@@ -83,7 +90,8 @@ export interface Workers {
  * Forks `count` data-plane workers (`./worker.js`) and keeps them fed: the
  * route table and certificates at start and on every change, ACME
  * challenges before the CA checks them, on-demand certificates when a
- * worker's handshake asks, and `rate_limit` admissions (counted here, for
+ * worker's handshake asks, upstream health (worker 0 probes; what any
+ * worker sees goes to the others), and `rate_limit` admissions (counted here, for
  * all workers: `rate-limits.ts`). The primary itself serves no traffic. Every
  * worker binds the listeners with SO_REUSEPORT: the kernel spreads
  * connections over them, and a worker's crash leaves the others serving
@@ -118,7 +126,8 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         stateDir: options.stateDir,
       };
     },
-    setup(channel) {
+    setup(channel, index, self) {
+      channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
       channel.handle<string>(ToPrimary.onDemandCertificate, async (name) => {
         if (manager === undefined) return null;

@@ -1,4 +1,5 @@
 import type { PresentedChallenge } from '@proxyd/certificates';
+import type { HealthEvent } from '@proxyd/proxy-core';
 import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { CertificatePem, CertificateUpdate } from './worker-certificates.js';
 
@@ -50,12 +51,16 @@ export const ToWorker = {
   challengeCleanUp: 'challenge.cleanup',
   /** A cache key: purge it; answers whether the worker had it. */
   cachePurge: 'cache.purge',
+  /** (one way) A {@link HealthEvent} another worker saw: apply it. */
+  health: 'health',
 } as const;
 
 /** Requests workers send the primary. */
 export const ToPrimary = {
   /** A server name: the primary's manager checks and obtains it (on-demand TLS); answers {@link CertificatePem} or null. */
   onDemandCertificate: 'certificates.on-demand',
+  /** (one way) A {@link HealthEvent} this worker saw (worker 0's probes, anyone's passive failures): passed to the others. */
+  health: 'health',
 } as const;
 
-export type { CertificatePem, CertificateUpdate };
+export type { CertificatePem, CertificateUpdate, HealthEvent };

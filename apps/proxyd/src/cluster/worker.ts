@@ -9,8 +9,16 @@ import { createAccessLog } from '../access-log.js';
 import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { createLogging } from '../logging.js';
-import { type CertificatePem, ToPrimary, ToWorker, type WorkerInit, type WorkerReady } from './protocol.js';
+import {
+  type CertificatePem,
+  type HealthEvent,
+  ToPrimary,
+  ToWorker,
+  type WorkerInit,
+  type WorkerReady,
+} from './protocol.js';
 import { RemoteRateLimits } from './rate-limits.js';
+import { SiteIdentity } from './site-identity.js';
 import { type CertificateUpdate, WorkerCertificateStore } from './worker-certificates.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
@@ -47,10 +55,13 @@ connectToPrimary<WorkerInit>({
     const challenges = new ChallengeTable();
     for (const challenge of init.challenges) challenges.present(challenge);
     const rateLimits = new RemoteRateLimits(channel);
-    const dataPlane = await DataPlane.start(init.config, init.routes, hooks, {
+    const sites = new SiteIdentity();
+    const dataPlane = await DataPlane.start(init.config, sites.intern(init.routes), hooks, {
       reusePort: true,
       secret: init.secret,
       rateLimitCounter: (limit) => rateLimits.counter(limit),
+      // One worker probes for all; what any worker sees reaches the others through the primary.
+      health: { probes: init.index === 0, report: (event) => channel.notify(ToPrimary.health, event) },
       redirects: init.redirects,
       ...(init.bindHost === undefined ? {} : { bindHost: init.bindHost }),
       ...(certificates === undefined
@@ -64,9 +75,9 @@ connectToPrimary<WorkerInit>({
       onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
     });
     plane = dataPlane;
-    if (init.version !== 1) dataPlane.setRoutes(init.routes, init.version);
+    if (init.version !== 1) dataPlane.setRoutes(sites.intern(init.routes), init.version);
     channel.handle<{ routes: RouteSpec[]; version: number }>(ToWorker.routes, ({ routes, version }) => {
-      dataPlane.setRoutes(routes, version);
+      dataPlane.setRoutes(sites.intern(routes), version);
       return true;
     });
     channel.handle<CertificateUpdate>(ToWorker.certificates, (update) => {
@@ -83,6 +94,7 @@ connectToPrimary<WorkerInit>({
       return true;
     });
     channel.handle<string>(ToWorker.cachePurge, (key) => dataPlane.cache.purge(key));
+    channel.handle<HealthEvent>(ToWorker.health, (event) => dataPlane.applyHealth(event));
     // The modules this worker compiled, for the next worker's start (NODE_COMPILE_CACHE, set by the primary).
     flushCompileCache();
     return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };

@@ -3,6 +3,7 @@ import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { Config, RouteSpec } from '../model/index.js';
+import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
 import { isHttpsSite } from '../redirect.js';
 import { compileSite, type RateLimitCounter } from '../site-handler.js';
@@ -33,6 +34,12 @@ export interface DataPlaneOptions {
   bindHost?: string;
   /** Bind every listener with `SO_REUSEPORT`, as each worker of a multi-core daemon does (default false). */
   reusePort?: boolean;
+  /**
+   * Upstream health shared with the other workers: whether this one runs
+   * the active probes, and where its observations go (apply theirs with
+   * {@link DataPlane.applyHealth}). Default: probes here, kept here.
+   */
+  health?: HealthSharing;
   /** Answers ACME HTTP-01 challenges before host matching; default none. */
   challenges?: ChallengeResponder;
   /**
@@ -178,6 +185,7 @@ export class DataPlane {
       certificates,
       httpsPort,
       ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
+      ...(options.health === undefined ? {} : { health: options.health }),
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
@@ -210,6 +218,11 @@ export class DataPlane {
   /** Where the HTTPS listener is bound; null while none is open (a later certificate opens it). */
   get httpsAddress(): ListenerAddress | null {
     return this.#httpsAddress;
+  }
+
+  /** Applies what another worker saw of an upstream (see {@link DataPlaneOptions.health}). */
+  applyHealth(event: HealthEvent): void {
+    this.#proxy.forwarder.applyHealth(event);
   }
 
   /** Pool members and whether each is in rotation (for `proxyd_upstream_healthy`). */

@@ -6,7 +6,7 @@ import type { ClientIpResolver } from '../client-ip.js';
 import type { DataPlaneHooks, RequestContext } from '../hooks.js';
 import type { ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
-import { UpstreamPool } from '../pool/upstream-pool.js';
+import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
 import { AgentPool } from './agents.js';
 import { deliverBuffered } from './buffered-response.js';
 import { Exchange, TEXT } from './exchange.js';
@@ -32,6 +32,8 @@ export interface HttpForwarderOptions {
   idleTimeoutMs?: number;
   /** Where the sites' `cache` steps keep their caches; default a new registry. */
   caches?: CacheRegistry;
+  /** Upstream health shared with other processes (see `HealthSharing`); default: kept here. */
+  health?: HealthSharing;
 }
 
 /** What the forwarder precomputes once per `reverse_proxy` handler object. */
@@ -66,8 +68,12 @@ export class HttpForwarder implements Forwarder {
   readonly #agents: AgentPool;
   readonly #handlers = new Map<ReverseProxyHandler, CompiledHandler>();
   readonly #clientIp: ClientIpResolver | undefined;
+  readonly #health: HealthSharing | undefined;
+  /** The latest shared observation per upstream ({@link applyHealth}), for pools made after it. */
+  readonly #healthSeen = new Map<string, HealthEvent>();
 
   constructor(options: HttpForwarderOptions = {}) {
+    this.#health = options.health;
     this.hooks = options.hooks ?? {};
     this.#clientIp = options.clientIp;
     this.caches = options.caches ?? new CacheRegistry();
@@ -99,6 +105,33 @@ export class HttpForwarder implements Forwarder {
     for (const { pool } of this.#handlers.values()) {
       for (const m of pool.members) yield { upstream: m.label, healthy: m.healthy && m.downUntil <= now };
     }
+  }
+
+  /**
+   * Applies another process's observation of an upstream to every pool that
+   * has it, and keeps the latest per upstream for pools made later.
+   */
+  applyHealth(event: HealthEvent): void {
+    const known = this.#healthSeen.get(event.upstream);
+    this.#healthSeen.set(event.upstream, {
+      upstream: event.upstream,
+      ...(event.healthy !== undefined
+        ? { healthy: event.healthy }
+        : known?.healthy !== undefined
+          ? { healthy: known.healthy }
+          : {}),
+      downUntil: Math.max(event.downUntil ?? 0, known?.downUntil ?? 0),
+    });
+    for (const { pool } of this.#handlers.values()) pool.apply(event);
+  }
+
+  /**
+   * Makes the handler's pool now instead of at its first request, so its
+   * active health checks run from the start (called for handlers with a
+   * `health_uri` when their route is published).
+   */
+  prepare(handler: ReverseProxyHandler): void {
+    this.#compile(handler);
   }
 
   /** Sockets held by the upstream agents, in use or idle (for leak tests and metrics). */
@@ -190,9 +223,13 @@ export class HttpForwarder implements Forwarder {
       const agents = this.#agents;
       const headers = upstreamHeaderPlan(handler.header_up);
       compiled = {
-        pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls)),
+        pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
         headers,
       };
+      for (const member of compiled.pool.members) {
+        const seen = this.#healthSeen.get(member.label);
+        if (seen !== undefined) compiled.pool.apply(seen);
+      }
       this.#handlers.set(handler, compiled);
     }
     return compiled;

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { defaultReverseProxy, type LbPolicy } from '../model/index.js';
-import { UpstreamPool } from './upstream-pool.js';
+import { type HealthEvent, UpstreamPool } from './upstream-pool.js';
 
 const agent = new http.Agent();
 function pool(policy: LbPolicy, n = 3, failMs = 10_000): UpstreamPool {
@@ -59,5 +59,54 @@ describe('UpstreamPool', () => {
     const p = pool('round_robin', 1, 0);
     p.markFailed(p.members[0] as never);
     expect(p.pick('x')).not.toBeNull();
+  });
+
+  it('shares health: reports passive failures and probe results, applies what others saw, probes only if asked', async () => {
+    const seen: string[] = [];
+    const up = http.createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.statusCode = 503;
+      res.end();
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as { port: number }).port;
+    const handler = () => {
+      const h = defaultReverseProxy([{ host: '127.0.0.1', port }]);
+      h.health.uri = '/healthz';
+      h.health.interval_ms = 60_000;
+      h.health.timeout_ms = 1000;
+      return h;
+    };
+    const reports: HealthEvent[] = [];
+    const prober = new UpstreamPool(handler(), () => agent, { probes: true, report: (e) => reports.push(e) });
+    const follower = new UpstreamPool(handler(), () => agent, { probes: false, report: (e) => reports.push(e) });
+    try {
+      const label = `127.0.0.1:${port}`;
+      for (let i = 0; i < 100 && reports.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      // One probe, from the prober only.
+      expect(seen).toEqual(['/healthz']);
+      expect(reports).toEqual([{ upstream: label, healthy: false }]);
+      expect(follower.pick('x')).not.toBeNull();
+      follower.apply(reports[0] as HealthEvent);
+      expect(follower.pick('x')).toBeNull();
+      follower.apply({ upstream: label, healthy: true });
+      expect(follower.pick('x')).not.toBeNull();
+      // A passive failure seen by the follower goes out, and holds the member out where applied.
+      follower.markFailed(follower.members[0] as never);
+      const passive = reports[1] as HealthEvent;
+      expect(passive.upstream).toBe(label);
+      expect(passive.downUntil).toBeGreaterThan(Date.now());
+      prober.apply({ upstream: label, healthy: true });
+      prober.apply(passive);
+      expect(prober.pick('x')).toBeNull();
+      // Another upstream's event changes nothing here.
+      const other = new UpstreamPool(defaultReverseProxy([{ host: '127.0.0.1', port: 1 }]), () => agent);
+      other.apply(passive);
+      expect(other.pick('x')).not.toBeNull();
+    } finally {
+      prober.close();
+      follower.close();
+      up.close();
+    }
   });
 });

@@ -23,6 +23,29 @@ export interface PoolMember {
 export type AgentFor = (address: UpstreamAddress) => http.Agent;
 
 /**
+ * What one process saw of an upstream's health, for the others serving
+ * the same routes (a multi-core daemon's workers): an active probe's result
+ * (`healthy`), or a passive failure (`downUntil`, ms since the epoch).
+ * `upstream` is the member's `host:port` label; it applies to every pool
+ * that has that member.
+ */
+export interface HealthEvent {
+  upstream: string;
+  healthy?: boolean;
+  downUntil?: number;
+}
+
+/**
+ * Health shared between processes: whether this one runs the active
+ * probes (one process probes for all), and where its observations go.
+ * Default (none): this process probes and keeps what it sees.
+ */
+export interface HealthSharing {
+  probes: boolean;
+  report(event: HealthEvent): void;
+}
+
+/**
  * The members of one `reverse_proxy` handler and how one is picked:
  * `round_robin` (default), `least_conn`, `random`, `ip_hash`, `first`. A
  * member is eligible when active checks pass and no passive failure holds it
@@ -38,8 +61,10 @@ export class UpstreamPool {
   #cursor = 0;
   #timer: NodeJS.Timeout | null = null;
   #probes = new Set<http.ClientRequest>();
+  readonly #sharing: HealthSharing | undefined;
 
-  constructor(handler: ReverseProxyHandler, agentFor: AgentFor) {
+  constructor(handler: ReverseProxyHandler, agentFor: AgentFor, sharing?: HealthSharing) {
+    this.#sharing = sharing;
     this.members = handler.upstreams.map((address) => ({
       address,
       label: address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`,
@@ -55,7 +80,7 @@ export class UpstreamPool {
     this.#failMs = handler.health.fail_duration_ms;
     this.#health = handler.health;
     this.#tls = handler.tls.enabled;
-    if (handler.health.uri !== null) {
+    if (handler.health.uri !== null && sharing?.probes !== false) {
       this.#timer = setInterval(() => this.checkNow(), handler.health.interval_ms);
       this.#timer.unref();
       this.checkNow();
@@ -96,7 +121,21 @@ export class UpstreamPool {
 
   /** Passive health: a connection to `member` failed; it leaves the rotation for `fail_duration`. */
   markFailed(member: PoolMember): void {
-    if (this.#failMs > 0) member.downUntil = Date.now() + this.#failMs;
+    if (this.#failMs <= 0) return;
+    member.downUntil = Date.now() + this.#failMs;
+    this.#sharing?.report({ upstream: member.label, downUntil: member.downUntil });
+  }
+
+  /** Applies what another process saw ({@link HealthEvent}) to this pool's member of that upstream, if any. */
+  apply(event: HealthEvent): void {
+    for (const member of this.members) {
+      if (member.label !== event.upstream) continue;
+      if (event.healthy !== undefined) {
+        member.healthy = event.healthy;
+        if (event.healthy) member.downUntil = 0;
+      }
+      if (event.downUntil !== undefined && event.downUntil > member.downUntil) member.downUntil = event.downUntil;
+    }
   }
 
   /** Seconds until a member may be back (for `Retry-After`), at least 1. */
@@ -144,6 +183,7 @@ export class UpstreamPool {
       this.#probes.delete(req);
       member.healthy = ok;
       if (ok) member.downUntil = 0;
+      this.#sharing?.report({ upstream: member.label, healthy: ok });
     };
     const req = mod.request({
       host: member.address.host,
