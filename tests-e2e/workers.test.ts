@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall } from './support/admin.js';
 import { curlHttps } from './support/https-client.js';
@@ -154,6 +155,39 @@ http://checked.localhost {
       Array.from({ length: 12 }, () => curlHttps('tls.localhost', proxyd.httpsPort, root)),
     );
     expect(answers.every((a) => a.ok)).toBe(true);
+  });
+
+  it('a TLS session resumes whichever worker the next connection reaches (shared ticket keys)', async () => {
+    const connect = (session?: Buffer) =>
+      new Promise<{ reused: boolean; session: Buffer | undefined }>((resolve, reject) => {
+        const socket = tls.connect({
+          host: '127.0.0.1',
+          port: proxyd.httpsPort,
+          servername: 'tls.localhost',
+          rejectUnauthorized: false,
+          ALPNProtocols: ['http/1.1'],
+          ...(session === undefined ? {} : { session }),
+        });
+        let ticket: Buffer | undefined;
+        let reused = false;
+        socket.on('session', (s: Buffer) => {
+          ticket = s;
+        });
+        socket.once('secureConnect', () => {
+          reused = socket.isSessionReused();
+          socket.write('GET / HTTP/1.1\r\nHost: tls.localhost\r\nConnection: close\r\n\r\n');
+        });
+        socket.on('data', () => {});
+        socket.once('close', () => resolve({ reused, session: ticket }));
+        socket.once('error', reject);
+      });
+    const first = await connect();
+    expect(first.session).toBeDefined();
+    // 16 new connections spread by the kernel over both workers: every one resumes.
+    const again = await Promise.all(Array.from({ length: 16 }, () => connect(first.session)));
+    expect(again.map((c) => c.reused)).toEqual(Array(16).fill(true));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(workersSeen(proxyd, 'tls.localhost')).toEqual(new Set([0, 1]));
   });
 
   it('a worker killed with SIGKILL under load is replaced; the other serves meanwhile', async () => {

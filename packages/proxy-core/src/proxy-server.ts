@@ -56,6 +56,12 @@ export interface ProxyServerOptions {
   /** Upstream health shared with other processes (a multi-core daemon's workers); default: kept here. */
   health?: HealthSharing;
   /**
+   * The TLS session-ticket keys of the HTTPS listeners (48 bytes): the
+   * workers of a multi-core daemon share one set, so a client resumes its
+   * session whichever worker it reaches. Default: random per listener.
+   */
+  ticketKeys?: Buffer;
+  /**
    * Listeners bind with `SO_REUSEPORT` (Linux): several processes (the
    * daemon's workers) bind the same port and the kernel spreads new
    * connections over them by a hash of the connection. Default false.
@@ -119,6 +125,7 @@ export class ProxyServer {
   #httpsSuffix: string;
   readonly #http2: Partial<Http2Limits>;
   readonly #reusePort: boolean;
+  readonly #ticketKeys: Buffer | undefined;
   readonly #servers: (http.Server | http2.Http2SecureServer)[] = [];
   /** TLS connections of the HTTPS listeners (an HTTP/2 server has no `closeAllConnections`). */
   readonly #tlsSockets = new Set<Duplex>();
@@ -154,6 +161,7 @@ export class ProxyServer {
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#http2 = options.http2 ?? {};
     this.#reusePort = options.reusePort ?? false;
+    this.#ticketKeys = options.ticketKeys;
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
     this.#prepareHealthChecks(this.#table.sites());
@@ -275,6 +283,7 @@ export class ProxyServer {
         Http1ServerResponse: CountingResponse,
         Http2ServerResponse: CountingH2Response as never,
         ...handshakeOptions(certificates, this.#alpnChallenges),
+        ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
       },
       handler as never,
     );

@@ -102,6 +102,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const manager = options.certificates?.manager;
   const sync = new CertificateSync();
   const secret = randomBytes(32);
+  const ticketKeys = randomBytes(48);
   const served = (): CertificatePem[] => manager?.served() ?? [];
   const rateLimits = new RateLimitAuthority();
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
@@ -121,6 +122,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         onDemand: config.global.on_demand_ask !== null,
         challenges: options.challenges?.presented() ?? [],
         secret,
+        ticketKeys,
         ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
         redirects: options.redirects,
         stateDir: options.stateDir,

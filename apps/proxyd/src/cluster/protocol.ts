@@ -26,6 +26,8 @@ export interface WorkerInit {
   challenges: PresentedChallenge[];
   /** HMAC key of `under_attack` clearance cookies: one for every worker, so a cookie is valid on all. */
   secret: Buffer;
+  /** TLS session-ticket keys (48 bytes): one set for every worker, so a session resumes on any of them. */
+  ticketKeys: Buffer;
   bindHost?: string;
   /** HTTP→HTTPS redirects (false with `auto_https off` and `disable_redirects`). */
   redirects: boolean;

@@ -59,6 +59,7 @@ connectToPrimary<WorkerInit>({
     const dataPlane = await DataPlane.start(init.config, sites.intern(init.routes), hooks, {
       reusePort: true,
       secret: init.secret,
+      ticketKeys: init.ticketKeys,
       rateLimitCounter: (limit) => rateLimits.counter(limit),
       // One worker probes for all; what any worker sees reaches the others through the primary.
       health: { probes: init.index === 0, report: (event) => channel.notify(ToPrimary.health, event) },

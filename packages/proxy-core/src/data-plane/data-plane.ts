@@ -40,6 +40,8 @@ export interface DataPlaneOptions {
    * {@link DataPlane.applyHealth}). Default: probes here, kept here.
    */
   health?: HealthSharing;
+  /** TLS session-ticket keys (48 bytes) shared by every worker; default random per listener. */
+  ticketKeys?: Buffer;
   /** Answers ACME HTTP-01 challenges before host matching; default none. */
   challenges?: ChallengeResponder;
   /**
@@ -186,6 +188,7 @@ export class DataPlane {
       httpsPort,
       ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
       ...(options.health === undefined ? {} : { health: options.health }),
+      ...(options.ticketKeys === undefined ? {} : { ticketKeys: options.ticketKeys }),
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
