@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
+import type { AnalyticsState } from './analytics-state.js';
 import {
   answer,
   BEACON_RATE_PER_SECOND,
@@ -67,6 +68,13 @@ export interface Analytics {
   list(): AnalyticsSnapshot[];
   /** One domain's snapshot (structurally `AnalyticsPort.get`; never flushes). */
   get(domain: string): AnalyticsSnapshot | undefined;
+  /**
+   * A plain-data, structured-clone-safe copy of every domain's collectors (or
+   * only `domain`'s, for a one-domain read) for `mergeAnalyticsStates` in
+   * another process. Counts the queued records first, like a read; never
+   * flushes and changes no collector.
+   */
+  exportState(domain?: string): AnalyticsState;
   /** Runs the aggregation cycle now. */
   flush(): void;
   /** Stops the cycle timer. */
@@ -239,6 +247,10 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     get: (domain) => {
       drain();
       return collector.get(domain);
+    },
+    exportState: (domain) => {
+      drain();
+      return collector.exportState(domain);
     },
     flush: () => collector.flush(),
     async close() {

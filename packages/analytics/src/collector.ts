@@ -1,4 +1,5 @@
 import type { RequestRecord } from '@proxyd/proxy-core';
+import { ANALYTICS_STATE_VERSION, type AnalyticsState } from './analytics-state.js';
 import { DomainCollector, type VitalName } from './domain-collector.js';
 import { hashString } from './hash.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
@@ -72,7 +73,7 @@ export class AnalyticsCollector {
     let collector = this.#domains.get(host);
     if (collector === undefined) {
       if (this.#domains.size >= this.#maxDomains || host.length === 0) return undefined;
-      collector = new DomainCollector(host);
+      collector = new DomainCollector(host, this.#now());
       this.#domains.set(host, collector);
     }
     return collector;
@@ -111,5 +112,36 @@ export class AnalyticsCollector {
   /** The snapshot of one domain (lowercased), or undefined (never flushes). */
   get(domain: string): AnalyticsSnapshot | undefined {
     return this.#domains.get(domain.toLowerCase())?.snapshot(this.#now());
+  }
+
+  /**
+   * A plain-data copy of the collectors of every domain, or only of `domain`
+   * (lowercased; none when it is not tracked), with the index of every
+   * tracked domain, the cap and the dropped count, for `mergeAnalyticsStates`
+   * in another process (structured-clone safe). Never flushes and changes
+   * nothing.
+   */
+  exportState(domain?: string): AnalyticsState {
+    const n = this.#domains.size;
+    const tracked = { domains: new Array<string>(n), firstSeenMs: new Float64Array(n), requests: new Float64Array(n) };
+    let i = 0;
+    for (const collector of this.#domains.values()) {
+      tracked.domains[i] = collector.domain;
+      tracked.firstSeenMs[i] = collector.firstSeenMs;
+      tracked.requests[i++] = collector.requests;
+    }
+    const domains = [];
+    if (domain === undefined) for (const collector of this.#domains.values()) domains.push(collector.exportState());
+    else {
+      const collector = this.#domains.get(domain.toLowerCase());
+      if (collector !== undefined) domains.push(collector.exportState());
+    }
+    return {
+      version: ANALYTICS_STATE_VERSION,
+      maxDomains: this.#maxDomains,
+      droppedRequests: this.#dropped,
+      tracked,
+      domains,
+    };
   }
 }

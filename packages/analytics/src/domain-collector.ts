@@ -3,8 +3,8 @@ import { HyperLogLog } from './hyperloglog.js';
 import { referrerHost } from './referrer.js';
 import { SlidingWindowCounter } from './sliding-window.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
-import { SpaceSaving } from './space-saving.js';
-import { VitalDigest } from './vital-digest.js';
+import { SpaceSaving, type TopListState } from './space-saving.js';
+import { type Percentiles, VitalDigest, type VitalState } from './vital-digest.js';
 
 /**
  * `page_views_1m`: 60 buckets of 1 s. A request is counted for at least 59 s
@@ -32,6 +32,29 @@ export const TOP_LIST_LENGTH = 10;
 /** A Web Vitals metric key of the snapshot. */
 export type VitalName = 'lcp' | 'cls' | 'inp';
 
+/** The plain-data image of one domain's collectors (structured-clone safe; see `AnalyticsState`). */
+export interface DomainState {
+  /** Lowercase hostname. */
+  domain: string;
+  /** The `page_views_1m` ring (`SlidingWindowCounter.exportSlots`). */
+  views1m: Uint32Array;
+  /** The `page_views_60m` ring. */
+  views60m: Uint32Array;
+  /** The packed HyperLogLog registers. */
+  visitors: Uint8Array;
+  pages: TopListState;
+  referrers: TopListState;
+  countries: TopListState;
+  /** Requests by status class: `other` at 0, s1xx..s5xx at 1..5. */
+  status: Float64Array;
+  /** Body bytes sent. */
+  bytes: number;
+  /** Web Vitals, null before the first beacon. */
+  vitals: Record<VitalName, VitalState> | null;
+}
+
+const ZERO_PERCENTILES: Readonly<Percentiles> = Object.freeze({ p50: 0, p75: 0, p95: 0, p99: 0 });
+
 /**
  * Every collector of one domain (spec §2.4). Memory is fixed: two bucket
  * rings, a 10 KB HyperLogLog, three filtered space-saving tables and (once a beacon
@@ -39,6 +62,8 @@ export type VitalName = 'lcp' | 'cls' | 'inp';
  */
 export class DomainCollector {
   readonly domain: string;
+  /** When this collector was created, ms since the epoch (the domain cap of a merge keeps the earliest). */
+  readonly firstSeenMs: number;
   readonly #views1m = new SlidingWindowCounter(WINDOW_1M.buckets, WINDOW_1M.widthMs);
   readonly #views60m = new SlidingWindowCounter(WINDOW_60M.buckets, WINDOW_60M.widthMs);
   readonly #visitors = new HyperLogLog();
@@ -50,9 +75,13 @@ export class DomainCollector {
   #bytes = 0;
   #vitals: Record<VitalName, VitalDigest> | undefined;
 
-  /** @param domain lowercase hostname */
-  constructor(domain: string) {
+  /**
+   * @param domain lowercase hostname
+   * @param firstSeenMs creation time, ms since the epoch
+   */
+  constructor(domain: string, firstSeenMs = 0) {
     this.domain = domain;
+    this.firstSeenMs = firstSeenMs;
   }
 
   /**
@@ -77,6 +106,14 @@ export class DomainCollector {
     this.#bytes += request.bytesSent;
   }
 
+  /** Requests counted (every status class). */
+  get requests(): number {
+    const s = this.#status;
+    return (
+      (s[0] as number) + (s[1] as number) + (s[2] as number) + (s[3] as number) + (s[4] as number) + (s[5] as number)
+    );
+  }
+
   /** Buffers one Web Vitals observation. */
   observe(metric: VitalName, value: number): void {
     this.#vitals ??= { lcp: new VitalDigest(), cls: new VitalDigest(), inp: new VitalDigest() };
@@ -93,32 +130,134 @@ export class DomainCollector {
 
   /** The snapshot at `nowMs` (never flushes). */
   snapshot(nowMs: number): AnalyticsSnapshot {
-    const zero = { p50: 0, p75: 0, p95: 0, p99: 0 };
     const v = this.#vitals;
-    const s = this.#status;
+    return buildSnapshot(
+      this.domain,
+      nowMs,
+      this.#views1m,
+      this.#views60m,
+      this.#visitors,
+      [this.#pages, this.#referrers, this.#countries],
+      this.#status,
+      this.#bytes,
+      v ? [v.lcp.percentiles(), v.cls.percentiles(), v.inp.percentiles()] : null,
+    );
+  }
+
+  /** A copy of every counter, sketch and pending observation (never flushes). */
+  exportState(): DomainState {
+    const v = this.#vitals;
     return {
       domain: this.domain,
-      page_views_1m: this.#views1m.count(nowMs),
-      page_views_60m: this.#views60m.count(nowMs),
-      unique_visitors: this.#visitors.estimate(),
-      top_pages: this.#pages.top(TOP_LIST_LENGTH).map((i) => ({ path: i.key, views: i.count })),
-      referrers: this.#referrers.top(TOP_LIST_LENGTH).map((i) => ({ domain: i.key, count: i.count })),
-      countries: this.#countries.top(TOP_LIST_LENGTH).map((i) => ({ country: i.key, count: i.count })),
-      status_codes: {
-        s1xx: s[1] as number,
-        s2xx: s[2] as number,
-        s3xx: s[3] as number,
-        s4xx: s[4] as number,
-        s5xx: s[5] as number,
-        other: s[0] as number,
-      },
-      bytes_sent: this.#bytes,
-      web_vitals: {
-        lcp: v ? v.lcp.percentiles() : { ...zero },
-        cls: v ? v.cls.percentiles() : { ...zero },
-        inp: v ? v.inp.percentiles() : { ...zero },
-      },
-      timestamp: new Date(nowMs).toISOString(),
+      views1m: this.#views1m.exportSlots(),
+      views60m: this.#views60m.exportSlots(),
+      visitors: this.#visitors.exportRegisters(),
+      pages: this.#pages.exportState(),
+      referrers: this.#referrers.exportState(),
+      countries: this.#countries.exportState(),
+      status: this.#status.slice(),
+      bytes: this.#bytes,
+      vitals: v ? { lcp: v.lcp.exportState(), cls: v.cls.exportState(), inp: v.inp.exportState() } : null,
     };
   }
+
+  /**
+   * The snapshot at `nowMs` of one domain's states from several collectors
+   * (same domain): windows by absolute bucket, visitors by register max, top
+   * lists by the space-saving merge, status classes and bytes summed, Web
+   * Vitals over every centroid and pending observation.
+   */
+  static mergedSnapshot(domain: string, states: readonly DomainState[], nowMs: number): AnalyticsSnapshot {
+    const status = new Float64Array(6);
+    let bytes = 0;
+    const vitals: Record<VitalName, VitalState[]> = { lcp: [], cls: [], inp: [] };
+    let anyVitals = false;
+    for (const s of states) {
+      if (s.status.length !== 6) throw new RangeError(`${s.status.length} status classes`);
+      for (let i = 0; i < 6; i++) status[i] = (status[i] as number) + (s.status[i] as number);
+      bytes += s.bytes;
+      if (s.vitals !== null) {
+        anyVitals = true;
+        vitals.lcp.push(s.vitals.lcp);
+        vitals.cls.push(s.vitals.cls);
+        vitals.inp.push(s.vitals.inp);
+      }
+    }
+    return buildSnapshot(
+      domain,
+      nowMs,
+      SlidingWindowCounter.merge(
+        WINDOW_1M.buckets,
+        WINDOW_1M.widthMs,
+        states.map((s) => s.views1m),
+      ),
+      SlidingWindowCounter.merge(
+        WINDOW_60M.buckets,
+        WINDOW_60M.widthMs,
+        states.map((s) => s.views60m),
+      ),
+      HyperLogLog.merge(states.map((s) => s.visitors)),
+      [
+        SpaceSaving.merge(
+          TOP_CAPACITY.pages,
+          states.map((s) => s.pages),
+        ),
+        SpaceSaving.merge(
+          TOP_CAPACITY.referrers,
+          states.map((s) => s.referrers),
+        ),
+        SpaceSaving.merge(
+          TOP_CAPACITY.countries,
+          states.map((s) => s.countries),
+        ),
+      ],
+      status,
+      bytes,
+      anyVitals
+        ? [
+            VitalDigest.mergedPercentiles(vitals.lcp),
+            VitalDigest.mergedPercentiles(vitals.cls),
+            VitalDigest.mergedPercentiles(vitals.inp),
+          ]
+        : null,
+    );
+  }
+}
+
+/** One §2.4 snapshot from a domain's collectors (live or merged). */
+function buildSnapshot(
+  domain: string,
+  nowMs: number,
+  views1m: SlidingWindowCounter,
+  views60m: SlidingWindowCounter,
+  visitors: HyperLogLog,
+  [pages, referrers, countries]: readonly [SpaceSaving, SpaceSaving, SpaceSaving],
+  s: Float64Array,
+  bytes: number,
+  vitals: readonly [Percentiles, Percentiles, Percentiles] | null,
+): AnalyticsSnapshot {
+  return {
+    domain,
+    page_views_1m: views1m.count(nowMs),
+    page_views_60m: views60m.count(nowMs),
+    unique_visitors: visitors.estimate(),
+    top_pages: pages.top(TOP_LIST_LENGTH).map((i) => ({ path: i.key, views: i.count })),
+    referrers: referrers.top(TOP_LIST_LENGTH).map((i) => ({ domain: i.key, count: i.count })),
+    countries: countries.top(TOP_LIST_LENGTH).map((i) => ({ country: i.key, count: i.count })),
+    status_codes: {
+      s1xx: s[1] as number,
+      s2xx: s[2] as number,
+      s3xx: s[3] as number,
+      s4xx: s[4] as number,
+      s5xx: s[5] as number,
+      other: s[0] as number,
+    },
+    bytes_sent: bytes,
+    web_vitals: {
+      lcp: vitals ? vitals[0] : { ...ZERO_PERCENTILES },
+      cls: vitals ? vitals[1] : { ...ZERO_PERCENTILES },
+      inp: vitals ? vitals[2] : { ...ZERO_PERCENTILES },
+    },
+    timestamp: new Date(nowMs).toISOString(),
+  };
 }

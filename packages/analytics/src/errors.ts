@@ -9,6 +9,7 @@ export const ANALYTICS_ERRORS = {
   ANALYTICS_GEOIP_UNREADABLE: 'the GeoIP database cannot be read',
   ANALYTICS_BAD_OPTION: 'invalid analytics option',
   ANALYTICS_KEY_FILE: 'the analytics key file cannot be read or written',
+  ANALYTICS_BAD_STATE: 'an analytics state has another version or shape',
 } as const;
 
 /** A stable analytics error code. */

@@ -70,4 +70,33 @@ describe('HyperLogLog', () => {
     }
     expect(() => new HyperLogLog(3)).toThrow(RangeError);
   });
+
+  for (const precision of [4, 14]) {
+    it(`merge (precision ${precision}): the registers of one HyperLogLog fed every value, byte for byte`, () => {
+      const parts = [0, 1, 2].map(() => new HyperLogLog(precision));
+      const one = new HyperLogLog(precision);
+      let seed = 9;
+      for (let i = 0; i < 200_000; i++) {
+        seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+        const ip = ipv4(seed);
+        one.add(ip);
+        // Each value to one part, some to two (a client seen by several workers).
+        parts[seed % 3]?.add(ip);
+        if (seed % 7 === 0) parts[(seed + 1) % 3]?.add(ip);
+      }
+      const merged = HyperLogLog.merge(
+        parts.map((p) => p.exportRegisters()),
+        precision,
+      );
+      expect(merged.exportRegisters()).toEqual(one.exportRegisters());
+      expect(merged.estimate()).toBe(one.estimate());
+      // Not trivially so: no part alone holds those registers.
+      for (const p of parts) expect(p.exportRegisters()).not.toEqual(one.exportRegisters());
+    });
+  }
+
+  it('merge of nothing is empty; registers of another precision are refused', () => {
+    expect(HyperLogLog.merge([]).estimate()).toBe(0);
+    expect(() => HyperLogLog.merge([new HyperLogLog(12).exportRegisters()])).toThrow(RangeError);
+  });
 });

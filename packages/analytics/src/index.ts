@@ -1,4 +1,10 @@
 export { type Analytics, type AnalyticsOptions, createAnalytics } from './analytics.js';
+export {
+  ANALYTICS_STATE_VERSION,
+  type AnalyticsState,
+  type MergedAnalytics,
+  mergeAnalyticsStates,
+} from './analytics-state.js';
 export { BEACON_RATE_PER_SECOND, COLLECT_PATH, MAX_BEACON_BYTES, parseBeacon, VITAL_LIMITS } from './beacon.js';
 export {
   AnalyticsCollector,
@@ -9,7 +15,7 @@ export {
   type DomainCapReached,
   RESERVED_PREFIX,
 } from './collector.js';
-export { MAX_KEY_LENGTH, TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
+export { type DomainState, MAX_KEY_LENGTH, TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
 export { ANALYTICS_ERRORS, AnalyticsError, type AnalyticsErrorCode } from './errors.js';
 export { defaultGeoipPath, openCountryLookup } from './geoip.js';
 export { HyperLogLog } from './hyperloglog.js';
@@ -25,6 +31,6 @@ export {
 export { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 export { type LoadedSecret, loadSecretFile, SECRET_BYTES, SECRET_FILE_NAME } from './secret-file.js';
 export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
-export { SpaceSaving, type TopItem } from './space-saving.js';
+export { SpaceSaving, type TopItem, type TopListState } from './space-saving.js';
 export { BeaconTokens, TOKEN_VALID_WINDOWS, TOKEN_WINDOW_MS } from './token.js';
-export { PENDING_LIMIT, type Percentiles, VitalDigest } from './vital-digest.js';
+export { PENDING_LIMIT, type Percentiles, VitalDigest, type VitalState } from './vital-digest.js';

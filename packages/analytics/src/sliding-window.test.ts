@@ -69,4 +69,45 @@ describe('SlidingWindowCounter', () => {
       }
     });
   }
+
+  it('merge: rings of several processes line up by absolute bucket; a bucket a newer one replaced in any ring is out', () => {
+    const t0 = 1_700_000_000_000;
+    const one = new SlidingWindowCounter(60, 1000);
+    const a = new SlidingWindowCounter(60, 1000);
+    const b = new SlidingWindowCounter(60, 1000);
+    // a: 3 events at t0; b: 2 at t0 + 30 s; then both at t0 + 60 s, the slot of t0 again.
+    const events: Array<[number, SlidingWindowCounter]> = [
+      [t0, a],
+      [t0 + 1, a],
+      [t0 + 2, a],
+      [t0 + 30_000, b],
+      [t0 + 30_500, b],
+      [t0 + 60_000, b],
+      [t0 + 60_001, a],
+      [t0 + 60_002, b],
+    ];
+    for (const [at, ring] of events) {
+      one.add(at);
+      ring.add(at);
+    }
+    const merged = SlidingWindowCounter.merge(60, 1000, [a.exportSlots(), b.exportSlots()]);
+    expect(merged.exportSlots()).toEqual(one.exportSlots());
+    for (const at of [t0 + 60_002, t0 + 89_999, t0 + 90_000, t0 + 119_999, t0 + 120_000]) {
+      expect(merged.count(at), `at +${at - t0} ms`).toBe(one.count(at));
+    }
+    expect(merged.count(t0 + 60_002)).toBe(5);
+  });
+
+  it('merge: one ring still holding an old bucket in a slot another ring reused does not add it', () => {
+    const t0 = 1_700_000_000_000;
+    const a = new SlidingWindowCounter(60, 1000);
+    const b = new SlidingWindowCounter(60, 1000);
+    a.add(t0); // slot s, bucket B
+    b.add(t0 + 60_000); // slot s, bucket B + 60
+    const merged = SlidingWindowCounter.merge(60, 1000, [a.exportSlots(), b.exportSlots()]);
+    expect(merged.count(t0 + 60_000)).toBe(1);
+    const reversed = SlidingWindowCounter.merge(60, 1000, [b.exportSlots(), a.exportSlots()]);
+    expect(reversed.exportSlots()).toEqual(merged.exportSlots());
+    expect(() => SlidingWindowCounter.merge(120, 30_000, [a.exportSlots()])).toThrow(RangeError);
+  });
 });

@@ -42,6 +42,41 @@ export class SlidingWindowCounter {
     }
   }
 
+  /**
+   * A copy of the ring: counts in [0, buckets), each slot's bucket number in
+   * [buckets, 2 × buckets) (0 when empty). Bucket numbers are absolute
+   * (`floor(ms / width)`), so rings of different processes line up.
+   */
+  exportSlots(): Uint32Array {
+    return this.#slots.slice();
+  }
+
+  /**
+   * The ring one counter would hold had it counted every event of `rings`
+   * (from {@link exportSlots}, same buckets and width): per slot, the latest
+   * bucket number any ring holds and the sum of the counts of the rings
+   * holding that bucket (an older bucket in the same slot has left the window).
+   * Exact when each ring's events came in time order.
+   */
+  static merge(buckets: number, widthMs: number, rings: readonly Uint32Array[]): SlidingWindowCounter {
+    const merged = new SlidingWindowCounter(buckets, widthMs);
+    const out = merged.#slots;
+    for (const ring of rings) {
+      if (ring.length !== 2 * buckets) throw new RangeError(`ring of ${ring.length} slots, want ${2 * buckets}`);
+      for (let i = 0; i < buckets; i++) {
+        const stamp = ring[buckets + i] as number;
+        const have = out[buckets + i] as number;
+        if (stamp > have) {
+          out[buckets + i] = stamp;
+          out[i] = ring[i] as number;
+        } else if (stamp === have && stamp !== 0) {
+          out[i] = (out[i] as number) + (ring[i] as number);
+        }
+      }
+    }
+    return merged;
+  }
+
   /** Events in the window ending at `nowMs`. */
   count(nowMs: number): number {
     const current = Math.floor(nowMs / this.#widthMs);

@@ -154,4 +154,110 @@ describe('SpaceSaving under Zipf traffic', () => {
       { numRuns: 500 },
     );
   });
+
+  it('merge: over 3 summaries of a random split, the true top 10 in order, counts within 2 %, lower bounds', () => {
+    const parts = [new SpaceSaving(32), new SpaceSaving(32), new SpaceSaving(32)];
+    const next = zipf(1_000, 1_000);
+    let split = 7;
+    const exact = new Map<string, number>();
+    for (let i = 0; i < 200_000; i++) {
+      const key = `/docs/${next()}`;
+      split = (Math.imul(split, 1_103_515_245) + 12_345) >>> 0;
+      parts[split % 3]?.add(key);
+      exact.set(key, (exact.get(key) ?? 0) + 1);
+    }
+    const merged = SpaceSaving.merge(
+      32,
+      parts.map((p) => p.exportState()),
+    );
+    const truth = [...exact].sort((a, b) => b[1] - a[1]).slice(0, 10);
+    const top = merged.top(10);
+    expect(top.map((t) => t.key)).toEqual(truth.map(([k]) => k));
+    top.forEach((t, i) => {
+      const real = truth[i]?.[1] as number;
+      expect(t.count).toBeLessThanOrEqual(real);
+      expect(t.count).toBeGreaterThanOrEqual(real * 0.98);
+    });
+  });
+});
+
+describe('SpaceSaving.merge', () => {
+  it('is exact while the union of keys fits the capacity (counts add up, ties by key)', () => {
+    const a = new SpaceSaving(8);
+    const b = new SpaceSaving(8);
+    for (const k of ['/x', '/y', '/x', '/z']) a.add(k);
+    for (const k of ['/y', '/w', '/y', '/x']) b.add(k);
+    const merged = SpaceSaving.merge(8, [a.exportState(), b.exportState()]);
+    expect(merged.top(10)).toEqual([
+      { key: '/x', count: 3 },
+      { key: '/y', count: 3 },
+      { key: '/w', count: 1 },
+      { key: '/z', count: 1 },
+    ]);
+    // The merged summary counts on like one that saw both streams.
+    merged.add('/z');
+    expect(merged.top(10).find((t) => t.key === '/z')?.count).toBe(2);
+    expect(SpaceSaving.merge(8, []).top(10)).toEqual([]);
+  });
+
+  it('a key filtered in one summary adds that bucket to its count and error: its guaranteed count is the sum where tracked', () => {
+    const a = new SpaceSaving(2, 1);
+    const b = new SpaceSaving(2, 1);
+    for (const k of ['/p', '/p', '/p', '/q', '/q', '/q']) a.add(k);
+    // a is full (/p 3, /q 3): /r counts in a's one bucket twice (below the smallest count, 3).
+    a.add('/r');
+    a.add('/r');
+    for (const k of ['/r', '/r', '/r', '/r', '/p']) b.add(k);
+    const [sa, sb] = [a.exportState(), b.exportState()];
+    expect(sa.buckets[0]).toBe(2);
+    const merged = SpaceSaving.merge(2, [sa, sb]).exportState();
+    // Upper bounds: /r 4 (b) + 2 (a's bucket) = 6, /p 3 + 1 = 4, /q 3 + 0 (b never filled) = 3.
+    // Capacity 2 keeps /r and /p; /q's count (3) raises its bucket.
+    expect(merged.keys).toEqual(['/r', '/p']);
+    expect([...merged.counts]).toEqual([6, 4, 2, 0]);
+    expect(merged.buckets[0]).toBe(3);
+    // Guaranteed counts: /r 6 − 2 (its 4 in b), /p 4 − 0; a tie, ranked by key.
+    expect(SpaceSaving.merge(2, [sa, sb]).top(2)).toEqual([
+      { key: '/p', count: 4 },
+      { key: '/r', count: 4 },
+    ]);
+  });
+
+  it('counts stay bounds: guaranteed count ≤ true count ≤ count, for any split (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom(1, 4, 16),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 2 })), { maxLength: 400 }),
+        (capacity, buckets, picks) => {
+          const parts = [0, 1, 2].map(() => new SpaceSaving(capacity, buckets));
+          const exact = new Map<string, number>();
+          for (const [n, part] of picks) {
+            const key = `/k${n % (1 + (n % 11))}`;
+            parts[part]?.add(key);
+            exact.set(key, (exact.get(key) ?? 0) + 1);
+          }
+          const merged = SpaceSaving.merge(
+            capacity,
+            parts.map((p) => p.exportState()),
+          );
+          const state = merged.exportState();
+          const n = state.keys.length;
+          expect(n).toBe(Math.min(capacity, exact.size));
+          state.keys.forEach((key, i) => {
+            const count = state.counts[i] as number;
+            const error = state.counts[n + i] as number;
+            expect(count - error).toBeLessThanOrEqual(exact.get(key) as number);
+            expect(count).toBeGreaterThanOrEqual(exact.get(key) as number);
+          });
+          // A key left out counted at most its bucket.
+          for (const [key, count] of exact) {
+            if (!state.keys.includes(key))
+              expect(count).toBeLessThanOrEqual(state.buckets[hashString(key) & (buckets - 1)] as number);
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
 });

@@ -6,6 +6,19 @@ export interface TopItem {
   count: number;
 }
 
+/**
+ * The plain-data image of a {@link SpaceSaving} (structured-clone safe): the
+ * tracked keys, their counts and inherited errors, and the filter buckets.
+ */
+export interface TopListState {
+  /** Tracked keys, in slot order. */
+  keys: string[];
+  /** `counts[i]` is the count of `keys[i]`, `counts[keys.length + i]` its inherited error. */
+  counts: Float64Array;
+  /** The filter buckets (a power of two of them). */
+  buckets: Uint32Array;
+}
+
 /** Largest value a filter bucket holds (it saturates instead of wrapping). */
 const BUCKET_MAX = 0xffff_ffff;
 
@@ -97,6 +110,82 @@ export class SpaceSaving {
     counts[target] = filtered + 1;
     counts[capacity + target] = filtered;
     this.#minSlot = -1;
+  }
+
+  /** A copy of the counters (keys, counts, errors, filter buckets). */
+  exportState(): TopListState {
+    const n = this.#keys.length;
+    const counts = new Float64Array(2 * n);
+    counts.set(this.#counts.subarray(0, n));
+    counts.set(this.#counts.subarray(this.#capacity, this.#capacity + n), n);
+    return { keys: this.#keys.slice(), counts, buckets: this.#buckets.slice() };
+  }
+
+  /**
+   * Merges summaries (from {@link exportState}, same bucket count) the way
+   * mergeable summaries do (Agarwal et al. 2012; Cafaro et al. 2016 for
+   * space-saving): a key's count is the sum over the summaries of its count
+   * where tracked and, where not, of the filter bucket its hash picks there (an
+   * upper bound of what it counted there, 0 in a summary that never filled);
+   * its error grows by the same bucket values, so its guaranteed count
+   * (count − error) is the sum of its guaranteed counts where tracked. The
+   * `capacity` keys with the highest counts are kept (ties by key); buckets
+   * add up, and a key left out raises its bucket to its count. Exact for
+   * every key when the union has at most `capacity` keys and no summary ever
+   * filled.
+   */
+  static merge(capacity: number, states: readonly TopListState[]): SpaceSaving {
+    const first = states[0];
+    const merged = new SpaceSaving(capacity, ...(first === undefined ? [] : [first.buckets.length]));
+    const buckets = merged.#buckets;
+    const mask = buckets.length - 1;
+    const count = new Map<string, number>();
+    const error = new Map<string, number>();
+    for (const state of states) {
+      if (state.buckets.length !== buckets.length || state.counts.length !== 2 * state.keys.length) {
+        throw new RangeError('top-list states of different shapes');
+      }
+      const n = state.keys.length;
+      for (let i = 0; i < n; i++) {
+        const key = state.keys[i] as string;
+        count.set(key, (count.get(key) ?? 0) + (state.counts[i] as number));
+        error.set(key, (error.get(key) ?? 0) + (state.counts[n + i] as number));
+      }
+    }
+    const keys = [...count.keys()];
+    for (const state of states) {
+      let filtered = false;
+      for (let b = 0; b < buckets.length; b++) {
+        const value = state.buckets[b] as number;
+        if (value === 0) continue;
+        filtered = true;
+        buckets[b] = Math.min(BUCKET_MAX, (buckets[b] as number) + value);
+      }
+      // All buckets empty: this summary never saw a key it does not track.
+      if (!filtered) continue;
+      const tracked = new Set(state.keys);
+      for (const key of keys) {
+        if (tracked.has(key)) continue;
+        const upper = state.buckets[hashString(key) & mask] as number;
+        count.set(key, (count.get(key) as number) + upper);
+        error.set(key, (error.get(key) as number) + upper);
+      }
+    }
+    keys.sort((a, b) => (count.get(b) as number) - (count.get(a) as number) || (a < b ? -1 : a > b ? 1 : 0));
+    for (let i = capacity; i < keys.length; i++) {
+      const key = keys[i] as string;
+      const home = hashString(key) & mask;
+      buckets[home] = Math.max(buckets[home] as number, Math.min(count.get(key) as number, BUCKET_MAX));
+    }
+    const kept = keys.slice(0, capacity);
+    for (let i = 0; i < kept.length; i++) {
+      const key = kept[i] as string;
+      merged.#keys.push(key);
+      merged.#index.set(key, i);
+      merged.#counts[i] = count.get(key) as number;
+      merged.#counts[capacity + i] = error.get(key) as number;
+    }
+    return merged;
   }
 
   /** The `n` keys with the highest counts, highest first (ties by key). */

@@ -8,5 +8,7 @@ declare module 'tdigest' {
     percentile(p: number[]): Array<number | undefined>;
     compress(): void;
     size(): number;
+    /** The centroids, a red-black tree ordered by mean. */
+    centroids: { each(visit: (c: { mean: number; n: number }) => void): void };
   }
 }
