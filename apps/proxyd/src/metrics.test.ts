@@ -1,11 +1,14 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import v8 from 'node:v8';
+import { createAdminApp } from '@proxyd/admin-api';
 import type { RequestRecord } from '@proxyd/proxy-core';
+import { RouteStore } from '@proxyd/route-store';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, OTHER_DOMAIN, UNROUTED_DOMAIN } from './metrics.js';
+import { createMetrics, type MetricsSnapshot, OTHER_DOMAIN, UNROUTED_DOMAIN, type WorkerMetrics } from './metrics.js';
 
 const record = (domain: string | null, status: number, durationMs = 5): RequestRecord => ({
   host: domain ?? 'unknown.test',
@@ -137,5 +140,227 @@ describe('metrics', () => {
     orders = { valid: 2, invalid: 0, error: 2 };
     text = await metrics.render();
     expect(text).toContain('proxyd_acme_orders_total{result="valid"} 2');
+  });
+});
+
+/** The value of the one sample line `series` (name and labels as printed), undefined when absent. */
+function sampleValue(text: string, series: string): number | undefined {
+  const lines = text.split('\n').filter((line) => line.startsWith(`${series} `));
+  expect(lines.length).toBeLessThanOrEqual(1);
+  return lines[0] === undefined ? undefined : Number(lines[0].slice(series.length + 1));
+}
+
+/** `promtool check metrics`'s complaints (empty when the exposition is clean). */
+function promtool(text: string): string {
+  const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  return `${check.stdout}${check.stderr}${check.status === 0 ? '' : `exit ${check.status}`}`.trim();
+}
+
+/** Each `# HELP` and `# TYPE` line's metric name, counted: every count must be 1. */
+function headerCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const [, kind, name] of text.matchAll(/^# (HELP|TYPE) (\S+)/gm)) {
+    const key = `${kind} ${name}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** What the primary receives: the workers' snapshots through structured clone, as over IPC. */
+const overIpc = async (workers: readonly WorkerMetrics[]): Promise<MetricsSnapshot[]> =>
+  Promise.all(workers.map(async (w) => v8.deserialize(v8.serialize(await w.snapshot())) as MetricsSnapshot));
+
+describe('metrics with workers (--workers N)', () => {
+  it('a worker snapshot is plain data: structured clone gives it back unchanged', async () => {
+    const worker = createMetrics({ role: 'worker' });
+    worker.onRequest(record('a.test', 200));
+    worker.setUpstreamHealthSource(() => [{ upstream: '127.0.0.1:1', healthy: true }]);
+    const snapshot = await worker.snapshot();
+    expect(v8.deserialize(v8.serialize(snapshot))).toStrictEqual(snapshot);
+    expect(structuredClone(snapshot)).toStrictEqual(snapshot);
+    const names = snapshot.map((m) => m.name);
+    expect(names).toEqual(expect.arrayContaining(['proxyd_requests_total', 'process_cpu_seconds_total']));
+    for (const owned of ['proxyd_routes', 'proxyd_certificate_not_after_seconds', 'proxyd_acme_orders_total']) {
+      expect(names).not.toContain(owned);
+    }
+  });
+
+  it("the primary sums its workers' counters and histograms, takes the min of upstream health, shows its own once", async () => {
+    const [one, two] = [
+      createMetrics({ role: 'worker', processMetrics: false }),
+      createMetrics({ role: 'worker', processMetrics: false }),
+    ];
+    const primary = createMetrics({ role: 'primary', processMetrics: false });
+    one.onRequest(record('a.test', 200, 5));
+    one.onRequest(record('a.test', 200, 5));
+    one.onRequest(record('a.test', 503, 2000));
+    one.onRequest({ ...record('a.test', 200, 5), protocol: 'h2' });
+    two.onRequest(record('a.test', 200, 20));
+    two.onRequest(record('b.test', 404));
+    two.onRequest(record(null, 404));
+    one.setAnalyticsDroppedSource(() => 2);
+    two.setAnalyticsDroppedSource(() => 3);
+    one.setUpstreamHealthSource(() => [
+      { upstream: '127.0.0.1:1', healthy: true },
+      { upstream: '127.0.0.1:2', healthy: true },
+    ]);
+    two.setUpstreamHealthSource(() => [
+      { upstream: '127.0.0.1:1', healthy: true },
+      { upstream: '127.0.0.1:2', healthy: false },
+      { upstream: '127.0.0.1:3', healthy: true },
+    ]);
+    primary.setRouteCounts({ proxyfile: 2, labels: 0, api: 1 });
+    primary.setCertificateSource(() => ({
+      certificates: [{ name: 'a.test', issuer: 'local', notAfter: 1_800_000_000_000 }],
+      orders: { valid: 1, invalid: 0, error: 0 },
+    }));
+    primary.setWorkerSource(() => overIpc([one, two]));
+    const text = await primary.render();
+
+    expect(sampleValue(text, 'proxyd_requests_total{domain="a.test",status_class="2xx"}')).toBe(4);
+    expect(sampleValue(text, 'proxyd_requests_total{domain="a.test",status_class="5xx"}')).toBe(1);
+    expect(sampleValue(text, 'proxyd_requests_total{domain="b.test",status_class="4xx"}')).toBe(1);
+    expect(sampleValue(text, `proxyd_requests_total{domain="${UNROUTED_DOMAIN}",status_class="4xx"}`)).toBe(1);
+    expect(sampleValue(text, `proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"}`)).toBe(0);
+    const bucket = (le: string, cls: string) =>
+      sampleValue(text, `proxyd_request_duration_seconds_bucket{le="${le}",status_class="${cls}"}`);
+    expect(bucket('0.005', '2xx')).toBe(3);
+    expect(bucket('0.025', '2xx')).toBe(4);
+    expect(bucket('+Inf', '2xx')).toBe(4);
+    expect(bucket('1', '5xx')).toBe(0);
+    expect(bucket('2.5', '5xx')).toBe(1);
+    expect(bucket('0.005', '4xx')).toBe(2);
+    expect(sampleValue(text, 'proxyd_request_duration_seconds_count{status_class="2xx"}')).toBe(4);
+    expect(sampleValue(text, 'proxyd_request_duration_seconds_sum{status_class="2xx"}')).toBeCloseTo(0.035, 9);
+    expect(sampleValue(text, 'proxyd_request_duration_seconds_sum{status_class="5xx"}')).toBeCloseTo(2, 9);
+    expect(sampleValue(text, 'proxyd_requests_by_protocol_total{protocol="h1"}')).toBe(6);
+    expect(sampleValue(text, 'proxyd_requests_by_protocol_total{protocol="h2"}')).toBe(1);
+    expect(sampleValue(text, 'proxyd_analytics_dropped_requests_total')).toBe(5);
+    // Out of rotation in one worker: 0; in rotation where every worker has it: 1.
+    expect(sampleValue(text, 'proxyd_upstream_healthy{upstream="127.0.0.1:1"}')).toBe(1);
+    expect(sampleValue(text, 'proxyd_upstream_healthy{upstream="127.0.0.1:2"}')).toBe(0);
+    expect(sampleValue(text, 'proxyd_upstream_healthy{upstream="127.0.0.1:3"}')).toBe(1);
+    expect(sampleValue(text, 'proxyd_routes{origin="proxyfile"}')).toBe(2);
+    expect(sampleValue(text, 'proxyd_acme_orders_total{result="valid"}')).toBe(1);
+    expect(sampleValue(text, 'proxyd_certificate_not_after_seconds{name="a.test",issuer="local"}')).toBe(1_800_000_000);
+    expect([...headerCounts(text).values()].every((n) => n === 1)).toBe(true);
+    expect(headerCounts(text).get('TYPE proxyd_routes')).toBe(1);
+    expect(promtool(text)).toBe('');
+
+    // Counters follow the workers from one scrape to the next.
+    two.onRequest(record('a.test', 200));
+    expect(sampleValue(await primary.render(), 'proxyd_requests_total{domain="a.test",status_class="2xx"}')).toBe(5);
+  });
+
+  it("passes promtool with every process's metrics and the admin app's histogram in the primary's registry", async () => {
+    const workers = [createMetrics({ role: 'worker' }), createMetrics({ role: 'worker' })];
+    const primary = createMetrics({ role: 'primary' });
+    for (const [i, worker] of workers.entries()) {
+      worker.onRequest(record(`w${i}.test`, 200));
+      worker.setUpstreamHealthSource(() => [{ upstream: '127.0.0.1:80', healthy: true }]);
+    }
+    primary.setRouteCounts({ proxyfile: 1, labels: 0, api: 0 });
+    primary.setWorkerSource(() => overIpc(workers));
+    const { store } = await RouteStore.open({ stateFile: null });
+    const app = createAdminApp({
+      routes: store,
+      token: 'metrics-test-token',
+      transport: 'tcp',
+      metrics: primary,
+      metricsRegistry: primary.registry,
+    });
+    try {
+      const headers = { authorization: 'Bearer metrics-test-token' };
+      await app.inject({ method: 'GET', url: '/routes', headers });
+      await new Promise((resolve) => setTimeout(resolve, 30)); // event-loop delay samples in every registry
+      const res = await app.inject({ method: 'GET', url: '/metrics', headers });
+      expect(res.statusCode).toBe(200);
+      const text = res.body;
+      expect(text).toContain('proxyd_admin_http_request_duration_seconds_count{method="GET",route="/routes"');
+      expect(sampleValue(text, 'proxyd_requests_total{domain="w0.test",status_class="2xx"}')).toBe(1);
+      expect(sampleValue(text, 'proxyd_requests_total{domain="w1.test",status_class="2xx"}')).toBe(1);
+      const duplicated = [...headerCounts(text)].filter(([, n]) => n !== 1);
+      expect(duplicated).toEqual([]);
+      expect(text).not.toMatch(/\bNa[Nn]\b/);
+      expect(promtool(text)).toBe('');
+      // Process metrics: one series each, aggregated over the three processes.
+      const own = await primary.registry.getMetricsAsJSON();
+      const started = own.find((m) => m.name === 'process_start_time_seconds')?.values[0]?.value;
+      const snapshots = await Promise.all(workers.map((w) => w.snapshot()));
+      const starts = snapshots.map((s) => s.find((m) => m.name === 'process_start_time_seconds')?.values[0]?.value);
+      expect(sampleValue(text, 'process_start_time_seconds')).toBe(Math.min(started ?? 0, ...starts.map(Number)));
+      expect(text.match(/^nodejs_version_info\{/gm)).toHaveLength(1);
+      const rss = sampleValue(text, 'process_resident_memory_bytes') ?? 0;
+      const oneRss = Number(own.find((m) => m.name === 'process_resident_memory_bytes')?.values[0]?.value);
+      expect(rss).toBeGreaterThan(2 * oneRss); // three processes' (here the same process thrice, each read apart)
+    } finally {
+      await app.close();
+      await store.close();
+    }
+  });
+
+  it('renders when a worker does not answer, and with no worker at all', async () => {
+    const [one, two] = [
+      createMetrics({ role: 'worker', processMetrics: false }),
+      createMetrics({ role: 'worker', processMetrics: false }),
+    ];
+    const primary = createMetrics({ role: 'primary', processMetrics: false });
+    one.onRequest(record('a.test', 200));
+    two.onRequest(record('a.test', 200));
+    two.onRequest(record('a.test', 200));
+    let answering: WorkerMetrics[] = [one, two];
+    primary.setWorkerSource(() => overIpc(answering));
+    expect(sampleValue(await primary.render(), 'proxyd_requests_total{domain="a.test",status_class="2xx"}')).toBe(3);
+    answering = [one];
+    let text = await primary.render();
+    expect(sampleValue(text, 'proxyd_requests_total{domain="a.test",status_class="2xx"}')).toBe(1);
+    expect(promtool(text)).toBe('');
+    answering = [];
+    text = await primary.render();
+    expect(text).not.toContain('a.test');
+    // The families are there all the same, at 0.
+    expect(sampleValue(text, `proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"}`)).toBe(0);
+    expect(sampleValue(text, 'proxyd_request_duration_seconds_count{status_class="2xx"}')).toBe(0);
+    expect(sampleValue(text, 'proxyd_requests_by_protocol_total{protocol="h1"}')).toBe(0);
+    expect(promtool(text)).toBe('');
+  });
+
+  it('keeps the domain cap after summing: at most maxDomains domains and _other, no request lost, stable series', async () => {
+    const maxDomains = 3;
+    const [one, two] = [
+      createMetrics({ role: 'worker', processMetrics: false, maxDomains }),
+      createMetrics({ role: 'worker', processMetrics: false, maxDomains }),
+    ];
+    const primary = createMetrics({ role: 'primary', processMetrics: false, maxDomains });
+    primary.setWorkerSource(() => overIpc([one, two]));
+    // Worker one admits a, b, c and counts d under _other; worker two admits d, e, f (f the busiest).
+    for (const domain of ['a', 'b', 'c', 'd']) one.onRequest(record(`${domain}.test`, 200));
+    for (const domain of ['d', 'e', 'f', 'f', 'f', 'f']) two.onRequest(record(`${domain}.test`, 200));
+    const domainsOf = (text: string) =>
+      new Set([...text.matchAll(/^proxyd_requests_total\{domain="([^"]+)",status_class="2xx"\}/gm)].map((m) => m[1]));
+    const total = (text: string) =>
+      [...text.matchAll(/^proxyd_requests_total\{[^}]*status_class="2xx"\} (\S+)$/gm)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+    let text = await primary.render();
+    expect(domainsOf(text).size).toBe(maxDomains + 1);
+    expect(domainsOf(text)).toContain(OTHER_DOMAIN);
+    expect(sampleValue(text, 'proxyd_requests_total{domain="f.test",status_class="2xx"}')).toBe(4); // the busiest won a place
+    expect(total(text)).toBe(10);
+    const admitted = domainsOf(text);
+    const other = sampleValue(text, `proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"}`) ?? 0;
+    expect(promtool(text)).toBe('');
+    // Later traffic to a domain left out goes on growing _other; the admitted keep their series.
+    for (const domain of ['a', 'b', 'c', 'd', 'e', 'g']) {
+      one.onRequest(record(`${domain}.test`, 200));
+      two.onRequest(record(`${domain}.test`, 200));
+    }
+    text = await primary.render();
+    expect(domainsOf(text)).toEqual(admitted);
+    expect(total(text)).toBe(22);
+    expect(sampleValue(text, `proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"}`)).toBeGreaterThan(
+      other,
+    );
   });
 });

@@ -1,5 +1,12 @@
 import type { RequestRecord, RouteOrigin } from '@proxyd/proxy-core';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import {
+  DomainCap,
+  type MetricsSnapshot,
+  mergeSnapshots,
+  renderSnapshot,
+  toSnapshot,
+} from './cluster/metrics-merge.js';
 import { replaceEventLoopDelayGauges } from './event-loop-metrics.js';
 import { RequestMetrics } from './request-metrics.js';
 
@@ -8,12 +15,24 @@ export const UNROUTED_DOMAIN = '_unrouted';
 /** Label value of every domain past the cardinality cap. */
 export const OTHER_DOMAIN = '_other';
 
+export type { MetricsSnapshot } from './cluster/metrics-merge.js';
+
+/**
+ * Which process the metrics are of: `single` serves and controls (one
+ * process, no `--workers`); with `--workers N`, each `worker` counts the
+ * traffic it serves and the `primary` (control plane) merges the workers'
+ * snapshots with its own metrics at each scrape.
+ */
+export type MetricsRole = 'single' | 'primary' | 'worker';
+
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
-  /** Distinct `domain` label values before the rest share `_other` (default 1000). */
+  /** Distinct `domain` label values before the rest share `_other` (default 1000); give the primary and its workers the same. */
   maxDomains?: number;
   /** Collect Node.js process metrics (`process_*`, `nodejs_*`; default true). */
   processMetrics?: boolean;
+  /** Default `single`. */
+  role?: MetricsRole;
 }
 
 /** One pool member's health as the data plane sees it. */
@@ -32,10 +51,17 @@ export interface CertificateMetricsSource {
   orders: Readonly<Record<'valid' | 'invalid' | 'error', number>>;
 }
 
-/** The process's Prometheus metrics: one registry, fed by the data plane and the route store. */
-export interface ProxydMetrics {
-  /** The one registry (the admin app may add its own series to it). */
+/** What the admin app needs of any role: `GET /metrics` and the registry it adds its own histogram to. */
+export interface MetricsExposition {
+  /** The process's registry (the admin app may add its own series to it). */
   readonly registry: Registry;
+  /** The text exposition (format 0.0.4). */
+  render(): Promise<string>;
+}
+
+/** The process's Prometheus metrics (`single`: one process, data plane and control plane). */
+export interface ProxydMetrics extends MetricsExposition {
+  readonly role: 'single';
   /** The data plane hook: counts a finished request. O(1), no allocation after a domain's first request. */
   onRequest(record: RequestRecord): void;
   /** Sets `proxyd_routes{origin}`. */
@@ -46,8 +72,36 @@ export interface ProxydMetrics {
   setAnalyticsDroppedSource(source: () => number): void;
   /** Where `proxyd_certificate_not_after_seconds` and `proxyd_acme_orders_total` read at each scrape. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
-  /** The text exposition (format 0.0.4). */
-  render(): Promise<string>;
+}
+
+/** A data-plane worker's metrics: its traffic, its pools' health, its analytics drops, its process. */
+export interface WorkerMetrics extends MetricsExposition {
+  readonly role: 'worker';
+  /** The data plane hook, as {@link ProxydMetrics.onRequest}. */
+  onRequest(record: RequestRecord): void;
+  /** As {@link ProxydMetrics.setUpstreamHealthSource}. */
+  setUpstreamHealthSource(source: () => Iterable<UpstreamHealth>): void;
+  /** As {@link ProxydMetrics.setAnalyticsDroppedSource}. */
+  setAnalyticsDroppedSource(source: () => number): void;
+  /** The registry as plain data (`getMetricsAsJSON()`, structured-clone safe): the answer to the primary's scrape. */
+  snapshot(): Promise<MetricsSnapshot>;
+}
+
+/** The primary's metrics: the control plane's own, and at each scrape the workers' merged in. */
+export interface PrimaryMetrics extends MetricsExposition {
+  readonly role: 'primary';
+  /** As {@link ProxydMetrics.setRouteCounts}. */
+  setRouteCounts(counts: Record<RouteOrigin, number>): void;
+  /** As {@link ProxydMetrics.setCertificateSource}. */
+  setCertificateSource(source: () => CertificateMetricsSource): void;
+  /**
+   * Where `render()` reads the workers' metrics at each scrape: one
+   * {@link WorkerMetrics.snapshot} per worker that answered. A worker that
+   * did not answer is left out (its counts are then missing from that
+   * scrape: a dip Prometheus reads as a counter reset) or, better, given by
+   * its last snapshot. A rejection fails the scrape.
+   */
+  setWorkerSource(source: () => Promise<readonly MetricsSnapshot[]>): void;
 }
 
 /**
@@ -78,9 +132,23 @@ export interface ProxydMetrics {
  *   the three `nodejs_active_*_total` gauges (see below); the event-loop
  *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
  *   scrape with no delay sampled since the previous one, never `Nan`.
+ *
+ * By role: a `worker` has neither `proxyd_routes` nor the certificate
+ * metrics (the primary's); the `primary` has all but `proxyd_upstream_healthy`,
+ * its request counters staying 0 (so that each family is there when no
+ * worker answers), and renders its own metrics merged with its workers'
+ * ({@link mergeSnapshots}: counters and histograms summed, the domain cap
+ * applied again, the other aggregators as `AGGREGATORS` says).
  */
-export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
+export function createMetrics(options?: MetricsOptions & { role?: 'single' }): ProxydMetrics;
+export function createMetrics(options: MetricsOptions & { role: 'worker' }): WorkerMetrics;
+export function createMetrics(options: MetricsOptions & { role: 'primary' }): PrimaryMetrics;
+export function createMetrics(options: MetricsOptions): ProxydMetrics | WorkerMetrics | PrimaryMetrics;
+export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | WorkerMetrics | PrimaryMetrics {
   const maxDomains = options.maxDomains ?? 1000;
+  const role = options.role ?? 'single';
+  const servesTraffic = role !== 'primary';
+  const controls = role !== 'worker';
   const registry = new Registry();
   const requests = new RequestMetrics({
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
@@ -106,14 +174,14 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
     labelNames: ['origin'] as const,
-    registers: [registry],
+    registers: controls ? [registry] : [],
   });
   let healthSource: (() => Iterable<UpstreamHealth>) | null = null;
   new Gauge({
     name: 'proxyd_upstream_healthy',
     help: 'Whether an upstream is in rotation (1) or out after failed health checks (0).',
     labelNames: ['upstream'] as const,
-    registers: [registry],
+    registers: servesTraffic ? [registry] : [],
     collect() {
       this.reset();
       if (!healthSource) return;
@@ -140,7 +208,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     name: 'proxyd_certificate_not_after_seconds',
     help: "Expiry (notAfter) of each managed name's current certificate, Unix seconds.",
     labelNames: ['name', 'issuer'] as const,
-    registers: [registry],
+    registers: controls ? [registry] : [],
     collect() {
       this.reset();
       if (!certificateSource) return;
@@ -156,7 +224,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     name: 'proxyd_acme_orders_total',
     help: 'ACME orders placed since start, by result: valid (issued), invalid (refused by the CA), error (network, TLS, timeout).',
     labelNames: ['result'] as const,
-    registers: [registry],
+    registers: controls ? [registry] : [],
     collect() {
       this.reset();
       if (!certificateSource) return;
@@ -177,25 +245,61 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics {
     replaceEventLoopDelayGauges(registry);
   }
 
+  const onRequest = (record: RequestRecord) => {
+    requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
+    if (record.protocol === 'h2') byProtocol.h2++;
+    else byProtocol.h1++;
+  };
+  const setUpstreamHealthSource = (source: () => Iterable<UpstreamHealth>) => {
+    healthSource = source;
+  };
+  const setAnalyticsDroppedSource = (source: () => number) => {
+    droppedSource = source;
+  };
+  const setCertificateSource = (source: () => CertificateMetricsSource) => {
+    certificateSource = source;
+  };
+  const setRouteCounts = (counts: Record<RouteOrigin, number>) => {
+    for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);
+  };
+  const render = () => registry.metrics();
+
+  if (role === 'worker') {
+    return {
+      role,
+      registry,
+      onRequest,
+      setUpstreamHealthSource,
+      setAnalyticsDroppedSource,
+      snapshot: async () => toSnapshot(await registry.getMetricsAsJSON()),
+      render,
+    };
+  }
+  if (role === 'primary') {
+    let workerSource: () => Promise<readonly MetricsSnapshot[]> = async () => [];
+    const domains = new DomainCap({ maxDomains, otherDomain: OTHER_DOMAIN });
+    return {
+      role,
+      registry,
+      setRouteCounts,
+      setCertificateSource,
+      setWorkerSource(source) {
+        workerSource = source;
+      },
+      async render() {
+        const [own, workers] = await Promise.all([registry.getMetricsAsJSON(), workerSource()]);
+        return renderSnapshot(mergeSnapshots([toSnapshot(own), ...workers], { domains, maxUpstreams: maxDomains }));
+      },
+    };
+  }
   return {
+    role,
     registry,
-    onRequest(record) {
-      requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
-      if (record.protocol === 'h2') byProtocol.h2++;
-      else byProtocol.h1++;
-    },
-    setUpstreamHealthSource(source) {
-      healthSource = source;
-    },
-    setAnalyticsDroppedSource(source) {
-      droppedSource = source;
-    },
-    setCertificateSource(source) {
-      certificateSource = source;
-    },
-    setRouteCounts(counts) {
-      for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);
-    },
-    render: () => registry.metrics(),
+    onRequest,
+    setUpstreamHealthSource,
+    setAnalyticsDroppedSource,
+    setCertificateSource,
+    setRouteCounts,
+    render,
   };
 }
