@@ -4,7 +4,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall } from './support/admin.js';
 import { curlHttps } from './support/https-client.js';
-import { type RunningProxyd, startProxyd, startUpstream } from './support/proxyd.js';
+import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
 
 // The built daemon with two data-plane workers (`--workers 2`, issue 19):
 // both serve the same ports (SO_REUSEPORT), routes written through the
@@ -64,10 +64,14 @@ describe('two data-plane workers', () => {
   let proxyd: RunningProxyd;
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
   let sick: Awaited<ReturnType<typeof startUpstream>>;
+  let cacheable: Awaited<ReturnType<typeof startUpstream>>;
   let sickProbes = 0;
 
   beforeAll(async () => {
     upstream = await startUpstream((_req, res) => res.end('ok'));
+    cacheable = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'public, max-age=600' }).end('cacheable');
+    });
     // Answers requests, fails its health check.
     sick = await startUpstream((req, res) => {
       if (req.url === '/healthz') sickProbes++;
@@ -90,6 +94,11 @@ tls.localhost {
 \treverse_proxy 127.0.0.1:${upstream.port}
 }
 
+http://cached.localhost {
+\tcache
+\treverse_proxy 127.0.0.1:${cacheable.port}
+}
+
 http://checked.localhost {
 \treverse_proxy 127.0.0.1:${sick.port} {
 \t\thealth_uri /healthz
@@ -104,6 +113,7 @@ http://checked.localhost {
     await proxyd?.stop();
     await upstream?.close();
     await sick?.close();
+    await cacheable?.close();
   });
 
   it('both workers serve the one port', async () => {
@@ -133,6 +143,31 @@ http://checked.localhost {
     expect(statuses).toEqual(Array(20).fill(503));
     // One probe at start (the interval is an hour), not one per worker.
     expect(sickProbes).toBe(1);
+  });
+
+  it("PURGE removes the entry from every worker's cache", async () => {
+    /** X-Cache of `n` requests, each on its own connection (both workers). */
+    const xcache = async (n: number) => {
+      const seen: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const res = await request(proxyd.httpPort, {
+          path: '/page',
+          headers: { host: 'cached.localhost', connection: 'close' },
+        });
+        seen.push(String(res.headers['x-cache']));
+      }
+      return seen;
+    };
+    // Until both workers have it cached (each MISSes once).
+    const warm = await xcache(30);
+    expect(warm.filter((x) => x === 'MISS')).toHaveLength(2);
+    const purged = await adminCall(proxyd.adminPort, 'PURGE', '/cache/cached.localhost/page');
+    expect(purged.status).toBe(200);
+    expect(JSON.parse(purged.body)).toEqual({ purged: true });
+    // Gone from both: each worker MISSes once more.
+    const after = await xcache(30);
+    expect(after.filter((x) => x === 'MISS')).toHaveLength(2);
+    expect((await adminCall(proxyd.adminPort, 'PURGE', '/cache/cached.localhost/nope')).status).toBe(404);
   });
 
   it('a route written through the admin API is served by every worker when the write answers', async () => {

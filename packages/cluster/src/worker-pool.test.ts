@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -82,6 +82,28 @@ describe('WorkerPool', () => {
     const replacement = answers.find((a) => a.pid === pool.pids[0]);
     expect(replacement?.seen).toEqual(['init:v2']);
     console.info(`worker replaced ${replacedIn} ms after SIGKILL`);
+  });
+
+  it('with a spare, a replacement only initialises: the spare takes the slot and a new spare starts', async () => {
+    const pool = await start({ count: 1, spare: true, init: () => ({ state: 'v' }) });
+    // The spare is a started process beside the worker.
+    const children = () =>
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(process.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .map((l) => Number(l.trim()))
+        .filter((pid) => pid > 0 && alive(pid));
+    await until(() => children().length >= 2, 2000);
+    const [worker] = pool.pids as number[];
+    const spare = children().find((pid) => pid !== worker) as number;
+    const killedAt = Date.now();
+    process.kill(worker as number, 'SIGKILL');
+    await until(() => pool.pids[0] !== null && pool.pids[0] !== worker, 2000);
+    const replacedIn = Date.now() - killedAt;
+    expect(pool.pids[0]).toBe(spare);
+    await until(() => children().length >= 2, 2000);
+    await pool.stop(2000);
+    await until(() => children().length === 0, 2000);
+    console.info(`replaced by the spare in ${replacedIn} ms`);
   });
 
   it('delays replacements of a worker that keeps crashing, never beyond 1 s', async () => {

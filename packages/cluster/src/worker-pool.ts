@@ -33,6 +33,13 @@ export interface WorkerPoolOptions {
   readyTimeoutMs?: number;
   /** Replacement delays after consecutive quick crashes, ms (default 0, 250, 500, then 1000). */
   respawnDelaysMs?: readonly number[];
+  /**
+   * Keep one spare process started (its modules loaded, waiting for an
+   * init): a crashed worker's replacement then only initialises, instead of
+   * starting Node and loading every module while the other workers take the
+   * load. Default false.
+   */
+  spare?: boolean;
 }
 
 interface Slot {
@@ -65,6 +72,9 @@ export class WorkerPool {
   readonly #options: WorkerPoolOptions;
   readonly #slots: Slot[];
   #stopping = false;
+  /** The started process a replacement takes ({@link WorkerPoolOptions.spare}); null while none. */
+  #spare: { child: ChildProcess; channel: Channel } | null = null;
+  #spareTimer: NodeJS.Timeout | undefined;
 
   private constructor(options: WorkerPoolOptions) {
     if (!Number.isInteger(options.count) || options.count < 1)
@@ -94,6 +104,7 @@ export class WorkerPool {
       await pool.stop(1000);
       throw err;
     }
+    if (options.spare === true) pool.#forkSpare();
     return pool;
   }
 
@@ -149,6 +160,17 @@ export class WorkerPool {
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.#stopping = true;
+    clearTimeout(this.#spareTimer);
+    if (this.#spare !== null) {
+      const { child, channel } = this.#spare;
+      this.#spare = null;
+      channel.close('pool stopped');
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
     await Promise.all(
       this.#slots.map(async (slot) => {
         clearTimeout(slot.timer);
@@ -167,15 +189,39 @@ export class WorkerPool {
     return this.#slots.filter((s) => s.channel !== null && s.child?.connected === true);
   }
 
-  #spawn(slot: Slot, first: boolean): Promise<void> {
+  #fork(): ChildProcess {
     const options = this.#options;
-    const child = fork(options.entry, options.args ?? [], {
+    return fork(options.entry, options.args ?? [], {
       serialization: 'advanced',
       ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
       ...(options.env === undefined ? {} : { env: options.env }),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const channel = new Channel(child);
+  }
+
+  /** Starts the spare; a spare that dies is started again after 1 s. */
+  #forkSpare(): void {
+    if (this.#stopping || this.#spare !== null) return;
+    const child = this.#fork();
+    const spare = { child, channel: new Channel(child) };
+    this.#spare = spare;
+    child.on('error', () => {});
+    child.once('exit', () => {
+      if (this.#spare !== spare) return;
+      spare.channel.close('spare exited');
+      this.#spare = null;
+      if (!this.#stopping) this.#spareTimer = setTimeout(() => this.#forkSpare(), 1000);
+    });
+  }
+
+  #spawn(slot: Slot, first: boolean): Promise<void> {
+    const options = this.#options;
+    // A replacement takes the spare when there is one (and a new spare starts).
+    const spare = first ? null : this.#spare;
+    this.#spare = null;
+    const child = spare?.child ?? this.#fork();
+    const channel = spare?.channel ?? new Channel(child);
+    if (spare !== null) setImmediate(() => this.#forkSpare());
     slot.child = child;
     slot.channel = channel;
     slot.ready = false;

@@ -109,7 +109,9 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const pool = await WorkerPool.start({
     count: options.count,
     entry: WORKER_ENTRY,
-    // V8's compile cache (the first worker writes it): a replacement starts in ~60 % of the time.
+    // A started spare takes a crashed worker's place (~20 ms instead of a Node start under load).
+    spare: true,
+    // V8's compile cache (the first worker writes it): a fresh worker starts in ~60 % of the time.
     env: { NODE_COMPILE_CACHE: path.join(options.stateDir, 'compile-cache'), ...process.env },
     init(index): WorkerInit {
       const { routes, version } = options.routes();
