@@ -85,6 +85,10 @@ describe('two data-plane workers', () => {
 \treverse_proxy 127.0.0.1:${upstream.port}
 }
 
+http://counted.localhost {
+\treverse_proxy 127.0.0.1:${upstream.port}
+}
+
 http://limited.localhost {
 \trate_limit 5/s
 \treverse_proxy 127.0.0.1:${upstream.port}
@@ -168,6 +172,37 @@ http://checked.localhost {
     const after = await xcache(30);
     expect(after.filter((x) => x === 'MISS')).toHaveLength(2);
     expect((await adminCall(proxyd.adminPort, 'PURGE', '/cache/cached.localhost/nope')).status).toBe(404);
+  });
+
+  it('GET /metrics and GET /analytics show all workers as one: counts are sums, visitors merged', async () => {
+    const statuses = await burst(proxyd.httpPort, 'counted.localhost', 30);
+    expect(statuses).toEqual(Array(30).fill(200));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(workersSeen(proxyd, 'counted.localhost')).toEqual(new Set([0, 1]));
+    const metrics = await adminCall(proxyd.adminPort, 'GET', '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/^proxyd_requests_total\{domain="counted\.localhost",status_class="2xx"\} 30$/m);
+    // The histogram (no domain label) is summed the same way: its 2xx count is every domain's 2xx.
+    const all2xx = [...metrics.body.matchAll(/^proxyd_requests_total\{domain="[^"]+",status_class="2xx"\} (\d+)$/gm)]
+      .map((m) => Number(m[1]))
+      .reduce((a, b) => a + b, 0);
+    expect(metrics.body).toMatch(
+      new RegExp(`^proxyd_request_duration_seconds_count\\{status_class="2xx"\\} ${all2xx}$`, 'm'),
+    );
+    // Metrics of the control plane appear once.
+    expect(metrics.body.match(/^# TYPE proxyd_routes gauge$/gm)).toHaveLength(1);
+    const analytics = await adminCall(proxyd.adminPort, 'GET', '/analytics/counted.localhost');
+    expect(analytics.status).toBe(200);
+    const snapshot = JSON.parse(analytics.body) as {
+      page_views_1m: number;
+      unique_visitors: number;
+      status_codes: { s2xx: number };
+    };
+    // Every request of the burst, from one client: one visitor, whichever worker counted.
+    expect(snapshot.status_codes.s2xx).toBe(30);
+    expect(snapshot.unique_visitors).toBe(1);
+    const list = JSON.parse((await adminCall(proxyd.adminPort, 'GET', '/analytics')).body) as { domain: string }[];
+    expect(list.map((s) => s.domain)).toContain('counted.localhost');
   });
 
   it('a route written through the admin API is served by every worker when the write answers', async () => {

@@ -1,5 +1,11 @@
 import path from 'node:path';
-import { type AnalyticsSnapshot, createAnalytics, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import {
+  type AnalyticsSnapshot,
+  type AnalyticsState,
+  createAnalytics,
+  loadSecretFile,
+  SECRET_FILE_NAME,
+} from '@proxyd/analytics';
 import type { Config, DataPlaneHooks } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
 
@@ -18,6 +24,8 @@ export interface AnalyticsWiring {
   };
   /** Requests not counted because the domain cap was reached (`proxyd_analytics_dropped_requests_total`). */
   droppedRequests(): number;
+  /** The collectors' state (one domain's, or all) for the control plane to merge with other workers'. */
+  exportState(domain?: string): AnalyticsState;
   close(): Promise<void>;
 }
 
@@ -75,6 +83,7 @@ export async function createAnalyticsWiring(
     hooks: analytics.hooks,
     reader: { list: () => analytics.list(), get: (domain) => analytics.get(domain) },
     droppedRequests: () => analytics.droppedRequests(),
+    exportState: (domain) => analytics.exportState(domain),
     close: () => analytics.close(),
   };
 }

@@ -12,7 +12,7 @@ import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
 import type { RouteStore } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
-import type { ProxydMetrics } from './metrics.js';
+import type { MetricsExposition } from './metrics.js';
 import type { Reloader } from './reload.js';
 
 /** The admin listeners and everything they drive. */
@@ -36,7 +36,7 @@ export interface ControlPlaneOptions {
   /** Undefined without a Proxyfile (POST /reload answers 501). */
   reloader: Reloader | undefined;
   /** Undefined with `--no-metrics` (GET /metrics answers 404). */
-  metrics: ProxydMetrics | undefined;
+  metrics: MetricsExposition | undefined;
   cache: CachePort | undefined;
   analytics: AnalyticsPort | undefined;
   /** `GET /certificates`; absent with `auto_https off`. */

@@ -15,7 +15,7 @@ import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cl
 import { startControlPlane } from './control-plane.js';
 import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
-import { createMetrics, type ProxydMetrics, type UpstreamHealth } from './metrics.js';
+import { createMetrics, type MetricsSnapshot, type ProxydMetrics, type UpstreamHealth } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
@@ -107,9 +107,15 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       'state file is corrupt: set aside, starting without API routes',
     );
   }
-  const metrics = options.metrics === false ? undefined : createMetrics();
   const tlsLog = logging.forTarget('proxy::tls');
   const workerCount = options.workers ?? 1;
+  // With workers, this process's metrics are the control plane's plus the workers' merged at scrape.
+  const metrics =
+    options.metrics === false
+      ? undefined
+      : workerCount > 1
+        ? createMetrics({ role: 'primary' })
+        : createMetrics({ role: 'single' });
   const challenges = workerCount > 1 && config.global.auto_https !== 'off' ? new BroadcastChallengeTable() : undefined;
   const certificates =
     config.global.auto_https === 'off'
@@ -133,16 +139,29 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           stateDir,
           ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
           redirects,
+          metrics: metrics !== undefined,
           logger: serverLog,
         })
-      : await serveHere(config, store, stateDir, logging, metrics, manager, redirects, options.bindHost);
+      : await serveHere(
+          config,
+          store,
+          stateDir,
+          logging,
+          metrics?.role === 'single' ? metrics : undefined,
+          manager,
+          redirects,
+          options.bindHost,
+        );
+  if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
   const unwatchCertificates = manager?.onChange(() => serving.certificatesChanged());
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
   const followRoutes = (routes: readonly RouteSpec[]) =>
     certificates?.setRoutes(routes).then(() => serving.certificatesChanged());
   void followRoutes(store.routes);
-  if (serving.upstreamHealth) metrics?.setUpstreamHealthSource(serving.upstreamHealth);
-  if (serving.analyticsDropped) metrics?.setAnalyticsDroppedSource(serving.analyticsDropped);
+  if (metrics?.role === 'single') {
+    if (serving.upstreamHealth) metrics.setUpstreamHealthSource(serving.upstreamHealth);
+    if (serving.analyticsDropped) metrics.setAnalyticsDroppedSource(serving.analyticsDropped);
+  }
   if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
   // With workers, a route write resolves once every worker swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((routes, version) => {
@@ -242,6 +261,8 @@ interface Serving {
   analytics: AnalyticsPort;
   upstreamHealth?: () => Iterable<UpstreamHealth>;
   analyticsDropped?: () => number;
+  /** With workers: their metrics, one snapshot per worker that answered. */
+  metricsSnapshots?: () => Promise<readonly MetricsSnapshot[]>;
   close(): Promise<void>;
 }
 
@@ -312,8 +333,8 @@ async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
     setRoutes: (routes, version) => workers.setRoutes(routes, version),
     certificatesChanged: () => void workers.certificatesChanged(),
     cache: workers.cache,
-    // Merged from every worker's collectors: issue 19, not yet.
-    analytics: { list: () => [], get: () => undefined },
+    analytics: workers.analytics,
+    metricsSnapshots: () => workers.metricsSnapshots(),
     close: () => workers.close(),
   };
 }

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type AnalyticsSnapshot, type AnalyticsState, mergeAnalyticsStates } from '@proxyd/analytics';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
 import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
+import type { MetricsSnapshot } from '../metrics.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -69,6 +71,8 @@ export interface WorkersOptions {
   stateDir: string;
   bindHost?: string;
   redirects: boolean;
+  /** Whether workers keep request metrics (false with `--no-metrics`). */
+  metrics: boolean;
   logger: Logger;
 }
 
@@ -80,6 +84,13 @@ export interface Workers {
   setRoutes(routes: readonly RouteSpec[], version: number): Promise<void>;
   /** Sends every worker the certificates that changed in the manager since the last call. */
   certificatesChanged(): Promise<void>;
+  /** The admin API's AnalyticsPort: every worker's collectors merged, as one collector fed all traffic would show. */
+  analytics: {
+    list(): Promise<AnalyticsSnapshot[]>;
+    get(domain: string): Promise<AnalyticsSnapshot | undefined>;
+  };
+  /** Every worker's metrics (those that answer within 2 s), for the primary's scrape. */
+  metricsSnapshots(): Promise<MetricsSnapshot[]>;
   /** The admin API's CachePort: a purge reaches every worker. */
   cache: { readonly enabled: boolean; purge(key: string): Promise<boolean> };
   /** Drains every worker (each finishes what it serves and exits). */
@@ -128,6 +139,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
         redirects: options.redirects,
         stateDir: options.stateDir,
+        metrics: options.metrics,
       };
     },
     setup(channel, index, self) {
@@ -175,6 +187,17 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       await pool.broadcast(ToWorker.certificates, update).catch((err: unknown) => {
         logger.error({ error: (err as Error).message }, 'certificates not sent to every worker');
       });
+    },
+    metricsSnapshots: () => pool.gather<MetricsSnapshot>(ToWorker.metrics, null, 2000),
+    analytics: {
+      async list() {
+        const states = await pool.gather<AnalyticsState>(ToWorker.analyticsState, null);
+        return mergeAnalyticsStates(states).list();
+      },
+      async get(domain) {
+        const states = await pool.gather<AnalyticsState>(ToWorker.analyticsState, domain);
+        return mergeAnalyticsStates(states).get(domain);
+      },
     },
     cache: {
       get enabled() {

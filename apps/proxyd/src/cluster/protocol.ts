@@ -33,6 +33,8 @@ export interface WorkerInit {
   redirects: boolean;
   /** The state dir (the analytics key file). */
   stateDir: string;
+  /** Whether the worker keeps request metrics (false with `--no-metrics`). */
+  metrics: boolean;
 }
 
 /** A worker's answer to init: the ports it bound. */
@@ -53,6 +55,10 @@ export const ToWorker = {
   challengeCleanUp: 'challenge.cleanup',
   /** A cache key: purge it; answers whether the worker had it. */
   cachePurge: 'cache.purge',
+  /** Answers the worker's `MetricsSnapshot` (request counts, durations, health, process) for the primary's scrape. */
+  metrics: 'metrics',
+  /** A domain (or null: all): answers the collectors' `AnalyticsState` for the primary to merge. */
+  analyticsState: 'analytics.state',
   /** (one way) A {@link HealthEvent} another worker saw: apply it. */
   health: 'health',
 } as const;

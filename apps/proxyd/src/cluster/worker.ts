@@ -9,6 +9,7 @@ import { createAccessLog } from '../access-log.js';
 import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { createLogging } from '../logging.js';
+import { createMetrics } from '../metrics.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -40,7 +41,12 @@ connectToPrimary<WorkerInit>({
       logger: logging.forTarget(ANALYTICS_TARGET),
     });
     const accessLog = createAccessLog(logging);
-    const hooks = composeHooks(analytics.hooks, accessLog ? { onRequest: accessLog } : {});
+    const metrics = init.metrics ? createMetrics({ role: 'worker' }) : undefined;
+    const hooks = composeHooks(
+      analytics.hooks,
+      metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
+      accessLog ? { onRequest: accessLog } : {},
+    );
     const certificates =
       init.certificates === null
         ? undefined
@@ -96,6 +102,14 @@ connectToPrimary<WorkerInit>({
     });
     channel.handle<string>(ToWorker.cachePurge, (key) => dataPlane.cache.purge(key));
     channel.handle<HealthEvent>(ToWorker.health, (event) => dataPlane.applyHealth(event));
+    if (metrics !== undefined) {
+      const collectorsForMetrics = analytics;
+      metrics.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
+      metrics.setAnalyticsDroppedSource(() => collectorsForMetrics.droppedRequests());
+      channel.handle(ToWorker.metrics, () => metrics.snapshot());
+    }
+    const collectors = analytics;
+    channel.handle<string | null>(ToWorker.analyticsState, (domain) => collectors.exportState(domain ?? undefined));
     // The modules this worker compiled, for the next worker's start (NODE_COMPILE_CACHE, set by the primary).
     flushCompileCache();
     return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };
