@@ -9,6 +9,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const libraries = [
   'packages/proxy-core',
   'packages/route-store',
+  'packages/cluster',
   'packages/certificates',
   'packages/proxyfile',
   'packages/docker-source',
@@ -23,6 +24,8 @@ const apps = ['apps/proxyd'];
 const allowed: Record<string, string[]> = {
   '@proxyd/proxy-core': [],
   '@proxyd/route-store': ['@proxyd/proxy-core/model'],
+  // Worker processes and their IPC: generic, imports nothing of the product.
+  '@proxyd/cluster': [],
   // The model, and the data plane's ports it implements (CertificateStore, ChallengeResponder) as types.
   '@proxyd/certificates': ['@proxyd/proxy-core/model', '@proxyd/proxy-core'],
   // route-store for its sink type only (checked below): the Proxyfile source writes through it.
@@ -43,6 +46,9 @@ const allowed: Record<string, string[]> = {
     '@proxyd/proxyfile',
     '@proxyd/analytics',
     '@proxyd/certificates',
+    // The light entry a data-plane worker loads (the challenge table, no ACME client).
+    '@proxyd/certificates/challenge-table',
+    '@proxyd/cluster',
     '@proxyd/docker-source',
     '@proxyd/admin-api',
     '@proxyd/cli',

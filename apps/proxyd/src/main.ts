@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { buildProgram } from '@proxyd/cli';
 import { defaultGlobalOptions } from '@proxyd/proxy-core';
 import { DEFAULT_ADMIN_SOCKET } from './admin-socket.js';
@@ -37,7 +38,8 @@ const program = buildProgram(version, {
       ...(adminToken === undefined ? {} : { adminToken }),
       ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
       ...(options.certDir === undefined ? {} : { certDir: options.certDir }),
-      ...(options.workers === undefined ? {} : { workers: options.workers }),
+      // One data-plane worker per CPU this process may use, unless told otherwise.
+      workers: options.workers ?? availableParallelism(),
     });
     const serverLog = logging.forTarget('proxy::server');
     const stop = (signal: string) => {

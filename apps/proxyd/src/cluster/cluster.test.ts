@@ -7,7 +7,7 @@ import { Channel } from '@proxyd/cluster';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
-import { SiteIdentity } from './site-identity.js';
+import { SiteIdentity, SiteIds } from './site-identity.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */
@@ -126,21 +126,27 @@ describe('rate_limit across workers', () => {
 });
 
 describe('site identity across published tables', () => {
-  it('keeps the Site object of an unchanged site, so its compiled state survives a publish', () => {
-    const ids = new SiteIdentity();
+  it("keeps the worker's Site object while the primary keeps its own, so compiled state lives as long as in one process", () => {
+    const ids = new SiteIds();
+    const identity = new SiteIdentity();
     const route = (domain: string, port: number): RouteSpec => {
       const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
       site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
       return { domain, origin: 'api', source: null, site };
     };
-    const first = ids.intern([route('a.test', 1), route('b.test', 2)]);
-    // The next table arrives as new objects (structured clone over IPC): a.test unchanged, b.test changed.
-    const second = ids.intern(structuredClone([route('a.test', 1), route('b.test', 3)]));
+    const a = route('a.test', 1);
+    const b = route('b.test', 2);
+    const send = (routes: RouteSpec[]) => identity.intern(structuredClone(routes), ids.of(routes));
+    const first = send([a, b]);
+    // An admin write: a.test's Site object unchanged in the primary, b.test replaced.
+    const b2 = route('b.test', 3);
+    const second = send([a, b2]);
     expect(second[0]?.site).toBe(first[0]?.site);
     expect(second[1]?.site).not.toBe(first[1]?.site);
     expect(second[1]?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
-    // Only the previous table is remembered.
-    const third = ids.intern(structuredClone([route('b.test', 2)]));
-    expect(third[0]?.site).not.toBe(first[1]?.site);
+    // A reload makes a new but equal Site: the worker recompiles it too, as one process would.
+    const third = send([route('a.test', 1), b2]);
+    expect(third[0]?.site).not.toBe(first[0]?.site);
+    expect(third[1]?.site).toBe(second[1]?.site);
   });
 });

@@ -17,6 +17,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority } from './rate-limits.js';
+import { SiteIds } from './site-identity.js';
 import { CertificateSync } from './worker-certificates.js';
 
 /** The module every worker runs (built beside this one). */
@@ -116,6 +117,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const ticketKeys = randomBytes(48);
   const served = (): CertificatePem[] => manager?.served() ?? [];
   const rateLimits = new RateLimitAuthority();
+  const siteIds = new SiteIds();
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
   const pool = await WorkerPool.start({
     count: options.count,
@@ -130,6 +132,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         index,
         config,
         routes: [...routes],
+        siteIds: siteIds.of(routes),
         version,
         certificates: manager === undefined ? null : sync.all(served()),
         onDemand: config.global.on_demand_ask !== null,
@@ -176,7 +179,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     pool,
     async setRoutes(routes, version) {
       cacheEnabled = routes.some((r) => r.site.cache !== null);
-      await pool.broadcast(ToWorker.routes, { routes, version }).catch((err: unknown) => {
+      await pool.broadcast(ToWorker.routes, { routes, siteIds: siteIds.of(routes), version }).catch((err: unknown) => {
         logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
       });
     },

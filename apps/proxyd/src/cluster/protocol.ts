@@ -17,6 +17,8 @@ export interface WorkerInit {
   /** The running config, `http_port`/`https_port` resolved (never 0). */
   config: Config;
   routes: RouteSpec[];
+  /** The primary's number of each route's Site object (see `SiteIds`). */
+  siteIds: number[];
   version: number;
   /** The certificates the primary's manager serves (absent with `auto_https off`). */
   certificates: CertificateUpdate | null;
@@ -45,7 +47,7 @@ export interface WorkerReady {
 
 /** Requests the primary sends workers. */
 export const ToWorker = {
-  /** `{ routes, version }`: publish a new route table. */
+  /** `{ routes, siteIds, version }`: publish a new route table. */
   routes: 'routes',
   /** {@link CertificateUpdate}: certificates installed, replaced or dropped. */
   certificates: 'certificates',

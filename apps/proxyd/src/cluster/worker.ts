@@ -62,7 +62,7 @@ connectToPrimary<WorkerInit>({
     for (const challenge of init.challenges) challenges.present(challenge);
     const rateLimits = new RemoteRateLimits(channel);
     const sites = new SiteIdentity();
-    const dataPlane = await DataPlane.start(init.config, sites.intern(init.routes), hooks, {
+    const dataPlane = await DataPlane.start(init.config, sites.intern(init.routes, init.siteIds), hooks, {
       reusePort: true,
       secret: init.secret,
       ticketKeys: init.ticketKeys,
@@ -82,9 +82,9 @@ connectToPrimary<WorkerInit>({
       onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
     });
     plane = dataPlane;
-    if (init.version !== 1) dataPlane.setRoutes(sites.intern(init.routes), init.version);
-    channel.handle<{ routes: RouteSpec[]; version: number }>(ToWorker.routes, ({ routes, version }) => {
-      dataPlane.setRoutes(sites.intern(routes), version);
+    if (init.version !== 1) dataPlane.setRoutes(sites.intern(init.routes, init.siteIds), init.version);
+    channel.handle<{ routes: RouteSpec[]; siteIds: number[]; version: number }>(ToWorker.routes, (table) => {
+      dataPlane.setRoutes(sites.intern(table.routes, table.siteIds), table.version);
       return true;
     });
     channel.handle<CertificateUpdate>(ToWorker.certificates, (update) => {
