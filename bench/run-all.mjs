@@ -5,6 +5,7 @@
 //   pnpm bench labels     just bench/labels (container start → first answer, proxyd CPU per container event)
 //   pnpm bench encode     just bench/encode (compressing a 100 KB HTML page: proxyd's encode vs Caddy's, per encoding)
 //   pnpm bench h2         just bench/h2 (HTTP/2 vs HTTPS/1.1 keep-alive on proxyd's TLS listener, and vs Caddy's HTTP/2, by h2load)
+//   pnpm bench workers    just bench/workers (proxyd --workers <cores> vs --workers 1, nginx, Caddy, a Node cluster; nothing pinned)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
