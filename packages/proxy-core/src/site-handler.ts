@@ -158,8 +158,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   /** The upgrade form of {@link walk}: the steps that have one, from `from`. */
   const walkUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext, from: number): void => {
     for (let i = from; i < steps.length; i++) {
-      const upgrade = (steps[i] as SiteStep).upgrade;
-      if (upgrade !== null && upgrade(req, socket, head, ctx, i + 1)) return;
+      if ((steps[i] as SiteStep).upgrade?.(req, socket, head, ctx, i + 1)) return;
     }
   };
 

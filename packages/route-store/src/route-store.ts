@@ -255,12 +255,12 @@ export class RouteStore implements RouteSink {
   #publish(): Promise<unknown> | undefined {
     this.#routes = Object.freeze([...this.#table.values()]);
     this.#version++;
-    let waits: Promise<unknown>[] | undefined;
+    const waits: Promise<unknown>[] = [];
     for (const listener of this.#listeners) {
       const result = listener(this.#routes, this.#version);
-      if (result instanceof Promise) (waits ??= []).push(result);
+      if (result instanceof Promise) waits.push(result);
     }
-    return waits === undefined ? undefined : Promise.allSettled(waits);
+    return waits.length === 0 ? undefined : Promise.allSettled(waits);
   }
 }
 
