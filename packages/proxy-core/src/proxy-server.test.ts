@@ -384,3 +384,54 @@ describe('active health checks', () => {
     expect(probes.length).toBeLessThanOrEqual(after + 1);
   });
 });
+
+describe('drain (graceful stop)', () => {
+  it('answers requests in flight with Connection: close, closes idle keep-alive connections, refuses new ones', async () => {
+    const up = await upstream((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow done'), 300);
+      else res.end('quick');
+    });
+    const { server, port } = await proxy([site('a.test', [up.port])]);
+    const idleAgent = new http.Agent({ keepAlive: true });
+    const agent = new http.Agent({ keepAlive: true });
+    onCleanup(() => {
+      idleAgent.destroy();
+      agent.destroy();
+    });
+    // An idle keep-alive connection, and a request in flight on another.
+    expect((await get(port, 'a.test', '/', {}, idleAgent)).body).toBe('quick');
+    const idle = [...Object.values(idleAgent.freeSockets).flat()][0] as Socket;
+    const idleClosed = new Promise<void>((r) => idle.once('close', () => r()));
+    const inFlight = get(port, 'a.test', '/slow', {}, agent);
+    await wait(50);
+    const started = Date.now();
+    const drained = server.drain(5000);
+    await idleClosed;
+    expect(Date.now() - started).toBeLessThan(200);
+    const reply = await inFlight;
+    expect(reply.body).toBe('slow done');
+    expect(reply.headers.connection).toBe('close');
+    await drained;
+    // Done once the last response went out, not after the grace period.
+    expect(Date.now() - started).toBeLessThan(1000);
+    await expect(get(port, 'a.test', '/', {}, false)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('cuts what is still running when the grace period ends', async () => {
+    const up = await upstream(() => {
+      // Never answers.
+    });
+    const { server, port } = await proxy([site('a.test', [up.port])], { idleTimeoutMs: 60_000 });
+    const hung = get(port, 'a.test', '/hang', {}, false).then(
+      () => 'answered',
+      (err: NodeJS.ErrnoException) => err.code,
+    );
+    await wait(50);
+    const started = Date.now();
+    await server.drain(300);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(280);
+    expect(took).toBeLessThan(1500);
+    expect(await hung).toBe('ECONNRESET');
+  });
+});

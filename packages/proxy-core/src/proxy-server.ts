@@ -137,8 +137,13 @@ export class ProxyServer {
   #httpsOpen = false;
   /** Whether any listener may refuse a route: some route is pinned or a site port is open. */
   #pinning = false;
+  #draining = false;
   /** Upgraded (WebSocket) client sockets: the HTTP server no longer tracks them. */
   readonly #upgraded = new Set<Duplex>();
+  /** Connections of the plain-HTTP listeners (a drain waits for them). */
+  readonly #httpSockets = new Set<Duplex>();
+  /** HTTP/2 sessions of the HTTPS listeners (a drain sends each GOAWAY). */
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
 
   constructor(options: ProxyServerOptions = {}) {
     this.#hooks = options.hooks ?? {};
@@ -253,6 +258,11 @@ export class ProxyServer {
   #httpServer(): http.Server {
     const handler = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, false);
     const server = http.createServer({ ServerResponse: CountingResponse }, handler);
+    const sockets = this.#httpSockets;
+    server.on('connection', (socket: Duplex) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
     // No automatic `100 Continue`: the forwarder asks for the body only
     // after the access checks passed (a 401/429 goes out without it).
     server.on('checkContinue', handler);
@@ -294,13 +304,48 @@ export class ProxyServer {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     });
-    server.on('session', (session: http2.ServerHttp2Session) => watchSession(session, limits));
+    const sessions = this.#sessions;
+    server.on('session', (session: http2.ServerHttp2Session) => {
+      watchSession(session, limits);
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+    });
     server.on('stream', (stream: http2.ServerHttp2Stream) => watchStream(stream, limits));
     // Session errors (a flood answered with GOAWAY, a reset socket) end that session only.
     server.on('sessionError', ignore);
     server.on('checkContinue', handler as never);
     server.on('tlsClientError', (_err, socket) => socket.destroy());
     return server;
+  }
+
+  /**
+   * Graceful stop, as nginx and Caddy do it: the listeners stop accepting;
+   * idle keep-alive connections close at once; a request in flight is
+   * answered (its response says `Connection: close` when its head is still
+   * to be sent) and its connection closes after it; an HTTP/2 session gets
+   * GOAWAY and its open streams finish; a WebSocket runs on. Once all of
+   * them are done, or after `graceMs`, whatever is left is cut
+   * ({@link close}). Resolves when everything is closed.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.#draining = true;
+    for (const server of this.#servers) server.close();
+    for (const socket of [...this.#httpSockets, ...this.#tlsSockets] as DrainSocket[]) {
+      if (socket.alpnProtocol === 'h2') continue;
+      socket[kDraining] = true;
+      if ((socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+    }
+    for (const session of this.#sessions) session.close();
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline && this.#httpSockets.size + this.#tlsSockets.size + this.#upgraded.size > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await this.close();
+  }
+
+  /** Whether {@link drain} has begun. */
+  get draining(): boolean {
+    return this.#draining;
   }
 
   /** Stops every listener, closes connections, health checks and upstream sockets. */
@@ -527,9 +572,13 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   constructor(req: Request) {
     super(req);
     this.on('close', onResponseClose);
+    const socket = req.socket as DrainSocket | null;
+    if (socket !== null) socket[kActive] = (socket[kActive] ?? 0) + 1;
   }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+    // While the server drains, each response is its connection's last (`Connection: close`).
+    if ((this.req.socket as DrainSocket | null)?.[kDraining] === true) this.shouldKeepAlive = false;
     const obj = typeof reason === 'string' ? headers : reason;
     if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
       const type = (obj as Record<string, unknown>)['content-type'];
@@ -617,7 +666,21 @@ function byteLength(chunk: unknown, encoding: unknown): number {
 function onResponseClose(this: CountingResponse | CountingH2Response): void {
   this[kExchange]?.onResponseClose(this);
   if (this[kRecord] !== undefined) emitRecord.call(this as never);
+  if (this instanceof CountingResponse) {
+    const socket = this.req.socket as DrainSocket | null;
+    if (socket !== null) {
+      const active = (socket[kActive] ?? 1) - 1;
+      socket[kActive] = active;
+      // Draining: the connection's last response is out; close it (an upgraded one stays).
+      if (active === 0 && socket[kDraining] === true && !socket.destroyed) socket.end();
+    }
+  }
 }
+
+/** Requests in flight on an HTTP/1 connection, and whether the server drains ({@link ProxyServer.drain}). */
+const kActive = Symbol('proxyd.activeRequests');
+const kDraining = Symbol('proxyd.draining');
+type DrainSocket = Duplex & { [kActive]?: number; [kDraining]?: boolean; alpnProtocol?: string | false | null };
 
 /**
  * Emits the request record when the response closes: status 0 when no

@@ -287,6 +287,14 @@ export class DataPlane {
     return this.#proxy.close();
   }
 
+  /**
+   * Stops gracefully (see `ProxyServer.drain`): no new connections, requests
+   * and streams in flight finish within `graceMs`, then everything closes.
+   */
+  drain(graceMs: number): Promise<void> {
+    return this.#proxy.drain(graceMs);
+  }
+
   #loadCertificates(routes: readonly RouteSpec[]): void {
     const result = loadManualCertificates(this.#manual, routes, this.#loaded);
     this.#loaded = result.loaded;

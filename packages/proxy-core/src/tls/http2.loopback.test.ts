@@ -336,4 +336,27 @@ describe('HTTP/2 on the HTTPS listener', () => {
     expect(text).toBe('got 10');
     session.close();
   });
+
+  it('a drain sends GOAWAY: the stream in flight finishes, the session closes, drain ends with it', async () => {
+    const up = await upstream((_req, res) => setTimeout(() => res.end('slow done'), 300));
+    const { server, port } = await httpsProxy([site('a.test', [up.port])]);
+    const session = h2Session(port, 'a.test');
+    const goaway = new Promise<void>((r) => session.once('goaway', () => r()));
+    const stream = session.request({ ':path': '/slow', ':authority': 'a.test' });
+    let body = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (c: string) => {
+      body += c;
+    });
+    const ended = new Promise<void>((r) => stream.once('close', () => r()));
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    const drained = server.drain(5000);
+    await goaway;
+    await ended;
+    expect(body).toBe('slow done');
+    expect(stream.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    await drained;
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
 });
