@@ -45,19 +45,19 @@ function fromValidation(error: FastifyError, body: unknown): AdminError {
   const parent = label(pointer.slice(0, pointer.lastIndexOf('/')));
   const prefix = parent === '' ? '' : `${parent}: `;
   const value = valueAt(body, pointer);
-  const check = (problem: (v: string) => string | undefined, name: string, lower: boolean): string => {
+  // The value as sent: the rules are case-insensitive, and lowercasing first would hide a non-ASCII letter.
+  const check = (problem: (v: string) => string | undefined, name: string): string => {
     if (missing !== undefined) return `${prefix}${name} is required`;
     if (typeof value !== 'string') return `${prefix}${name} must be a string`;
-    return `${prefix}${problem(lower ? value.toLowerCase() : value) ?? `${quote(value)} ${first.message ?? 'is invalid'}`}`;
+    return `${prefix}${problem(value) ?? `${quote(value)} ${first.message ?? 'is invalid'}`}`;
   };
-  if (DOMAIN_AT.test(pointer)) return new AdminError('ADMIN_INVALID_DOMAIN', check(domainProblem, 'domain', true));
-  if (UPSTREAM_AT.test(pointer))
-    return new AdminError('ADMIN_INVALID_UPSTREAM', check(upstreamProblem, 'upstream', false));
+  if (DOMAIN_AT.test(pointer)) return new AdminError('ADMIN_INVALID_DOMAIN', check(domainProblem, 'domain'));
+  if (UPSTREAM_AT.test(pointer)) return new AdminError('ADMIN_INVALID_UPSTREAM', check(upstreamProblem, 'upstream'));
   if (pointer === '/source') {
     if (missing === undefined && value !== null && typeof value !== 'string') {
       return new AdminError('ADMIN_INVALID_SOURCE', 'source must be a string');
     }
-    return new AdminError('ADMIN_INVALID_SOURCE', check(sourceProblem, 'source', false));
+    return new AdminError('ADMIN_INVALID_SOURCE', check(sourceProblem, 'source'));
   }
   const at = label(first.instancePath) || 'body';
   if (first.keyword === 'additionalProperties') {

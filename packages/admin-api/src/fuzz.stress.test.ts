@@ -216,6 +216,8 @@ function predict(r: FuzzRequest, transport: 'inject' | 'unix', model: RouteModel
     const segment = decodeURIComponent(rest);
     if (segment.length === 0) return { status: 400 };
     if (Buffer.byteLength(segment, 'utf8') > 253) return { status: 414 };
+    // Issue 20: a character outside ASCII is refused before lowercasing (U+212A would become "k").
+    if ([...segment].some((c) => (c.codePointAt(0) ?? 0) > 0x7f)) return { status: 400 };
     const domain = segment.toLowerCase();
     if (!model.routes.has(domain)) return { status: 404 };
     return {

@@ -1,4 +1,5 @@
 import { parseHostPort } from '@proxyd/proxy-core/model';
+import { hasNonAscii } from './domain.js';
 import { AdminError, quote } from './errors.js';
 
 /**
@@ -6,10 +7,12 @@ import { AdminError, quote } from './errors.js';
  * valid: the model's `parseHostPort` rule, the one the Proxyfile applies to
  * `reverse_proxy` addresses. Valid: `host:port` where host is a hostname
  * (labels of `[A-Za-z0-9_-]`) or an IPv4 address, or `[ipv6]:port` without a
- * zone; port is a decimal 1–65535 without leading zeros.
+ * zone; port is a decimal 1–65535 without leading zeros. ASCII only,
+ * checked before the rule lowercases the host.
  */
 export function upstreamProblem(value: string): string | undefined {
   if (value.length === 0) return 'upstream is empty';
+  if (hasNonAscii(value)) return `${quote(value)} has a character outside ASCII`;
   const parsed = parseHostPort(value);
   return parsed.ok ? undefined : `${quote(value)} ${parsed.problem}`;
 }

@@ -90,6 +90,15 @@ describe('GET /analytics/{domain}', () => {
     await app.close();
   });
 
+  it('issue 20: a segment with U+212A KELVIN SIGN is 400 invalid domain, not the snapshot of kelvin.test', async () => {
+    const { app } = testApp({ analytics: memoryAnalytics([sampleSnapshot('kelvin.test')]) });
+    const res = await app.inject(get(`/analytics/${encodeURIComponent('\u212aelvin.test')}`));
+    expect(res.statusCode).toBe(400);
+    expect((res.json() as { error: string }).error).toMatch(/^invalid domain: /);
+    expect((await app.inject(get('/analytics/Kelvin.TEST'))).statusCode).toBe(200);
+    await app.close();
+  });
+
   it('401 without token, 429 over the limit', async () => {
     const { app } = testApp({ rateLimit: { max: 1, windowMs: 60_000 } });
     expect((await app.inject({ method: 'GET', url: '/analytics/a.example' })).statusCode).toBe(401);

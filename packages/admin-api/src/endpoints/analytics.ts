@@ -2,7 +2,8 @@ import type { Endpoint } from '../endpoint.js';
 import { AdminError, quote } from '../errors.js';
 import { AnalyticsList, AnalyticsSnapshot, DomainParams } from '../schemas.js';
 
-const HOST_CHARS = /^[a-z0-9._:[\]-]+$/;
+// Checked on the segment as sent, before lowercasing (U+212A KELVIN SIGN lowercases to "k").
+const HOST_CHARS = /^[A-Za-z0-9._:[\]-]+$/;
 
 /** `GET /analytics`: every domain's snapshot; `[]` when none (or analytics are off). */
 export const listAnalytics: Endpoint = {
@@ -38,9 +39,9 @@ export const getAnalytics: Endpoint = {
     const raw = (request.params as DomainParams).domain;
     if (raw.length === 0) throw new AdminError('ADMIN_INVALID_DOMAIN', 'domain segment is empty');
     if (Buffer.byteLength(raw, 'utf8') > 253) throw new AdminError('ADMIN_INVALID_DOMAIN', 'longer than 253 bytes');
-    const domain = raw.toLowerCase();
-    if (!HOST_CHARS.test(domain))
+    if (!HOST_CHARS.test(raw))
       throw new AdminError('ADMIN_INVALID_DOMAIN', `${quote(raw)} contains invalid characters`);
+    const domain = raw.toLowerCase();
     const snapshot = await ctx.analytics?.get(domain);
     if (snapshot === undefined) throw new AdminError('ADMIN_ANALYTICS_NOT_FOUND', quote(domain));
     return snapshot;

@@ -11,6 +11,14 @@ describe('cache key', () => {
     expect(cacheKeyOf('/cache/example.com//')).toBe('example.com/');
     expect(cacheKeyOf('/cache/example.com/a%20b?x=1')).toBe('example.com/a%20b?x=1');
   });
+
+  it('issue 20: refuses a host with a character outside ASCII before lowercasing (U+212A is not "k")', () => {
+    // Over HTTP the target arrives ASCII (Node refuses raw bytes; inject() percent-encodes), so the host
+    // stays "%E2%84%AAelvin.test" and matches no entry; the key function itself must not map it to kelvin.test.
+    expect(() => cacheKeyOf('/cache/\u212aelvin.test/x')).toThrow(
+      /^invalid domain: "\u212aelvin.test" has a character outside ASCII/,
+    );
+  });
 });
 
 describe('PURGE /cache/{host}/{path}', () => {

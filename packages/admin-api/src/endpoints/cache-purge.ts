@@ -1,3 +1,4 @@
+import { hasNonAscii, nonAsciiProblem } from '../domain.js';
 import type { Endpoint } from '../endpoint.js';
 import { AdminError } from '../errors.js';
 import { CacheNotFound, CachePurged, CachePurgeParams } from '../schemas.js';
@@ -8,6 +9,8 @@ const PREFIX = '/cache/';
  * The cache key of a purge URL, from the raw request target (not
  * percent-decoded, query string kept): `/cache/<host>/<path>` → `<host>/<path>`
  * with the host lowercased and exactly one `/` added when the path lacks it.
+ * A host with a character outside ASCII is `ADMIN_INVALID_DOMAIN`, checked
+ * before lowercasing.
  */
 export function cacheKeyOf(rawUrl: string): string {
   const rest = rawUrl.startsWith(PREFIX) ? rawUrl.slice(PREFIX.length) : '';
@@ -18,6 +21,7 @@ export function cacheKeyOf(rawUrl: string): string {
   if (path.length === 0 || path.startsWith('?')) {
     throw new AdminError('ADMIN_INVALID_CACHE_KEY', 'empty path segment (purge the root page with /cache/<host>//)');
   }
+  if (hasNonAscii(host)) throw new AdminError('ADMIN_INVALID_DOMAIN', nonAsciiProblem(host));
   return `${host.toLowerCase()}${path.startsWith('/') ? '' : '/'}${path}`;
 }
 
@@ -36,7 +40,10 @@ export const purgeCache: Endpoint = {
     200: { description: 'Invalidated', schema: CachePurged },
     404: { description: 'The entry is not in the cache (not the error envelope)', schema: CacheNotFound },
   },
-  errors: { 400: 'invalid cache key (empty host or path segment)', 501: 'cache not enabled' },
+  errors: {
+    400: 'invalid cache key (empty host or path segment), invalid domain (a host with a character outside ASCII)',
+    501: 'cache not enabled',
+  },
   handler: (ctx) => async (request, reply) => {
     const key = cacheKeyOf(request.raw.url ?? '');
     if (ctx.cache === undefined || !ctx.cache.enabled) throw new AdminError('ADMIN_CACHE_NOT_ENABLED');

@@ -79,6 +79,11 @@ describe('POST /routes', () => {
     ['bare wildcard', { domain: '*', upstream: 'h:1', tls: false }, 'invalid domain: '],
     ['label of 64', { domain: `${'a'.repeat(64)}.example`, upstream: 'h:1', tls: false }, 'invalid domain: '],
     ['254 characters', { domain: `${'a.'.repeat(126)}ab`, upstream: 'h:1', tls: false }, 'invalid domain: '],
+    [
+      'issue 20: U+212A KELVIN SIGN in the domain',
+      { domain: '\u212aelvin.test', upstream: 'h:1', tls: false },
+      'invalid domain: "\u212aelvin.test" has a character outside ASCII (send an internationalized name as punycode, xn--…)',
+    ],
     ['missing upstream', { domain: 'a.example', tls: false }, 'invalid upstream address: upstream is required'],
     ['no port', { domain: 'a.example', upstream: '127.0.0.1', tls: false }, 'invalid upstream address: '],
     ['port 0', { domain: 'a.example', upstream: '127.0.0.1:0', tls: false }, 'invalid upstream address: '],

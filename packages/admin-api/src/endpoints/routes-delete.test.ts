@@ -81,8 +81,25 @@ describe('DELETE /routes/{domain}', () => {
     expect((await app.inject(del(kelvin))).statusCode).toBe(414);
     // 254 uppercase ASCII letters: 414 as well, whatever lowercasing would give.
     expect((await app.inject(del('A'.repeat(254)))).statusCode).toBe(414);
-    // A multi-byte segment under the limit is measured in bytes, not characters: 84 × 3 = 252 bytes.
-    expect((await app.inject(del(encodeURIComponent('\u212a'.repeat(84))))).statusCode).toBe(404);
+    // A multi-byte segment under the limit is measured in bytes, not characters: 84 × 3 = 252 bytes goes on,
+    // to the ASCII check (issue 20).
+    const under = await app.inject(del(encodeURIComponent('\u212a'.repeat(84))));
+    expect((under.json() as { error: string }).error).toMatch(/^invalid domain: /);
+    await app.close();
+  });
+
+  it('issue 20: a segment with U+212A KELVIN SIGN is 400 invalid domain and deletes nothing (not kelvin.test)', async () => {
+    const { app, store, audit } = testApp();
+    await store.upsert({ domain: 'kelvin.test', upstream: 'h:1', tls: false, source: null });
+    for (const segment of [encodeURIComponent('\u212aelvin.test'), encodeURIComponent('caf\u00e9.test')]) {
+      const res = await app.inject(del(segment));
+      expect(res.statusCode, segment).toBe(400);
+      expect(res.headers['access-control-allow-origin']).toBe('null');
+      expect((res.json() as { error: string }).error).toMatch(/^invalid domain: ".*" has a character outside ASCII/);
+    }
+    expect(store.table.has('kelvin.test')).toBe(true);
+    expect(audit).toEqual([]);
+    expect((await app.inject(del('KELVIN.test'))).json()).toEqual({ deleted: 'kelvin.test' });
     await app.close();
   });
 

@@ -1,4 +1,4 @@
-import { MAX_DOMAIN_BYTES } from '../domain.js';
+import { hasNonAscii, MAX_DOMAIN_BYTES, nonAsciiProblem } from '../domain.js';
 import type { Endpoint } from '../endpoint.js';
 import { AdminError } from '../errors.js';
 import { DomainParams, RouteDeleted } from '../schemas.js';
@@ -19,12 +19,12 @@ export const deleteRoute: Endpoint = {
   operationId: 'deleteRoute',
   summary: 'Delete a route',
   description:
-    'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414. Audit action route_delete.',
+    'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414; a character outside ASCII is 400 invalid domain (so U+212A KELVIN SIGN never lowercases to "k"). Audit action route_delete.',
   auth: true,
   params: DomainParams,
   responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
   errors: {
-    400: 'missing domain (empty segment)',
+    400: 'missing domain (empty segment), invalid domain (a character outside ASCII)',
     404: 'route not found',
     414: 'domain segment too long (over 253 bytes)',
   },
@@ -35,6 +35,8 @@ export const deleteRoute: Endpoint = {
     if (bytes > MAX_DOMAIN_BYTES) {
       throw new AdminError('ADMIN_DOMAIN_TOO_LONG', `${bytes} bytes, the maximum is ${MAX_DOMAIN_BYTES}`);
     }
+    // Before lowercasing: "\u212Aelvin.test".toLowerCase() is "kelvin.test" (issue 20).
+    if (hasNonAscii(raw)) throw new AdminError('ADMIN_INVALID_DOMAIN', nonAsciiProblem(raw));
     const domain = raw.toLowerCase();
     if (!(await ctx.routes.remove(domain))) throw new AdminError('ADMIN_ROUTE_NOT_FOUND');
     ctx.audit('route_delete', domain);
