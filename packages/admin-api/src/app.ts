@@ -103,7 +103,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     logController: new LogController({ disableRequestLogging: true }),
-    exposeHeadRoutes: false,
+    // HEAD on every GET route: the GET answer without a body (RFC 9110 §9.3.2), auth and limits included.
+    exposeHeadRoutes: true,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 65_536 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
@@ -176,7 +177,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
 
     app.addHook('onRequest', async (request: FastifyRequest) => {
       if (request.method === 'OPTIONS') return;
-      if (request.method === 'GET' && request.routeOptions.url === '/health') return;
+      if ((request.method === 'GET' || request.method === 'HEAD') && request.routeOptions.url === '/health') return;
       const trusted = transport === 'unix' || (transport === 'auto' && isUnixConnection(request.raw.socket));
       if (!trusted && !checkToken(request.headers.authorization)) throw new AdminError('ADMIN_UNAUTHORIZED');
       const wait = limiter.take(now());

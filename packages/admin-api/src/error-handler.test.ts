@@ -160,19 +160,19 @@ describe('spec §7 error table', () => {
 
 describe('405 method not allowed and OPTIONS (spec §4, §5 rule 3)', () => {
   const ALLOW: Record<string, string> = {
-    '/health': 'GET',
-    '/routes': 'GET, POST',
+    '/health': 'GET, HEAD',
+    '/routes': 'GET, HEAD, POST',
     '/routes/snapshot': 'DELETE, PUT',
     '/routes/a.example': 'DELETE',
     '/routes/': 'DELETE',
-    '/metrics': 'GET',
-    '/analytics': 'GET',
-    '/analytics/a.example': 'GET',
-    '/certificates': 'GET',
-    '/discovery': 'GET',
+    '/metrics': 'GET, HEAD',
+    '/analytics': 'GET, HEAD',
+    '/analytics/a.example': 'GET, HEAD',
+    '/certificates': 'GET, HEAD',
+    '/discovery': 'GET, HEAD',
     '/cache/h/p': 'PURGE',
     '/reload': 'POST',
-    '/openapi.json': 'GET',
+    '/openapi.json': 'GET, HEAD',
   };
   for (const [path, allow] of Object.entries(ALLOW)) {
     it(`${path}: OPTIONS (no token) and every other method give 405 with Allow: ${allow}`, async () => {

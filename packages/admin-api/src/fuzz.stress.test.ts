@@ -183,7 +183,7 @@ function predict(r: FuzzRequest, transport: 'inject' | 'unix', model: RouteModel
   } catch {
     return { status: 400 };
   }
-  if (r.method === 'GET' && path === '/health') return { status: 200 };
+  if ((r.method === 'GET' || r.method === 'HEAD') && path === '/health') return { status: 200 };
   if (r.method !== 'OPTIONS' && transport !== 'unix' && !oracleBearer(r.headers.authorization)) {
     return { status: 401 };
   }

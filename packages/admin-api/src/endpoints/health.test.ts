@@ -23,6 +23,31 @@ describe('GET /health', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('issue 20: HEAD /health is GET without a body: 200, no token, same headers, not rate limited', async () => {
+    t = testApp({ rateLimit: { max: 0, windowMs: 60_000 } });
+    const get = await t.app.inject({ method: 'GET', url: '/health' });
+    for (const headers of [{}, { authorization: 'Bearer nope' }]) {
+      const head = await t.app.inject({ method: 'HEAD', url: '/health', headers });
+      expect(head.statusCode).toBe(200);
+      expect(head.body).toBe('');
+      expect(head.headers['content-type']).toBe(get.headers['content-type']);
+      expect(head.headers['content-length']).toBe(get.headers['content-length']);
+      expect(head.headers['access-control-allow-origin']).toBe('null');
+    }
+  });
+
+  it('issue 20: HEAD on the other GET paths is authenticated and counted like GET, and sends no body', async () => {
+    t = testApp({ rateLimit: { max: 1, windowMs: 60_000 } });
+    const unauthorized = await t.app.inject({ method: 'HEAD', url: '/routes' });
+    expect(unauthorized.statusCode).toBe(401);
+    expect(unauthorized.body).toBe('');
+    const head = await t.app.inject({ method: 'HEAD', url: '/routes', headers: AUTH });
+    expect(head.statusCode).toBe(200);
+    expect(head.body).toBe('');
+    expect(head.headers['content-length']).toBe('2');
+    expect((await t.app.inject({ method: 'HEAD', url: '/routes', headers: AUTH })).statusCode).toBe(429);
+  });
+
   it('is exempt from the global rate limit and does not consume it', async () => {
     for (let i = 0; i < 100; i++) {
       expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);

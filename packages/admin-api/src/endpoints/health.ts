@@ -9,7 +9,7 @@ export const health: Endpoint = {
   operationId: 'getHealth',
   summary: 'Liveness',
   description:
-    'Always 200 while the process serves. No authentication on either transport; exempt from the global rate limit.',
+    'Always 200 while the process serves. No authentication on either transport; exempt from the global rate limit. HEAD /health answers the same without a body (as HEAD does on every GET path).',
   auth: false,
   responses: { 200: { description: 'The process is up', schema: HealthResponse } },
   handler: (ctx) => async () => ({
