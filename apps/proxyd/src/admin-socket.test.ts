@@ -37,6 +37,34 @@ describe('listenUnixSocket', () => {
     await expect(stat(p)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('hands the server to configure before it listens (listeners for what never reaches the handler)', async () => {
+    const p = path.join(dir, 'c.sock');
+    const seen: boolean[] = [];
+    const listener = await listenUnixSocket(p, hello, {
+      configure: (server) => {
+        seen.push(server.listening);
+        server.on('checkExpectation', (_req, res) => res.writeHead(417).end('configured'));
+      },
+    });
+    try {
+      expect(seen).toEqual([false]);
+      const body = await new Promise<string>((resolve, reject) => {
+        http
+          .get({ socketPath: p, path: '/', headers: { expect: 'bogus' } }, (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => {
+              text += c.toString();
+            });
+            res.on('end', () => resolve(`${res.statusCode} ${text}`));
+          })
+          .on('error', reject);
+      });
+      expect(body).toBe('417 configured');
+    } finally {
+      await listener.close();
+    }
+  });
+
   it('refuses a path that is not a socket, and leaves the file alone', async () => {
     const p = path.join(dir, 'plain');
     await writeFile(p, 'keep me');

@@ -1,7 +1,6 @@
 import { lstat, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
-import type { Duplex } from 'node:stream';
 
 /** The socket path of `--admin-socket` given without a path (spec §1). */
 export const DEFAULT_ADMIN_SOCKET = '/var/run/proxy-admin.sock';
@@ -28,13 +27,14 @@ function isLive(path: string): Promise<boolean> {
  * Serves `handler` on a Unix socket at `path`, mode 0600, owned by the
  * process user. A stale socket file (nobody listening) is replaced; a live
  * one, or a path that is not a socket, is an error (never unlinked). The
- * socket file is removed on close. `onClientError` answers requests Node's
- * parser rejects (malformed, headers too large).
+ * socket file is removed on close. `configure` is called with the server
+ * before it listens, to attach the listeners for requests that never reach
+ * `handler` (`clientError`, `checkExpectation`, `connect`).
  */
 export async function listenUnixSocket(
   path: string,
   handler: http.RequestListener,
-  options: { onClientError?: (err: Error, socket: Duplex) => void } = {},
+  options: { configure?: (server: http.Server) => void } = {},
 ): Promise<UnixSocketListener> {
   const existing = await lstat(path).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;
@@ -47,7 +47,7 @@ export async function listenUnixSocket(
     await unlink(path);
   }
   const server = http.createServer(handler);
-  if (options.onClientError) server.on('clientError', options.onClientError);
+  options.configure?.(server);
   // Create the socket file as 0600 from the start, so no other user can connect in between.
   const previous = process.umask(0o177);
   try {

@@ -1,11 +1,11 @@
 import {
   type AnalyticsPort,
   type AuditEvent,
+  attachAdminServerHandlers,
   type CachePort,
   type CertificatesPort,
   createAdminApp,
   type DiscoveryPort,
-  writeClientError,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS } from '@proxyd/proxy-core';
 import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
@@ -93,7 +93,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   if (options.adminSocket !== undefined) {
     try {
       socket = await listenUnixSocket(options.adminSocket, (req, res) => app.routing(req, res), {
-        onClientError: writeClientError,
+        // Unparsable HTTP and an unmet Expect get the envelope and CORS header, as on TCP.
+        configure: attachAdminServerHandlers,
       });
     } catch (err) {
       await app.close();

@@ -23,6 +23,7 @@ import type {
   RouteStorePort,
 } from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
+import { writeExpectationFailed } from './server-events.js';
 import { type AdminTransport, isUnixConnection } from './transport.js';
 
 // fastify-metrics is CommonJS with `exports.default`: Node's ESM loader hands over the exports object.
@@ -114,6 +115,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     clientErrorHandler: writeClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHttpMethod('PURGE');
+  // Requests Node answers before the app sees them; clientError is Fastify's clientErrorHandler above.
+  app.server.on('checkExpectation', writeExpectationFailed);
 
   const audit =
     options.audit ??

@@ -1,19 +1,37 @@
+import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CORS_HEADER } from './error-handler.js';
 import { AdminError } from './errors.js';
 
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  431: 'Request Header Fields Too Large',
-};
+/**
+ * Writes an `AdminError` straight to a socket as a complete HTTP/1.1
+ * response — the `{error}` envelope, its headers (`Allow`, …), the CORS
+ * header and `Connection: close` — then ends the connection. For requests
+ * that never reach the app (Node's parser refused them, or Node hands the
+ * raw socket over, as for CONNECT).
+ */
+export function writeRawAdminError(socket: Duplex, error: AdminError): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: error.message });
+  const extra = Object.entries(error.headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? 'Error'}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\n${CORS_HEADER[0]}: ${CORS_HEADER[1]}\r\n${extra}Connection: close\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
 
 /**
  * Answers a request Node's HTTP parser could not read (malformed request
  * line, headers over the size limit, timeout) with the `{error}` envelope and
  * the CORS header, then closes the connection. Fastify uses it for the TCP
  * listener; attach it to any other server that serves the app
- * (`server.on('clientError', writeClientError)`).
+ * (`server.on('clientError', writeClientError)`, or `attachAdminServerHandlers`).
  */
 export function writeClientError(error: Error, socket: Duplex): void {
   const code = (error as NodeJS.ErrnoException).code;
@@ -23,14 +41,5 @@ export function writeClientError(error: Error, socket: Duplex): void {
       : code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AdminError('ADMIN_REQUEST_TIMEOUT')
         : new AdminError('ADMIN_BAD_REQUEST', 'malformed HTTP request');
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const body = JSON.stringify({ error: mapped.message });
-  socket.end(
-    `HTTP/1.1 ${mapped.statusCode} ${REASONS[mapped.statusCode] ?? 'Bad Request'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\n${CORS_HEADER[0]}: ${CORS_HEADER[1]}\r\nConnection: close\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  writeRawAdminError(socket, mapped);
 }

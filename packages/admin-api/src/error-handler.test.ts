@@ -1,7 +1,30 @@
-import { connect } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { connect, type NetConnectOpts } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { AUTH, MemoryCache, ScriptedReload, testApp } from './memory-ports.test-helpers.js';
+import { attachAdminServerHandlers } from './server-events.js';
+
+/** Sends raw bytes and resolves with everything read until the server closes (or 2 s pass: "<no close>"). */
+function exchange(target: NetConnectOpts, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(target, () => socket.write(text));
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(`${data}<no close>`);
+    }, 2_000);
+    socket.on('data', (c) => (data += c));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', reject);
+  });
+}
 
 /** Spec §7, one row each: the request that causes it and the expected status and error. */
 const ROWS: Array<{
@@ -247,6 +270,52 @@ describe('malformed HTTP on a real socket', () => {
       expect(res.headers.get('access-control-allow-origin')).toBe('null');
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe('issue 20: requests Node answers before the app, on both listeners', () => {
+  it('Expect: bogus is 417 {error} with the CORS header, and the connection closes (TCP and Unix socket)', async () => {
+    const { app, store } = testApp({ transport: 'auto' });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    await app.ready();
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const dir = await mkdtemp(join(tmpdir(), 'admin-expect-'));
+    const socketPath = join(dir, 'admin.sock');
+    const unix = createServer(app.routing);
+    attachAdminServerHandlers(unix);
+    await new Promise<void>((resolve) => unix.listen(socketPath, resolve));
+    const body = '{"domain":"a.example","upstream":"h:1","tls":false}';
+    try {
+      for (const target of [{ port, host: '127.0.0.1' }, { path: socketPath }]) {
+        const raw = await exchange(
+          target,
+          `POST /routes HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nExpect: bogus\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        );
+        const where = JSON.stringify(target);
+        expect(raw, where).toMatch(/^HTTP\/1\.1 417 Expectation Failed\r\n/);
+        expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
+        expect(raw.toLowerCase(), where).toContain('content-type: application/json; charset=utf-8');
+        expect(raw.toLowerCase(), where).toContain('connection: close');
+        expect(raw.endsWith('\r\n\r\n{"error":"expectation failed: only \\"100-continue\\" is supported"}'), raw).toBe(
+          true,
+        );
+      }
+      expect(store.writes).toBe(0);
+      // 100-continue is still met: the body follows and the request is served.
+      const ok = await exchange(
+        { path: socketPath },
+        `POST /routes HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      expect(ok).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 Created\r\n/);
+      expect(store.writes).toBe(1);
+    } finally {
+      await new Promise<void>((resolve) => unix.close(() => resolve()));
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

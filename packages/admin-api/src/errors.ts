@@ -34,6 +34,7 @@ export const ADMIN_ERRORS = {
   ADMIN_REQUEST_TIMEOUT: { status: 408, message: 'request timeout' },
   ADMIN_BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
   ADMIN_DOMAIN_TOO_LONG: { status: 414, message: 'domain segment too long' },
+  ADMIN_EXPECTATION_FAILED: { status: 417, message: 'expectation failed' },
   ADMIN_HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large' },
   ADMIN_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
   ADMIN_RELOAD_TOO_SOON: { status: 429, message: 'reload too soon' },

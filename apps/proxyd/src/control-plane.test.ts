@@ -1,0 +1,94 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, type NetConnectOpts } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { parse } from '@proxyd/proxyfile';
+import { RouteStore } from '@proxyd/route-store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from './control-plane.js';
+import { createLogging } from './logging.js';
+
+const TOKEN = 'control-plane-test-token-0123456789abcdef';
+
+let dir: string;
+let control: ControlPlane | undefined;
+let lines: Array<Record<string, unknown>>;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'proxyd-control-'));
+  lines = [];
+});
+afterEach(async () => {
+  await control?.close();
+  control = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Starts the control plane on 127.0.0.1 (a free port) and a Unix socket in a temp dir; log lines go to `lines`. */
+async function start(
+  overrides: Partial<ControlPlaneOptions> = {},
+): Promise<{ tcp: NetConnectOpts; unix: NetConnectOpts }> {
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const { store } = await RouteStore.open({ stateFile: null });
+  control = await startControlPlane({
+    config: parse(''),
+    admin: '127.0.0.1:0',
+    adminSocket: path.join(dir, 'admin.sock'),
+    token: TOKEN,
+    store,
+    reloader: undefined,
+    metrics: undefined,
+    cache: undefined,
+    analytics: undefined,
+    certificates: undefined,
+    discovery: undefined,
+    logging: createLogging('info', sink),
+    startedAt: Date.now(),
+    ...overrides,
+  });
+  return {
+    tcp: { host: '127.0.0.1', port: control.adminAddress.port },
+    unix: { path: control.socketPath as string },
+  };
+}
+
+/** Sends raw bytes; resolves with what was read until the server closed (or "<no close>" after 2 s). */
+function exchange(target: NetConnectOpts, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(target, () => socket.write(text));
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(`${data}<no close>`);
+    }, 2_000);
+    socket.on('data', (c) => (data += c));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', reject);
+  });
+}
+
+describe('control plane listeners (issue 20)', () => {
+  it('Expect: bogus is 417 with the envelope and the CORS header on TCP and on the Unix socket', async () => {
+    const { tcp, unix } = await start();
+    for (const target of [tcp, unix]) {
+      const raw = await exchange(
+        target,
+        `GET /routes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: bogus\r\n\r\n`,
+      );
+      const where = JSON.stringify(target);
+      expect(raw, where).toMatch(/^HTTP\/1\.1 417 /);
+      expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
+      expect(raw, where).toMatch(/\r\n\r\n\{"error":"expectation failed: [^"]/);
+      expect(raw, where).not.toContain('<no close>');
+    }
+  });
+});
