@@ -91,4 +91,15 @@ describe('control plane listeners (issue 20)', () => {
       expect(raw, where).not.toContain('<no close>');
     }
   });
+
+  it('CONNECT is answered 405 with the envelope and closed on TCP and on the Unix socket, not left hanging', async () => {
+    const { tcp, unix } = await start();
+    for (const target of [tcp, unix]) {
+      const raw = await exchange(target, 'CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n');
+      const where = JSON.stringify(target);
+      expect(raw, where).toMatch(/^HTTP\/1\.1 405 /);
+      expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
+      expect(raw, where).toMatch(/\r\n\r\n\{"error":"method not allowed"\}$/);
+    }
+  });
 });

@@ -23,7 +23,7 @@ import type {
   RouteStorePort,
 } from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
-import { writeExpectationFailed } from './server-events.js';
+import { writeConnectRefused, writeExpectationFailed } from './server-events.js';
 import { type AdminTransport, isUnixConnection } from './transport.js';
 
 // fastify-metrics is CommonJS with `exports.default`: Node's ESM loader hands over the exports object.
@@ -117,6 +117,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   app.addHttpMethod('PURGE');
   // Requests Node answers before the app sees them; clientError is Fastify's clientErrorHandler above.
   app.server.on('checkExpectation', writeExpectationFailed);
+  app.server.on('connect', writeConnectRefused);
 
   const audit =
     options.audit ??

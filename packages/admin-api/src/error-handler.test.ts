@@ -318,4 +318,39 @@ describe('issue 20: requests Node answers before the app, on both listeners', ()
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('CONNECT is 405 {error} with the CORS header and Allow, and the connection closes (TCP and Unix socket)', async () => {
+    const { app } = testApp({ transport: 'auto' });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    await app.ready();
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const dir = await mkdtemp(join(tmpdir(), 'admin-connect-'));
+    const socketPath = join(dir, 'admin.sock');
+    const unix = createServer(app.routing);
+    attachAdminServerHandlers(unix);
+    await new Promise<void>((resolve) => unix.listen(socketPath, resolve));
+    try {
+      for (const target of [{ port, host: '127.0.0.1' }, { path: socketPath }]) {
+        const where = JSON.stringify(target);
+        const raw = await exchange(
+          target,
+          'CONNECT upstream.example:443 HTTP/1.1\r\nHost: upstream.example:443\r\n\r\n',
+        );
+        expect(raw, where).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+        expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
+        expect(raw.toLowerCase(), where).toContain('\r\nallow: \r\n');
+        expect(raw.toLowerCase(), where).toContain('connection: close');
+        expect(raw.endsWith('\r\n\r\n{"error":"method not allowed"}'), raw).toBe(true);
+        const path = await exchange(target, 'CONNECT /routes HTTP/1.1\r\nHost: x\r\n\r\n');
+        expect(path, where).toMatch(/^HTTP\/1\.1 405 /);
+        expect(path.toLowerCase(), where).toContain('\r\nallow: get, head, post\r\n');
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    } finally {
+      await new Promise<void>((resolve) => unix.close(() => resolve()));
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

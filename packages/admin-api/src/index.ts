@@ -46,5 +46,5 @@ export {
   SnapshotResponse,
   SnapshotRoute,
 } from './schemas.js';
-export { attachAdminServerHandlers, writeExpectationFailed } from './server-events.js';
+export { attachAdminServerHandlers, writeConnectRefused, writeExpectationFailed } from './server-events.js';
 export { type AdminTransport, isUnixConnection } from './transport.js';

@@ -1,7 +1,12 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { writeClientError } from './client-error.js';
+import type { Duplex } from 'node:stream';
+import { createAllowTable } from './allow.js';
+import { writeClientError, writeRawAdminError } from './client-error.js';
+import { ENDPOINTS } from './endpoints/index.js';
 import { CORS_HEADER } from './error-handler.js';
 import { AdminError } from './errors.js';
+
+const allow = createAllowTable(ENDPOINTS);
 
 /**
  * Answers a request whose `Expect` header asks for anything but
@@ -23,13 +28,35 @@ export function writeExpectationFailed(_request: IncomingMessage, response: Serv
 }
 
 /**
+ * Answers a CONNECT request (Node's `connect` event, which hands over the
+ * raw socket; without a listener Node closes it without a word, issue 20):
+ * the admin API tunnels nothing, so it is 405 `method not allowed` with the
+ * envelope, the CORS header and `Allow` — the methods of the path for a
+ * path target, empty for the usual `host:port` target (no resource of this
+ * API; RFC 9110 lets `Allow` be empty) — and the connection closes. No
+ * token is needed to learn that, as for OPTIONS.
+ */
+export function writeConnectRefused(request: IncomingMessage, socket: Duplex): void {
+  // Node took its own listeners off the socket: a reset while we write must not throw.
+  socket.on('error', () => socket.destroy());
+  const target = request.url ?? '';
+  const query = target.indexOf('?');
+  const methods = target.startsWith('/') ? allow.methodsFor(query < 0 ? target : target.slice(0, query)) : [];
+  writeRawAdminError(
+    socket,
+    new AdminError('ADMIN_METHOD_NOT_ALLOWED', undefined, { headers: { allow: methods.join(', ') } }),
+  );
+}
+
+/**
  * Attaches the answers to requests that never reach the app to an HTTP
  * server that serves it (`http.createServer(app.routing)`, e.g. the Unix
  * socket listener), so both listeners answer alike: unparsable HTTP
- * (`clientError` → 400/408/431) and an unmet `Expect` (417). The app's own
- * TCP server has them already.
+ * (`clientError` → 400/408/431), an unmet `Expect` (417) and CONNECT (405).
+ * The app's own TCP server has them already.
  */
 export function attachAdminServerHandlers(server: Server): void {
   server.on('clientError', writeClientError);
   server.on('checkExpectation', writeExpectationFailed);
+  server.on('connect', writeConnectRefused);
 }
