@@ -70,8 +70,13 @@ export interface AdminAppOptions {
   startedAt?: number;
   /** pino-compatible logger (default: none). */
   logger?: FastifyBaseLogger;
-  /** Global limit on authenticated requests (default 60 per 60 000 ms, spec §8). */
+  /** Global limit on authenticated (TCP) requests (default 60 per 60 000 ms, spec §8). */
   rateLimit?: { max: number; windowMs: number };
+  /**
+   * Limit on Unix-socket requests, a window of their own so that no TCP
+   * client can use up the operator's (default 60 per 60 000 ms, as `rateLimit`).
+   */
+  socketRateLimit?: { max: number; windowMs: number };
 }
 
 /** The admin Fastify app. */
@@ -99,6 +104,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const checkToken = createBearerCheck(options.token);
   const limit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
   const limiter = createRateLimiter(limit.max, limit.windowMs);
+  const socketLimit = options.socketRateLimit ?? DEFAULT_RATE_LIMIT;
+  const socketLimiter = createRateLimiter(socketLimit.max, socketLimit.windowMs);
   const allow = createAllowTable(ENDPOINTS);
 
   const app = Fastify({
@@ -184,7 +191,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
       if ((request.method === 'GET' || request.method === 'HEAD') && request.routeOptions.url === '/health') return;
       const trusted = transport === 'unix' || (transport === 'auto' && isUnixConnection(request.raw.socket));
       if (!trusted && !checkToken(request.headers.authorization)) throw new AdminError('ADMIN_UNAUTHORIZED');
-      const wait = limiter.take(now());
+      // The socket's window is its own: TCP clients cannot lock the operator out (issue 20).
+      const wait = (trusted ? socketLimiter : limiter).take(now());
       if (wait > 0) throw new AdminError('ADMIN_RATE_LIMITED', undefined, { headers: { 'retry-after': String(wait) } });
     });
 

@@ -1,3 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AUTH, testApp } from './memory-ports.test-helpers.js';
 import { createRateLimiter } from './rate-limit.js';
@@ -47,10 +51,53 @@ describe('global admin rate limit (spec §8)', () => {
     await app.close();
   });
 
-  it('counts Unix-socket requests too (one global window)', async () => {
+  it('counts Unix-socket requests in a window of their own (socketRateLimit, default the same 60 per 60 s)', async () => {
     const { app } = testApp({ transport: 'unix', rateLimit: { max: 1, windowMs: 60_000 } });
-    expect((await app.inject({ method: 'GET', url: '/routes' })).statusCode).toBe(200);
+    for (let i = 0; i < 60; i++) expect((await app.inject({ method: 'GET', url: '/routes' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/routes' })).statusCode).toBe(429);
     await app.close();
+    const small = testApp({ transport: 'unix', socketRateLimit: { max: 1, windowMs: 60_000 } });
+    expect((await small.app.inject({ method: 'GET', url: '/routes' })).statusCode).toBe(200);
+    const limited = await small.app.inject({ method: 'GET', url: '/routes' });
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toEqual({ error: 'rate limit exceeded' });
+    expect(limited.headers['retry-after']).toBe('60');
+    await small.app.close();
+  });
+
+  it('issue 20: TCP clients that use up the global window do not lock the Unix socket out, nor the reverse', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'admin-limit-'));
+    const socketPath = join(dir, 'admin.sock');
+    const { app } = testApp({
+      transport: 'auto',
+      rateLimit: { max: 3, windowMs: 60_000 },
+      socketRateLimit: { max: 2, windowMs: 60_000 },
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const unix = createServer(app.routing);
+    await new Promise<void>((resolve) => unix.listen(socketPath, resolve));
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const status = async (target: { port: number } | { socketPath: string }, headers: Record<string, string> = {}) =>
+      new Promise<number>((resolve, reject) => {
+        request({ ...target, host: '127.0.0.1', path: '/routes', headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    try {
+      for (let i = 0; i < 3; i++) expect(await status({ port }, AUTH)).toBe(200);
+      expect(await status({ port }, AUTH)).toBe(429);
+      expect(await status({ socketPath })).toBe(200);
+      expect(await status({ socketPath })).toBe(200);
+      expect(await status({ socketPath })).toBe(429);
+      expect(await status({ port }, AUTH)).toBe(429);
+    } finally {
+      await new Promise((resolve) => unix.close(resolve));
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-/** The global admin limit (spec §8): requests per window. */
+/** The global admin limit (spec §8): requests per window; also the Unix socket's own window by default. */
 export const DEFAULT_RATE_LIMIT = { max: 60, windowMs: 60_000 } as const;
 
 /** A fixed-window request counter. */
