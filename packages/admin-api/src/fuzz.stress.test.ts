@@ -600,6 +600,7 @@ describe('fuzz: random and malformed admin requests against an independent oracl
       token: TOKEN,
       transport: 'auto',
       rateLimit: { max: Number.MAX_SAFE_INTEGER, windowMs: 60_000 },
+      socketRateLimit: { max: Number.MAX_SAFE_INTEGER, windowMs: 60_000 },
       cache: new MemoryCache(['a.test/x']),
       reload: new ScriptedReload([]),
     });
