@@ -81,3 +81,24 @@ describe('docker global option', () => {
     expect(() => parse(text, { env: {} })).toThrow(/\{\$RUNTIME\} is not set/);
   });
 });
+
+describe('grace_period global option', () => {
+  it('defaults to 30 s; takes a duration, 0 included', () => {
+    expect(parse('a.test {\n\trespond\n}\n').global.grace_period_ms).toBe(30_000);
+    expect(parse('{\n\tgrace_period 10s\n}\n').global.grace_period_ms).toBe(10_000);
+    expect(parse('{\n\tgrace_period 1m30s\n}\n').global.grace_period_ms).toBe(90_000);
+    expect(parse('{\n\tgrace_period 0\n}\n').global.grace_period_ms).toBe(0);
+  });
+
+  it('refuses what is not a duration, and a second argument', () => {
+    for (const bad of ['grace_period soon', 'grace_period', 'grace_period 10s 20s']) {
+      expect(() => parse(`{\n\t${bad}\n}\n`)).toThrow(ProxyfileError);
+    }
+    try {
+      parse('{\n\tgrace_period soon\n}\n');
+    } catch (err) {
+      expect((err as ProxyfileError).code).toBe(ProxyfileErrorCode.INVALID_VALUE);
+      expect((err as ProxyfileError).detail).toContain('a duration such as 500ms, 10s or 1m');
+    }
+  });
+});

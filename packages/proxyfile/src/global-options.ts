@@ -4,7 +4,7 @@ import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
-import { isBase64Url, isCidr, isEmail, isLoopbackHost, parseHttpUrl, readPort } from './values.js';
+import { isBase64Url, isCidr, isEmail, isLoopbackHost, parseHttpUrl, readDuration, readPort } from './values.js';
 
 /** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
 const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
@@ -133,6 +133,7 @@ function dockerHostProblem(text: string): string | null {
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
  *     geoip_db <path>               # MaxMind-format country database
+ *     grace_period <duration>       # a stop waits this long for what is in flight (default 30s; 0: cut at once)
  *     docker off                    # container discovery (Docker/Podman labels), on by default; or:
  *     docker {
  *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
@@ -270,6 +271,11 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
   },
   geoip_db(d, g) {
     g.geoip_db = single(d, 'a database path').text;
+  },
+  grace_period(d, g) {
+    g.grace_period_ms = readDuration(d, 0);
+    d.end();
+    d.noBlock();
   },
   docker(d, g) {
     const arg = d.nextArg();

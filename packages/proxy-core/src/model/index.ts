@@ -401,6 +401,11 @@ export const GlobalOptions = Type.Object(
     trusted_proxies: Type.Array(Type.String(), { description: 'CIDRs whose X-Forwarded-For is believed' }),
     geoip_db: Type.Union([Type.String(), Type.Null()], { description: 'MaxMind-format country database path' }),
     docker: DockerOptions,
+    grace_period_ms: Type.Integer({
+      minimum: 0,
+      description:
+        'How long a stop waits for requests, streams and WebSockets in flight before it cuts them, ms (default 30000)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -448,6 +453,7 @@ export const DEFAULTS = Object.freeze({
   under_attack_difficulty: 16,
   key_type: 'p256' as KeyType,
   auto_https: 'on' as AutoHttps,
+  grace_period_ms: 30_000,
 });
 
 /** The global options with every default applied. */
@@ -467,6 +473,7 @@ export function defaultGlobalOptions(): GlobalOptions {
     trusted_proxies: [],
     geoip_db: null,
     docker: { enabled: true, host: null, network: null },
+    grace_period_ms: DEFAULTS.grace_period_ms,
   };
 }
 
