@@ -104,6 +104,7 @@ export class UpstreamAgent extends http.Agent {
     if (socket === undefined) {
       socket = this.#create();
     } else {
+      socket.removeListener('data', onPooledData);
       socket.ref();
       if (socket.timeout !== this.#idleTimeoutMs) socket.setTimeout(this.#idleTimeoutMs);
       (req as AgentRequest).reusedSocket = true;
@@ -129,7 +130,16 @@ export class UpstreamAgent extends http.Agent {
       socket.destroy();
       return;
     }
+    // Bytes already read past the response (a body on a 204 or a HEAD
+    // answer): the connection is out of step with its requests.
+    if (socket.readableLength > 0) {
+      socket.destroy();
+      return;
+    }
     if (pooledMs < this.#idleTimeoutMs) socket.setTimeout(pooledMs);
+    // Nothing may arrive on an idle connection; a byte that does (late
+    // bytes of such a body) would be read as the next request's response.
+    socket.on('data', onPooledData);
     socket.unref();
     this.#idle.push(socket);
   }
@@ -165,6 +175,11 @@ export class UpstreamAgent extends http.Agent {
 
 function onSocketTimeout(this: UpstreamSocket): void {
   this.destroy(idleTimeout(this.timeout ?? 0));
+}
+
+/** Bytes on a pooled (idle) socket: it is desynchronised, so closed (as nginx's keepalive does). */
+function onPooledData(this: UpstreamSocket): void {
+  this.destroy();
 }
 
 function onSocketFree(this: UpstreamSocket): void {

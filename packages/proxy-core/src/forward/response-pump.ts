@@ -27,6 +27,8 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
   exchange.proxyRes = proxyRes;
   const status = proxyRes.statusCode ?? 502;
   const headers = responseHeaders(proxyRes.rawHeaders, proxyRes.socket);
+  // A 204 has no body, whatever the upstream declared (RFC 9110 §8.6: no Content-Length on it).
+  if (status === 204 && headers['content-length'] !== undefined) delete headers['content-length'];
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
   exchange.observer?.onUpstreamResponse(proxyRes, status, headers);

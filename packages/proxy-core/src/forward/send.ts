@@ -67,6 +67,11 @@ export function failExchange(exchange: Exchange, err: NodeJS.ErrnoException): vo
   }
   release(exchange);
   if (exchange.aborted) return;
+  // The upstream's message arrived whole and bytes followed it (a body on a
+  // 204/304 or on a HEAD answer, which has none): the parser failed on them
+  // and Node destroyed that connection (desynchronised, never reused). The
+  // client's response is intact: the pump finishes it.
+  if (exchange.proxyRes?.complete === true) return;
   const timeout = isTimeout(code);
   if (isConnectFailure(code)) exchange.pool.markFailed(exchange.member);
   if (res.headersSent) {
