@@ -9,11 +9,11 @@ import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
-import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
+import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import { normalizeHost, RouteTable } from './route-table.js';
+import { normalizeHost, proxyHandlers, type RouteChanges, RouteTable, type TableChange } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
@@ -188,37 +188,31 @@ export class ProxyServer {
   }
 
   /**
-   * Publishes a new route set: one reference swap, so a request in flight
-   * finishes on the table it started with. Compiled sites are reused for
-   * unchanged Site objects; dropped ones are closed, their pools and caches
-   * released. `sitePorts` (lowercase domain → port, from `sitePortsOf`)
-   * pins routes to site-port listeners; default none.
+   * Publishes a new route set; a request in flight finishes on the route it
+   * matched. The table is updated in place (`RouteTable.update`): with
+   * `changes` (the route store's, see `changesFrom`) in O(changed routes),
+   * else by comparing every route. Compiled sites are kept for unchanged
+   * Site objects; dropped ones are closed, their pools and caches released.
+   * `sitePorts` (lowercase domain → port, from `sitePortsOf`) pins routes to
+   * site-port listeners; default none.
    */
-  setRoutes(routes: readonly RouteSpec[], version: number, sitePorts?: ReadonlyMap<string, number>): void {
-    const previous = this.#table;
-    const next = new RouteTable(routes, version, this.#compile, previous, sitePorts);
-    this.#table = next;
-    this.#pinning = next.pinnedCount > 0 || this.#sitePorts.size > 0;
-    const dropped: CompiledSite[] = [];
-    for (const compiled of previous.compiledSites()) if (!next.holds(compiled)) dropped.push(compiled);
-    // Pools and caches are created on first use; a swap that dropped no site
-    // and added none with `cache` leaves them (and `caches.enabled`) as they are.
-    if (dropped.length > 0 || next.freshSites().some((site) => site.cache !== null)) this.#retain();
-    for (const compiled of dropped) safeClose(compiled);
-    this.#prepareHealthChecks(next.freshSites());
+  setRoutes(
+    routes: readonly RouteSpec[],
+    version: number,
+    sitePorts?: ReadonlyMap<string, number>,
+    changes?: RouteChanges,
+  ): void {
+    const change = this.#table.update(routes, version, sitePorts, changes);
+    this.#pinning = this.#table.pinnedCount > 0 || this.#sitePorts.size > 0;
+    this.#retain(change);
+    for (const compiled of change.dropped) safeClose(compiled);
+    this.#prepareHealthChecks(change.fresh);
   }
 
   /** Starts the active health checks of these sites' pools now, not at their first request. */
   #prepareHealthChecks(sites: Iterable<Site>): void {
     for (const site of sites) {
-      if (site.handler?.kind === 'reverse_proxy' && site.handler.health.uri !== null) {
-        this.#forwarder.prepare(site.handler);
-      }
-      for (const block of site.handles) {
-        if (block.handler?.kind === 'reverse_proxy' && block.handler.health.uri !== null) {
-          this.#forwarder.prepare(block.handler);
-        }
-      }
+      for (const handler of proxyHandlers(site)) if (handler.health.uri !== null) this.#forwarder.prepare(handler);
     }
   }
 
@@ -384,16 +378,25 @@ export class ProxyServer {
     });
   }
 
-  #retain(): void {
-    const handlers = new Set<ReverseProxyHandler>();
-    const sites = new Set<Site>();
-    for (const site of this.#table.sites()) {
-      sites.add(site);
-      if (site.handler?.kind === 'reverse_proxy') handlers.add(site.handler);
-      for (const block of site.handles) if (block.handler?.kind === 'reverse_proxy') handlers.add(block.handler);
+  /**
+   * Releases the pools and caches of sites that left the table. Pools and
+   * caches are created on first use, so only a dropped site can leave a pool
+   * behind (the forwarder's `retain` then walks its pools, not the routes),
+   * and only a site with `cache`, added or dropped, changes the caches
+   * (`caches.retain` walks the live sites). Without `change` (at start): both.
+   */
+  #retain(change?: TableChange): void {
+    const table = this.#table;
+    if (change === undefined || change.droppedSites.some((site) => proxyHandlers(site).length > 0)) {
+      this.#forwarder.retain(table.handlers());
     }
-    this.#forwarder.retain(handlers);
-    this.#forwarder.caches.retain(sites);
+    if (
+      change === undefined ||
+      change.droppedSites.some((site) => site.cache !== null) ||
+      change.fresh.some((site) => site.cache !== null)
+    ) {
+      this.#forwarder.caches.retain(new Set(table.sites()));
+    }
   }
 
   /**

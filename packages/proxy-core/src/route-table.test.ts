@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { emptySite, type RouteSpec, type SiteAddress } from './model/index.js';
+import { DataPlane } from './data-plane/data-plane.js';
+import { defaultGlobalOptions, emptySite, type RouteSpec, type SiteAddress } from './model/index.js';
 import type { CompiledSite } from './pipeline.js';
-import { normalizeHost, RouteTable } from './route-table.js';
+import { changesFrom, normalizeHost, ROUTE_CHANGES, type RouteChanges, RouteTable } from './route-table.js';
 
 const route = (domain: string, scheme: SiteAddress['scheme'] = 'http'): RouteSpec => ({
   domain,
@@ -30,7 +31,7 @@ describe('RouteTable', () => {
     expect(normalizeHost('[::1]:80')).toBe('::1');
   });
 
-  it('compiles each Site once and reuses compiled sites across tables', () => {
+  it('compiles each Site once and keeps compiled sites across updates', () => {
     let compiles = 0;
     const compile = (): CompiledSite => {
       compiles++;
@@ -38,12 +39,17 @@ describe('RouteTable', () => {
     };
     const a = route('a.test');
     const shared = { ...route('b.test'), site: a.site };
-    const first = new RouteTable([a, shared], 1, compile);
+    const table = new RouteTable([a, shared], 1, compile);
     expect(compiles).toBe(1);
-    expect(first.match('a.test')?.compiled).toBe(first.match('b.test')?.compiled);
-    const second = new RouteTable([a, route('c.test')], 2, compile, first);
+    const first = table.match('a.test')?.compiled;
+    expect(table.match('b.test')?.compiled).toBe(first);
+    const change = table.update([a, route('c.test')], 2);
     expect(compiles).toBe(2);
-    expect(second.match('a.test')?.compiled).toBe(first.match('a.test')?.compiled);
+    expect(table.match('a.test')?.compiled).toBe(first);
+    expect(table.match('b.test')).toBeUndefined();
+    // a.test still uses the shared site: nothing dropped.
+    expect(change.dropped).toEqual([]);
+    expect(table.version).toBe(2);
   });
 
   it('marks HTTPS sites: no http:// scheme and tls not off', () => {
@@ -53,5 +59,139 @@ describe('RouteTable', () => {
     expect(t.match('plain.test')?.httpsSite).toBe(false);
     expect(t.match('secure.test')?.httpsSite).toBe(true);
     expect(t.match('off.test')?.httpsSite).toBe(false);
+  });
+});
+
+/** `routes` as a route store publishes it: a frozen array carrying its changes from `base`. */
+function published(
+  base: readonly RouteSpec[],
+  routes: RouteSpec[],
+  upserted: RouteSpec[],
+  removed: string[],
+): readonly RouteSpec[] {
+  const changes: RouteChanges = { base: new WeakRef(base), upserted, removed };
+  Object.defineProperty(routes, ROUTE_CHANGES, { value: changes });
+  return Object.freeze(routes);
+}
+
+/** A view of `routes` that counts how many of its elements are read. */
+function counted(routes: readonly RouteSpec[]): { routes: readonly RouteSpec[]; reads: () => number } {
+  let reads = 0;
+  const view = new Proxy(routes, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+  return { routes: view, reads: () => reads };
+}
+
+const compiler = () => {
+  const closed: string[] = [];
+  let compiles = 0;
+  const compile = (site: RouteSpec['site']): CompiledSite => {
+    compiles++;
+    return {
+      handle() {},
+      close: () => closed.push(site.addresses[0]?.host ?? ''),
+    };
+  };
+  return { compile, closed, compiles: () => compiles };
+};
+
+describe('issue 20: a route change costs what changed, not the table', () => {
+  const N = 10_000;
+  const many = () => Array.from({ length: N }, (_, i) => route(`r${i}.test`));
+
+  it("updates with the store's changes without reading the unchanged routes", () => {
+    const { compile, closed, compiles } = compiler();
+    const first = Object.freeze(many());
+    const table = new RouteTable(first, 1, compile);
+    expect(compiles()).toBe(N);
+    const added = route('new.test');
+    const replaced = route('r5.test');
+    const next = [...first.filter((r) => r.domain !== 'r5.test' && r.domain !== 'r7.test'), added, replaced];
+    const view = counted(published(first, next, [added, replaced], ['r7.test']));
+    const change = table.update(view.routes, 2, undefined, changesFrom(first, view.routes));
+    expect(view.reads()).toBe(0);
+    expect(compiles()).toBe(N + 2);
+    expect(change.fresh).toEqual([added.site, replaced.site]);
+    for (const compiled of change.dropped) compiled.close?.();
+    expect(closed).toEqual(['r7.test', 'r5.test']);
+    expect(table.match('new.test')?.site).toBe(added.site);
+    expect(table.match('r5.test')?.site).toBe(replaced.site);
+    expect(table.match('r7.test')).toBeUndefined();
+    expect(table.match('r8.test')?.site).toBe(first[8]?.site);
+    expect(table.size).toBe(N);
+    expect(table.routes).toBe(view.routes);
+  });
+
+  it('compares every route when the changes are not from the routes served (a stale or missing base)', () => {
+    const { compile, compiles } = compiler();
+    const first = Object.freeze(many());
+    const table = new RouteTable(first, 1, compile);
+    const kept = table.match('r1.test');
+    // Changes relative to an array the table never served: ignored, the routes are compared.
+    const next = published([], first.slice(0, N - 1), [], []);
+    expect(changesFrom(first, next)).toBeUndefined();
+    const change = table.update(next, 2);
+    expect(compiles()).toBe(N);
+    expect(change.dropped).toHaveLength(1);
+    expect(table.match(`r${N - 1}.test`)).toBeUndefined();
+    // An unchanged route keeps its Route object (a request that matched it sees no difference).
+    expect(table.match('r1.test')).toBe(kept);
+  });
+
+  it('ends with the table a fresh build gives, after any sequence of changes', () => {
+    const { compile } = compiler();
+    let current: readonly RouteSpec[] = Object.freeze(many().slice(0, 200));
+    const table = new RouteTable(current, 1, compile);
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let step = 0; step < 50; step++) {
+      const byDomain = new Map(current.map((r) => [r.domain, r]));
+      const upserted: RouteSpec[] = [];
+      const removed: string[] = [];
+      for (let k = 0; k < 5; k++) {
+        const domain = `r${random(300)}.test`;
+        if (upserted.some((r) => r.domain === domain) || removed.includes(domain)) continue;
+        if (random(3) === 0 && byDomain.has(domain)) {
+          byDomain.delete(domain);
+          removed.push(domain);
+        } else {
+          const spec = route(domain);
+          byDomain.set(domain, spec);
+          upserted.push(spec);
+        }
+      }
+      const next = published(current, [...byDomain.values()], upserted, removed);
+      table.update(next, step + 2, undefined, changesFrom(current, next));
+      current = next;
+    }
+    const fresh = new RouteTable(current, 0, compile);
+    expect(table.size).toBe(fresh.size);
+    for (const spec of current) expect(table.match(spec.domain)?.site).toBe(fresh.match(spec.domain)?.site);
+  });
+
+  it('DataPlane.setRoutes of a store-published array reads none of the other routes', async () => {
+    const global = defaultGlobalOptions();
+    global.http_port = 0;
+    const first = Object.freeze(many());
+    const plane = await DataPlane.start({ global, sites: [] }, first, {}, { bindHost: '127.0.0.1' });
+    try {
+      const added = route('new.test');
+      const view = counted(published(first, [...first, added], [added], []));
+      plane.setRoutes(view.routes, 2);
+      expect(view.reads()).toBe(0);
+      // Changes from an older array than the one served: every route is compared.
+      const stale = counted(published(first, first.slice(1), [], ['r0.test']));
+      plane.setRoutes(stale.routes, 3);
+      expect(stale.reads()).toBeGreaterThan(0);
+    } finally {
+      await plane.close();
+    }
   });
 });

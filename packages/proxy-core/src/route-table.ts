@@ -1,4 +1,4 @@
-import type { RouteSpec, Site } from './model/index.js';
+import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
 import type { CompiledSite } from './pipeline.js';
 import { isHttpsSite } from './redirect.js';
 
@@ -24,63 +24,154 @@ export interface Route extends RouteSpec {
 }
 
 /**
- * An immutable host → route map. Exact hosts match in O(1); `*.example.com`
- * matches exactly one label; exact beats wildcard; case and port are ignored.
- * Sites are compiled once per Site object, and a table built with `previous`
- * reuses the previous table's compiled sites for the Site objects they share.
+ * The key of a published route array's {@link RouteChanges}: the route store
+ * sets `routes[ROUTE_CHANGES]` on every array it publishes (a non-enumerable
+ * property, so a structured clone — a worker's copy — drops it). The route
+ * store spells it `Symbol.for('proxyd.routeChanges')` too: it imports only
+ * the model, and its test pins that both are this symbol.
+ */
+export const ROUTE_CHANGES: unique symbol = Symbol.for('proxyd.routeChanges');
+
+/**
+ * What a published route array changed from the array published before it
+ * (`base`): applying `removed`, then `upserted`, to `base`'s routes by
+ * lowercase domain gives the new array's routes. Lets the data plane update
+ * its table in O(changed routes) instead of comparing every route.
+ */
+export interface RouteChanges {
+  /** The array these changes apply to, held weakly (a chain of arrays would never be freed). */
+  readonly base: WeakRef<readonly RouteSpec[]>;
+  /** Routes added or replaced, one per domain. */
+  readonly upserted: readonly RouteSpec[];
+  /** Lowercase domains left without a route (none of them is in `upserted`). */
+  readonly removed: readonly string[];
+}
+
+/** The changes attached to `routes` (see {@link ROUTE_CHANGES}), or undefined. */
+export function routeChangesOf(routes: readonly RouteSpec[]): RouteChanges | undefined {
+  return (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
+}
+
+/** The changes of `routes` when they apply to `current` (its `base` is `current`), else undefined. */
+export function changesFrom(current: readonly RouteSpec[], routes: readonly RouteSpec[]): RouteChanges | undefined {
+  const changes = routeChangesOf(routes);
+  return changes !== undefined && changes.base.deref() === current ? changes : undefined;
+}
+
+/** What {@link RouteTable.update} changed in the compiled sites. */
+export interface TableChange {
+  /** Sites compiled by this update (new Site objects). */
+  readonly fresh: readonly Site[];
+  /** Site objects no route uses any more. */
+  readonly droppedSites: readonly Site[];
+  /** Their compiled sites (to close). */
+  readonly dropped: readonly CompiledSite[];
+}
+
+interface SiteEntry {
+  readonly compiled: CompiledSite | null;
+  /** Routes of the table using this Site object. */
+  refs: number;
+}
+
+interface Changes {
+  fresh: Site[];
+  droppedSites: Site[];
+  dropped: CompiledSite[];
+}
+
+/**
+ * The host → route map of the data plane. Exact hosts match in O(1);
+ * `*.example.com` matches exactly one label; exact beats wildcard; case and
+ * port are ignored. Sites are compiled once per Site object and kept while
+ * a route uses the object. {@link update} changes the table in place: with
+ * the route store's {@link RouteChanges} in O(changed routes), else by
+ * comparing every route (O(n)); a request already matched keeps its
+ * {@link Route}, so it finishes on the route it started with.
  */
 export class RouteTable {
-  readonly version: number;
-  readonly routes: readonly RouteSpec[];
+  #version: number;
+  #routes: readonly RouteSpec[];
   readonly #exact = new Map<string, Route>();
   readonly #wildcard = new Map<string, Route>();
-  /** How many routes are pinned to a site port. */
-  readonly pinnedCount: number;
-  readonly #compiled = new Map<Site, CompiledSite>();
-  readonly #compiledSet = new Set<CompiledSite>();
-  /** Sites compiled for this table (not reused from `previous`). */
-  readonly #fresh: Site[] = [];
+  readonly #sites = new Map<Site, SiteEntry>();
+  /** Reverse-proxy handlers of the table's sites (a handler object shared by sites counts once per site). */
+  readonly #handlers = new Set<ReverseProxyHandler>();
+  readonly #handlerRefs = new Map<ReverseProxyHandler, number>();
+  readonly #compile: SiteCompiler | undefined;
+  #pinned = 0;
 
   /**
-   * @param routes one route per lowercase domain
+   * @param routes one route per lowercase domain (the array is kept, not copied)
    * @param version the store's version (0 by default)
    * @param compile builds each distinct Site's handler; absent: `compiled` is null
-   * @param previous the table being replaced, whose compiled sites are reused
    * @param sitePorts lowercase domain → the site port it is pinned to (default none)
    */
   constructor(
     routes: readonly RouteSpec[],
     version = 0,
     compile?: SiteCompiler,
-    previous?: RouteTable,
     sitePorts?: ReadonlyMap<string, number>,
   ) {
-    this.version = version;
-    this.routes = Object.freeze([...routes]);
-    const reuse = previous === undefined ? undefined : previous.#compiled;
-    let pinned = 0;
-    for (const spec of routes) {
-      let compiled: CompiledSite | null = null;
-      if (compile !== undefined) {
-        compiled = this.#compiled.get(spec.site) ?? null;
-        if (compiled === null) {
-          compiled = reuse?.get(spec.site) ?? null;
-          if (compiled === null) {
-            compiled = compile(spec.site);
-            this.#fresh.push(spec.site);
-          }
-          this.#compiled.set(spec.site, compiled);
-          this.#compiledSet.add(compiled);
-        }
+    this.#compile = compile;
+    this.#version = version;
+    this.#routes = routes;
+    const changes: Changes = { fresh: [], droppedSites: [], dropped: [] };
+    for (const spec of routes) this.#put(spec, sitePorts, changes);
+  }
+
+  /** The version of the routes served (the store's). */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The route array last given ({@link update}, the constructor). */
+  get routes(): readonly RouteSpec[] {
+    return this.#routes;
+  }
+
+  /** How many routes are pinned to a site port. */
+  get pinnedCount(): number {
+    return this.#pinned;
+  }
+
+  /** How many domains the table holds. */
+  get size(): number {
+    return this.#exact.size + this.#wildcard.size;
+  }
+
+  /**
+   * Serves `routes` from now on, in place. With `changes` whose base is the
+   * routes served now (see {@link changesFrom}): only the changed domains
+   * are touched, O(changes). Without: every route is compared with the
+   * table (same domain, Site object, origin, source and pin: kept), O(n).
+   * `sitePorts` gives the pin of every route (lowercase domain → port); with
+   * `changes`, the pins of unchanged routes must not have changed. Returns
+   * the sites compiled and dropped; the caller closes the dropped ones.
+   */
+  update(
+    routes: readonly RouteSpec[],
+    version: number,
+    sitePorts?: ReadonlyMap<string, number>,
+    changes?: RouteChanges,
+  ): TableChange {
+    const out: Changes = { fresh: [], droppedSites: [], dropped: [] };
+    if (changes !== undefined && changes.base.deref() === this.#routes) {
+      for (const domain of changes.removed) this.#delete(domain, out);
+      for (const spec of changes.upserted) this.#put(spec, sitePorts, out);
+    } else {
+      const domains = new Set<string>();
+      for (const spec of routes) domains.add(this.#put(spec, sitePorts, out));
+      if (domains.size < this.size) {
+        const gone: string[] = [];
+        for (const domain of this.#exact.keys()) if (!domains.has(domain)) gone.push(domain);
+        for (const route of this.#wildcard.values()) if (!domains.has(route.domain)) gone.push(route.domain);
+        for (const domain of gone) this.#delete(domain, out);
       }
-      const domain = spec.domain.toLowerCase();
-      const sitePort = sitePorts?.get(domain) ?? null;
-      if (sitePort !== null) pinned++;
-      const route: Route = { ...spec, domain, compiled, httpsSite: isHttpsSite(spec.site, domain), sitePort };
-      if (domain.startsWith('*.')) this.#wildcard.set(domain.slice(2), route);
-      else this.#exact.set(domain, route);
     }
-    this.pinnedCount = pinned;
+    this.#routes = routes;
+    this.#version = version;
+    return out;
   }
 
   /** The route for a Host header value (any case, port ignored), or undefined. */
@@ -96,25 +187,109 @@ export class RouteTable {
     return dot > 0 && this.#wildcard.size > 0 ? this.#wildcard.get(host.slice(dot + 1)) : undefined;
   }
 
+  /** The route of a lowercase domain (`*.example.com` for a wildcard route), or undefined. */
+  get(domain: string): Route | undefined {
+    return domain.startsWith('*.') ? this.#wildcard.get(domain.slice(2)) : this.#exact.get(domain);
+  }
+
   /** The distinct compiled sites of this table. */
-  compiledSites(): IterableIterator<CompiledSite> {
-    return this.#compiled.values();
+  *compiledSites(): IterableIterator<CompiledSite> {
+    for (const entry of this.#sites.values()) if (entry.compiled !== null) yield entry.compiled;
   }
 
   /** The distinct Site objects of this table. */
   sites(): IterableIterator<Site> {
-    return this.#compiled.size > 0 ? this.#compiled.keys() : new Set(this.routes.map((r) => r.site)).values();
+    return this.#sites.keys();
   }
 
-  /** Whether this table holds `compiled` (to close the compiled sites a swap dropped); O(1). */
-  holds(compiled: CompiledSite): boolean {
-    return this.#compiledSet.has(compiled);
+  /** The reverse-proxy handlers of this table's sites (the site's own and its `handle` blocks'). */
+  handlers(): ReadonlySet<ReverseProxyHandler> {
+    return this.#handlers;
   }
 
-  /** The Site objects compiled for this table rather than reused from the table it replaced. */
-  freshSites(): readonly Site[] {
-    return this.#fresh;
+  /** Adds or replaces the route of `spec`'s domain; returns the lowercase domain. */
+  #put(spec: RouteSpec, sitePorts: ReadonlyMap<string, number> | undefined, out: Changes): string {
+    const domain = spec.domain.toLowerCase();
+    const sitePort = sitePorts?.get(domain) ?? null;
+    const old = this.get(domain);
+    if (
+      old !== undefined &&
+      old.site === spec.site &&
+      old.origin === spec.origin &&
+      old.source === spec.source &&
+      old.sitePort === sitePort
+    ) {
+      return domain;
+    }
+    // Acquire before release: a route replaced with the same Site object keeps its compiled site.
+    const compiled = this.#acquire(spec.site, out);
+    const route: Route = {
+      domain,
+      origin: spec.origin,
+      source: spec.source,
+      site: spec.site,
+      compiled,
+      httpsSite: isHttpsSite(spec.site, domain),
+      sitePort,
+    };
+    if (domain.startsWith('*.')) this.#wildcard.set(domain.slice(2), route);
+    else this.#exact.set(domain, route);
+    if (sitePort !== null) this.#pinned++;
+    if (old !== undefined) this.#release(old, out);
+    return domain;
   }
+
+  #delete(domain: string, out: Changes): void {
+    const old = this.get(domain);
+    if (old === undefined) return;
+    if (domain.startsWith('*.')) this.#wildcard.delete(domain.slice(2));
+    else this.#exact.delete(domain);
+    this.#release(old, out);
+  }
+
+  #acquire(site: Site, out: Changes): CompiledSite | null {
+    const entry = this.#sites.get(site);
+    if (entry !== undefined) {
+      entry.refs++;
+      return entry.compiled;
+    }
+    const compiled = this.#compile === undefined ? null : this.#compile(site);
+    this.#sites.set(site, { compiled, refs: 1 });
+    for (const handler of proxyHandlers(site)) {
+      const refs = this.#handlerRefs.get(handler) ?? 0;
+      this.#handlerRefs.set(handler, refs + 1);
+      if (refs === 0) this.#handlers.add(handler);
+    }
+    if (this.#compile !== undefined) out.fresh.push(site);
+    return compiled;
+  }
+
+  /** Lets go of a route that left the table: its site, when no other route uses it. */
+  #release(route: Route, out: Changes): void {
+    if (route.sitePort !== null) this.#pinned--;
+    const entry = this.#sites.get(route.site);
+    if (entry === undefined || --entry.refs > 0) return;
+    this.#sites.delete(route.site);
+    for (const handler of proxyHandlers(route.site)) {
+      const refs = (this.#handlerRefs.get(handler) ?? 1) - 1;
+      if (refs > 0) {
+        this.#handlerRefs.set(handler, refs);
+      } else {
+        this.#handlerRefs.delete(handler);
+        this.#handlers.delete(handler);
+      }
+    }
+    out.droppedSites.push(route.site);
+    if (entry.compiled !== null) out.dropped.push(entry.compiled);
+  }
+}
+
+/** The reverse-proxy handlers of a site: its own and its `handle` blocks'. */
+export function proxyHandlers(site: Site): ReverseProxyHandler[] {
+  const handlers: ReverseProxyHandler[] = [];
+  if (site.handler?.kind === 'reverse_proxy') handlers.push(site.handler);
+  for (const block of site.handles) if (block.handler?.kind === 'reverse_proxy') handlers.push(block.handler);
+  return handlers;
 }
 
 /** A Host header value lowercased, without port, IPv6 brackets removed. */

@@ -6,6 +6,7 @@ import type { Config, RouteSpec } from '../model/index.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
 import { isHttpsSite } from '../redirect.js';
+import { changesFrom, type RouteChanges } from '../route-table.js';
 import { compileSite, type RateLimitCounter } from '../site-handler.js';
 import {
   type CertificateStore,
@@ -14,7 +15,7 @@ import {
   MemoryCertificateStore,
 } from '../tls/certificate-store.js';
 import type { AlpnChallengeResponder } from '../tls/handshake.js';
-import { sitePortsOf } from './site-ports.js';
+import { SitePortTable } from './site-ports.js';
 
 /** A bound listener address. */
 export interface ListenerAddress {
@@ -120,9 +121,13 @@ export class DataPlane {
   #httpAddress: ListenerAddress = { host: '', port: 0 };
   #httpsAddress: ListenerAddress | null = null;
   #httpsOpening = false;
-  /** The routes served now and the site port each pinned one is served on (which routes use the https_port). */
+  /** The routes served now (the store's array: its changes apply to it) and their site ports. */
   #routes: readonly RouteSpec[] = [];
-  #pinned: ReadonlyMap<string, number> = new Map();
+  #ports: SitePortTable;
+  /** Lowercase domain → route, for routes with manual `tls <cert> <key>` files. */
+  readonly #manualRoutes = new Map<string, RouteSpec>();
+  /** The last scan found no route the https_port would serve: only routes changed since can want it. */
+  #httpsUnwanted = false;
 
   private constructor(
     proxy: ProxyServer,
@@ -141,6 +146,7 @@ export class DataPlane {
     this.#onCertificateError = options.onCertificateError;
     this.#alpnChallenges = options.alpnChallenges !== undefined;
     this.#external = options.certificates !== undefined;
+    this.#ports = new SitePortTable([], this.#httpPort, this.#httpsPort);
     this.sitePortAddresses = this.#sitePortAddresses;
     const caches = proxy.forwarder.caches;
     this.cache = {
@@ -163,7 +169,8 @@ export class DataPlane {
     options: DataPlaneOptions = {},
   ): Promise<DataPlane> {
     const { http_port: httpPort, https_port: httpsPort } = config.global;
-    const initial = sitePortsOf(routes, httpPort, httpsPort);
+    const ports = new SitePortTable(routes, httpPort, httpsPort);
+    const initial = ports.current;
     const conflict = initial.conflicts[0];
     if (conflict !== undefined) {
       throw new Error(
@@ -194,14 +201,15 @@ export class DataPlane {
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
     });
     const plane = new DataPlane(proxy, manual, certificates, config, options);
-    plane.#loadCertificates(routes);
+    plane.#loadCertificates(routes, undefined);
     plane.#routes = routes;
-    plane.#pinned = initial.byDomain;
+    plane.#ports = ports;
     proxy.setRoutes(routes, 1, initial.byDomain);
     try {
       const http = await proxy.listen(httpPort, plane.#bindHost);
       plane.#httpAddress = { host: http.address, port: http.port };
-      if (plane.#httpsWanted()) await plane.#openHttps();
+      plane.#httpsUnwanted = !plane.#httpsWanted(routes);
+      if (!plane.#httpsUnwanted) await plane.#openHttps();
       for (const { port, tls, domain } of initial.ports.values()) {
         plane.#listening.set(port, tls);
         await plane.#openSitePort(port, tls, domain);
@@ -234,13 +242,30 @@ export class DataPlane {
   }
 
   /**
-   * Publishes a new route set; requests in flight finish on the old table.
-   * Opens the site ports it names for the first time and, when it is not
-   * open yet and now wanted (see {@link certificatesChanged}), the
-   * https_port listener (failures go to `onSitePortError`).
+   * Publishes a new route set; requests in flight finish on the route they
+   * matched. Opens the site ports it names for the first time and, when it
+   * is not open yet and now wanted (see {@link certificatesChanged}), the
+   * https_port listener (failures go to `onSitePortError`). A route array
+   * published by the route store carries what changed since the one before
+   * (`RouteChanges`): when that one is the array served now, the update
+   * costs O(changed routes); otherwise every route is compared, O(n).
    */
   setRoutes(routes: readonly RouteSpec[], version: number): void {
-    const ports = sitePortsOf(routes, this.#httpPort, this.#httpsPort);
+    const changes = changesFrom(this.#routes, routes);
+    const portsChanged =
+      changes === undefined ? this.#ports.reset(routes) : this.#ports.apply(changes.upserted, changes.removed);
+    if (portsChanged) this.#openSitePorts();
+    this.#loadCertificates(routes, changes);
+    this.#routes = routes;
+    // Pins of unchanged routes moved: the table compares every route.
+    const incremental = portsChanged ? undefined : changes;
+    this.#proxy.setRoutes(routes, version, this.#ports.current.byDomain, incremental);
+    this.#openHttpsWhenWanted(incremental?.upserted);
+  }
+
+  /** Reports site-port conflicts and opens the site ports not open yet. */
+  #openSitePorts(): void {
+    const ports = this.#ports.current;
     const report = this.#report;
     for (const c of ports.conflicts) {
       report(new Error(`site port ${c.port}: ${c.kept} and ${c.refused} ask it for different protocols`));
@@ -258,11 +283,6 @@ export class DataPlane {
         );
       }
     }
-    this.#loadCertificates(routes);
-    this.#routes = routes;
-    this.#pinned = ports.byDomain;
-    this.#proxy.setRoutes(routes, version, ports.byDomain);
-    this.#openHttpsWhenWanted();
   }
 
   /**
@@ -295,30 +315,56 @@ export class DataPlane {
     return this.#proxy.drain(graceMs);
   }
 
-  #loadCertificates(routes: readonly RouteSpec[]): void {
-    const result = loadManualCertificates(this.#manual, routes, this.#loaded);
+  /** Reloads the manual `tls <cert> <key>` files (every route change), keeping track of which routes have them. */
+  #loadCertificates(routes: readonly RouteSpec[], changes: RouteChanges | undefined): void {
+    const manual = this.#manualRoutes;
+    if (changes === undefined) {
+      manual.clear();
+      for (const route of routes) if (route.site.tls.mode === 'manual') manual.set(route.domain.toLowerCase(), route);
+    } else {
+      for (const domain of changes.removed) manual.delete(domain);
+      for (const route of changes.upserted) {
+        if (route.site.tls.mode === 'manual') manual.set(route.domain.toLowerCase(), route);
+        else manual.delete(route.domain.toLowerCase());
+      }
+    }
+    if (manual.size === 0 && this.#loaded.size === 0) return;
+    const result = loadManualCertificates(this.#manual, [...manual.values()], this.#loaded);
     this.#loaded = result.loaded;
     for (const err of result.errors) this.#onCertificateError?.(err);
   }
 
-  /** Opens the https_port listener when it is not open and now wanted ({@link certificatesChanged}). */
-  #openHttpsWhenWanted(): void {
-    if (this.#httpsAddress !== null || this.#httpsOpening || !this.#httpsWanted()) return;
+  /**
+   * Opens the https_port listener when it is not open and now wanted
+   * ({@link certificatesChanged}). `changed`: the routes a change added or
+   * replaced; when the last scan found no route wanting it, only they (and
+   * the manual-certificate routes, whose files were reloaded) are looked at.
+   */
+  #openHttpsWhenWanted(changed?: readonly RouteSpec[]): void {
+    if (this.#httpsAddress !== null || this.#httpsOpening) return;
+    const wanted =
+      changed !== undefined && this.#httpsUnwanted
+        ? this.#httpsWanted(changed) || this.#httpsWanted(this.#manualRoutes.values())
+        : this.#httpsWanted(this.#routes);
+    this.#httpsUnwanted = !wanted;
+    if (!wanted) return;
     this.#openHttps().catch((err: unknown) => {
       this.#httpsOpening = false;
+      this.#httpsUnwanted = false;
       this.#report(new Error(`https_port ${this.#httpsPort}: ${err instanceof Error ? err.message : String(err)}`));
     });
   }
 
   /**
-   * Whether a route the https_port would serve (an HTTPS site on the main
-   * listeners) can be served there now: TLS-ALPN-01 is answered, its site
-   * is on-demand with an external store, or it has a certificate.
+   * Whether one of `routes` the https_port would serve (an HTTPS site on the
+   * main listeners) can be served there now: TLS-ALPN-01 is answered, its
+   * site is on-demand with an external store, or it has a certificate.
    */
-  #httpsWanted(): boolean {
-    for (const route of this.#routes) {
+  #httpsWanted(routes: Iterable<RouteSpec>): boolean {
+    const pinned = this.#ports.current.byDomain;
+    for (const route of routes) {
       const domain = route.domain.toLowerCase();
-      if (!isHttpsSite(route.site, domain) || this.#pinned.has(domain)) continue;
+      if (!isHttpsSite(route.site, domain) || pinned.has(domain)) continue;
       if (this.#alpnChallenges || (this.#external && route.site.tls.on_demand) || this.certificates.has(domain)) {
         return true;
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { emptySite, type RouteSpec, type Site, type SiteAddress } from '../model/index.js';
-import { servedOn, sitePortsOf } from './site-ports.js';
+import { SitePortTable, servedOn, sitePortsOf } from './site-ports.js';
 
 /** The routes a Proxyfile site block with these addresses gives (one per address host). */
 function routes(addresses: SiteAddress[], edit?: (s: Site) => void): RouteSpec[] {
@@ -49,6 +49,37 @@ describe('sitePortsOf', () => {
     const main = new Set([80, 443]);
     expect(servedOn(byDomain.get('b.test') ?? null, 9001, main)).toBe(false);
     expect(servedOn(byDomain.get('a.test') ?? null, 9001, main)).toBe(true);
+  });
+});
+
+describe('SitePortTable', () => {
+  const plain = (host: string) => routes([{ scheme: null, host, port: null }]);
+
+  it('takes a change of routes naming no site port without looking at the others', () => {
+    const pinned = routes([{ scheme: 'http', host: 'pinned.test', port: 9001 }]);
+    const table = new SitePortTable([...pinned, ...plain('a.test')], 80, 443);
+    const before = table.current;
+    expect(table.apply(plain('b.test'), ['a.test'])).toBe(false);
+    expect(table.current).toBe(before);
+    expect(Object.fromEntries(table.current.byDomain)).toEqual({ 'pinned.test': 9001 });
+  });
+
+  it('recomputes when a route naming a site port comes or goes, as sitePortsOf of the whole set', () => {
+    const a = routes([{ scheme: 'http', host: 'a.test', port: 9001 }]);
+    const b = routes([{ scheme: null, host: 'b.test', port: 9001 }]);
+    const c = routes([{ scheme: null, host: 'c.test', port: 9002 }]);
+    const table = new SitePortTable([...a, ...plain('x.test')], 80, 443);
+    expect(table.apply([...b, ...c], [])).toBe(true);
+    expect(table.current).toEqual(sitePortsOf([...a, ...b, ...c], 80, 443));
+    // The same route again (a new object, same address): nothing changed.
+    expect(table.apply(routes([{ scheme: null, host: 'c.test', port: 9002 }]), [])).toBe(false);
+    expect(table.apply([], ['a.test'])).toBe(true);
+    expect(table.current).toEqual(sitePortsOf([...b, ...c], 80, 443));
+    // c.test moves to the main listeners.
+    expect(table.apply(plain('c.test'), [])).toBe(true);
+    expect(Object.fromEntries(table.current.byDomain)).toEqual({ 'b.test': 9001 });
+    expect(table.reset([...plain('x.test')])).toBe(true);
+    expect(table.current.ports.size).toBe(0);
   });
 });
 

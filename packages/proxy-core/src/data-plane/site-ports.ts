@@ -34,16 +34,14 @@ export interface SitePorts {
  * the first route's and reports the others, which are then served nowhere
  * (the Proxyfile compiler rejects this case; API routes could still produce it).
  */
-export function sitePortsOf(routes: readonly RouteSpec[], httpPort: number, httpsPort: number): SitePorts {
+export function sitePortsOf(routes: Iterable<RouteSpec>, httpPort: number, httpsPort: number): SitePorts {
   const ports = new Map<number, SitePort>();
   const byDomain = new Map<string, number>();
   const conflicts: SitePortConflict[] = [];
   for (const route of routes) {
-    const domain = route.domain.toLowerCase();
-    const address = route.site.addresses.find((a) => a.host.toLowerCase() === domain);
-    const port = address?.port ?? null;
-    if (address === undefined || port === null || port === httpPort || port === httpsPort) continue;
-    const tls = address.scheme !== 'http' && route.site.tls.mode !== 'off';
+    const named = sitePortOf(route, httpPort, httpsPort);
+    if (named === null) continue;
+    const { domain, port, tls } = named;
     const first = ports.get(port);
     if (first === undefined) ports.set(port, { port, tls, domain });
     else if (first.tls !== tls) {
@@ -55,6 +53,85 @@ export function sitePortsOf(routes: readonly RouteSpec[], httpPort: number, http
     byDomain.set(domain, port);
   }
   return { ports, byDomain, conflicts };
+}
+
+/** The site port a route names (lowercase domain, port, protocol), or null when it is served on the main listeners. */
+export function sitePortOf(route: RouteSpec, httpPort: number, httpsPort: number): SitePort | null {
+  const domain = route.domain.toLowerCase();
+  for (const address of route.site.addresses) {
+    if (address.host.toLowerCase() !== domain) continue;
+    const port = address.port;
+    if (port === null || port === httpPort || port === httpsPort) return null;
+    return { port, tls: address.scheme !== 'http' && route.site.tls.mode !== 'off', domain };
+  }
+  return null;
+}
+
+/**
+ * The site ports of a changing route set ({@link sitePortsOf} of it), kept
+ * up to date per change: it remembers the routes that name a site port,
+ * so a change costs O(changed routes), plus O(routes naming a site port)
+ * when one of those changed. Most routes (every API route) name none.
+ */
+export class SitePortTable {
+  readonly #httpPort: number;
+  readonly #httpsPort: number;
+  /** Lowercase domain → its route, for routes naming a site port, in the order first seen. */
+  readonly #named = new Map<string, RouteSpec>();
+  #current: SitePorts = { ports: new Map(), byDomain: new Map(), conflicts: [] };
+
+  constructor(routes: readonly RouteSpec[], httpPort: number, httpsPort: number) {
+    this.#httpPort = httpPort;
+    this.#httpsPort = httpsPort;
+    this.reset(routes);
+  }
+
+  /** The site ports of the routes now. */
+  get current(): SitePorts {
+    return this.#current;
+  }
+
+  /** Takes a whole route set (O(n)); true when the site ports or the pins changed. */
+  reset(routes: readonly RouteSpec[]): boolean {
+    this.#named.clear();
+    for (const route of routes) {
+      const named = sitePortOf(route, this.#httpPort, this.#httpsPort);
+      if (named !== null) this.#named.set(named.domain, route);
+    }
+    return this.#recompute();
+  }
+
+  /**
+   * Takes a change: routes added or replaced, lowercase domains removed.
+   * True when the site ports or the pins changed; false leaves `current` as it was.
+   */
+  apply(upserted: readonly RouteSpec[], removed: readonly string[]): boolean {
+    let touched = false;
+    for (const domain of removed) if (this.#named.delete(domain)) touched = true;
+    for (const route of upserted) {
+      const named = sitePortOf(route, this.#httpPort, this.#httpsPort);
+      if (named !== null) {
+        this.#named.set(named.domain, route);
+        touched = true;
+      } else if (this.#named.delete(route.domain.toLowerCase())) {
+        touched = true;
+      }
+    }
+    return touched && this.#recompute();
+  }
+
+  #recompute(): boolean {
+    const previous = this.#current;
+    this.#current = sitePortsOf(this.#named.values(), this.#httpPort, this.#httpsPort);
+    return !samePorts(previous, this.#current);
+  }
+}
+
+function samePorts(a: SitePorts, b: SitePorts): boolean {
+  if (a.ports.size !== b.ports.size || a.byDomain.size !== b.byDomain.size) return false;
+  for (const [port, p] of a.ports) if (b.ports.get(port)?.tls !== p.tls) return false;
+  for (const [domain, port] of a.byDomain) if (b.byDomain.get(domain) !== port) return false;
+  return true;
 }
 
 /**
