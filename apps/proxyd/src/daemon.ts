@@ -64,7 +64,12 @@ export interface Daemon {
   certDir: string;
   /** Re-reads the Proxyfile (SIGHUP); `undefined` when there is no Proxyfile. */
   reload: (() => Promise<ReloadResult>) | undefined;
-  close(): Promise<void>;
+  /**
+   * Stops: the listeners stop accepting, requests, streams and admin calls
+   * in flight finish within `graceMs` (default the Proxyfile's
+   * `grace_period`), then everything closes.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 function childLogging(logger: Logger): Logging {
@@ -235,7 +240,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stateDir,
     certDir,
     reload: reloader ? () => reloader.reload() : undefined,
-    async close() {
+    async close(graceMs = config.global.grace_period_ms) {
+      // The data plane drains while the admin API finishes its calls in flight.
+      const drained = serving.close(graceMs);
       await control.close();
       unwatchShadowed();
       await docker.close();
@@ -243,7 +250,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unsubscribe();
       unwatchCertificates?.();
       certificates?.close();
-      await serving.close();
+      await drained;
     },
   };
 }
@@ -259,11 +266,12 @@ interface Serving {
   certificatesChanged(): void;
   cache: CachePort;
   analytics: AnalyticsPort;
+  /** Stops: what is in flight finishes within `graceMs`, then everything closes. */
+  close(graceMs?: number): Promise<void>;
   upstreamHealth?: () => Iterable<UpstreamHealth>;
   analyticsDropped?: () => number;
   /** With workers: their metrics, one snapshot per worker that answered. */
   metricsSnapshots?: () => Promise<readonly MetricsSnapshot[]>;
-  close(): Promise<void>;
 }
 
 /** One process: the data plane, analytics, metrics and the access log here. */
@@ -316,8 +324,8 @@ async function serveHere(
     analytics: analytics.reader,
     upstreamHealth: () => dataPlane.upstreamHealth(),
     analyticsDropped: () => analytics.droppedRequests(),
-    async close() {
-      await dataPlane.close();
+    async close(graceMs = 0) {
+      await dataPlane.drain(graceMs);
       await analytics.close();
     },
   };
@@ -335,7 +343,7 @@ async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
     cache: workers.cache,
     analytics: workers.analytics,
     metricsSnapshots: () => workers.metricsSnapshots(),
-    close: () => workers.close(),
+    close: (graceMs = 0) => workers.close(graceMs),
   };
 }
 

@@ -42,12 +42,22 @@ const program = buildProgram(version, {
       workers: options.workers ?? availableParallelism(),
     });
     const serverLog = logging.forTarget('proxy::server');
+    let stopping = false;
     const stop = (signal: string) => {
-      serverLog.info({ signal }, 'shutting down');
+      if (stopping) {
+        // A second signal: exit at once, cutting what is in flight.
+        serverLog.warn({ signal }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      stopping = true;
+      serverLog.info(
+        { signal, grace_period_ms: config.global.grace_period_ms },
+        'shutting down: finishing requests in flight (send the signal again to exit now)',
+      );
       void daemon.close().then(() => process.exit(0));
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGHUP', () => {
       if (!daemon.reload) {
         logging.forTarget('proxy::config').warn('SIGHUP ignored: no Proxyfile to reload (started without --config)');

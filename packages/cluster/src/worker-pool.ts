@@ -155,10 +155,11 @@ export class WorkerPool {
   }
 
   /**
-   * Drains every worker: each is asked to stop accepting and finish the
-   * requests it serves (it exits then); after `graceMs` the rest are killed.
+   * Drains every worker: each is asked (`cluster.drain` with `graceMs`) to
+   * stop accepting and finish what it serves, and exits then; those still
+   * running after `killAfterMs` (default `graceMs`) are killed.
    */
-  async stop(graceMs = 10_000): Promise<void> {
+  async stop(graceMs = 10_000, killAfterMs = graceMs): Promise<void> {
     this.#stopping = true;
     clearTimeout(this.#spareTimer);
     if (this.#spare !== null) {
@@ -177,8 +178,8 @@ export class WorkerPool {
         const child = slot.child;
         if (child === null || child.exitCode !== null || child.signalCode !== null) return;
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        slot.channel?.request(DRAIN, { graceMs }, graceMs).catch(() => {});
-        const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        slot.channel?.request(DRAIN, { graceMs }, killAfterMs).catch(() => {});
+        const kill = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
         await exited;
         clearTimeout(kill);
       }),

@@ -94,8 +94,8 @@ export interface Workers {
   metricsSnapshots(): Promise<MetricsSnapshot[]>;
   /** The admin API's CachePort: a purge reaches every worker. */
   cache: { readonly enabled: boolean; purge(key: string): Promise<boolean> };
-  /** Drains every worker (each finishes what it serves and exits). */
-  close(): Promise<void>;
+  /** Drains every worker: each finishes what it serves within `graceMs` and exits (killed 1 s later if not). */
+  close(graceMs: number): Promise<void>;
 }
 
 /**
@@ -211,6 +211,6 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         return answers.some((had) => had);
       },
     },
-    close: () => pool.stop(),
+    close: (graceMs) => pool.stop(graceMs, graceMs + 1000),
   };
 }

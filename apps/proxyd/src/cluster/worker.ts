@@ -27,6 +27,10 @@ import { type CertificateUpdate, WorkerCertificateStore } from './worker-certifi
 // SO_REUSEPORT beside the other workers) from what the primary sends.
 
 tuneHeapForStreaming();
+// A stop is the primary's to run: a signal sent to the whole process group (Ctrl-C, systemd's
+// control-group kill) must not cut this worker's requests before the primary asks it to drain.
+process.on('SIGTERM', () => {});
+process.on('SIGINT', () => {});
 let plane: DataPlane | undefined;
 let analytics: AnalyticsWiring | undefined;
 
@@ -114,8 +118,8 @@ connectToPrimary<WorkerInit>({
     flushCompileCache();
     return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };
   },
-  async drain() {
-    await plane?.close();
+  async drain({ graceMs }) {
+    await plane?.drain(graceMs);
     await analytics?.close();
   },
 });
