@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { connect, type NetConnectOpts } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -101,5 +102,54 @@ describe('control plane listeners (issue 20)', () => {
       expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
       expect(raw, where).toMatch(/\r\n\r\n\{"error":"method not allowed"\}$/);
     }
+  });
+
+  it('warns at start when PROXY_ADMIN_TOKEN is shorter than 32 characters, without logging it', async () => {
+    const short = 'tiny-token-4567';
+    await start({ token: short });
+    const warning = lines.find((l) => String(l.msg).startsWith('PROXY_ADMIN_TOKEN is 15 characters long'));
+    expect(warning).toMatchObject({ level: 'warn', target: 'proxy::admin', token_length: 15, min_length: 32 });
+    expect(JSON.stringify(lines)).not.toContain(short);
+  });
+
+  it('gives no token warning for a token of 32 characters or more', async () => {
+    await start({ token: 'x'.repeat(32) });
+    expect(lines.filter((l) => String(l.msg).includes('PROXY_ADMIN_TOKEN'))).toEqual([]);
+  });
+
+  it('logs wrong tokens on proxy::admin::audit without the token, and locks the client out after 10', async () => {
+    await start();
+    const url = `http://127.0.0.1:${control?.adminAddress.port}/routes`;
+    for (let i = 0; i < 10; i++) {
+      const res = await fetch(url, { headers: { authorization: 'Bearer guessed-secret-value' } });
+      expect(res.status).toBe(401);
+    }
+    const locked = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(locked.status).toBe(429);
+    expect(await locked.json()).toEqual({ error: 'rate limit exceeded' });
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
+    const audit = lines.filter((l) => l.target === 'proxy::admin::audit');
+    expect(audit).toEqual([
+      expect.objectContaining({ level: 'warn', action: 'auth_failure', client: '127.0.0.1', failures: 1 }),
+      expect.objectContaining({
+        level: 'warn',
+        action: 'auth_lockout',
+        client: '127.0.0.1',
+        failures: 10,
+        retry_after: 60,
+      }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('guessed-secret-value');
+    // The operator's socket is not locked out.
+    const unix = control?.socketPath as string;
+    const overSocket = await new Promise<number>((resolve, reject) => {
+      request({ socketPath: unix, path: '/routes' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(overSocket).toBe(200);
   });
 });

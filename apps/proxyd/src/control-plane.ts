@@ -1,6 +1,7 @@
 import {
   type AnalyticsPort,
   type AuditEvent,
+  type AuthEvent,
   attachAdminServerHandlers,
   type CachePort,
   type CertificatesPort,
@@ -14,6 +15,13 @@ import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
 import type { MetricsExposition } from './metrics.js';
 import type { Reloader } from './reload.js';
+
+/**
+ * Shortest `PROXY_ADMIN_TOKEN` proxyd starts without a warning, in
+ * characters: 32 random hex characters are 128 bits (`openssl rand -hex 32`
+ * gives 64). Wrong tokens are throttled per client, not across clients.
+ */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
 
 /** The admin listeners and everything they drive. */
 export interface ControlPlane {
@@ -69,15 +77,29 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       { action: event.action, principal: event.principal, resource: event.resource },
       `${event.action} ${event.resource}`,
     );
+  // Failed authentication goes to the audit target at WARN: the client and a count, never the token.
+  const authEvents = (event: AuthEvent) =>
+    auditLog.warn(
+      { ...event },
+      event.action === 'auth_lockout'
+        ? `admin authentication: ${event.client} locked out for ${event.retry_after} s after ${event.failures} wrong tokens`
+        : `admin authentication: wrong token from ${event.client}`,
+    );
   if (options.token === undefined || options.token === '') {
     adminLog.warn(
       'PROXY_ADMIN_TOKEN is not set: every authenticated request on the TCP admin listener will be rejected (401)',
+    );
+  } else if (options.token.length < MIN_ADMIN_TOKEN_LENGTH) {
+    adminLog.warn(
+      { token_length: options.token.length, min_length: MIN_ADMIN_TOKEN_LENGTH },
+      `PROXY_ADMIN_TOKEN is ${options.token.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} random characters (e.g. openssl rand -hex 32); guesses are throttled per client, not across clients`,
     );
   }
   const app = createAdminApp({
     routes: options.store,
     token: options.token,
     audit,
+    authEvents,
     startedAt: options.startedAt,
     logger: adminLog,
     ...(options.reloader ? { reload: options.reloader } : {}),

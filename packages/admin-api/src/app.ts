@@ -4,6 +4,7 @@ import fastifyMetricsModule from 'fastify-metrics';
 import promClient, { type Registry } from 'prom-client';
 import { createAllowTable } from './allow.js';
 import { createBearerCheck } from './auth.js';
+import { type AuthEvent, type AuthThrottleOptions, clientKey, createAuthThrottle } from './auth-throttle.js';
 import { writeClientError } from './client-error.js';
 import type { AdminContext, Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
@@ -56,6 +57,18 @@ export interface AdminAppOptions {
   metricsRegistry?: Registry;
   /** Audit sink; default: INFO log line with target `proxy::admin::audit` on `logger`. */
   audit?: (event: AuditEvent) => void;
+  /**
+   * Failed-authentication sink (never given the token); default: WARN log
+   * line with target `proxy::admin::audit` on `logger`. Called for a client's
+   * first wrong token of a window and for its lockout, at most 100 times a
+   * minute in all.
+   */
+  authEvents?: (event: AuthEvent) => void;
+  /**
+   * Per-client throttle of wrong tokens over TCP (default: 10 in 60 s lock
+   * the client out for 60 s, 10 000 clients tracked; see `auth-throttle.ts`).
+   */
+  authThrottle?: Partial<AuthThrottleOptions>;
   /** Bearer token (`PROXY_ADMIN_TOKEN`); undefined or empty → every authenticated TCP request is 401. */
   token: string | undefined;
   /**
@@ -102,6 +115,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const now = options.clock ?? Date.now;
   const transport = options.transport ?? 'auto';
   const checkToken = createBearerCheck(options.token);
+  const throttle = createAuthThrottle(options.authThrottle);
   const limit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
   const limiter = createRateLimiter(limit.max, limit.windowMs);
   const socketLimit = options.socketRateLimit ?? DEFAULT_RATE_LIMIT;
@@ -130,6 +144,10 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     options.audit ??
     ((event: AuditEvent) =>
       app.log.info({ target: AUDIT_TARGET, ...event }, `audit ${event.action} ${event.resource}`));
+  const authEvents =
+    options.authEvents ??
+    ((event: AuthEvent) =>
+      app.log.warn({ target: AUDIT_TARGET, ...event }, `${event.action} ${event.client} (${event.failures} failed)`));
   const ctx: AdminContext = {
     routes: options.routes,
     analytics: options.analytics,
@@ -190,7 +208,24 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
       if (request.method === 'OPTIONS') return;
       if ((request.method === 'GET' || request.method === 'HEAD') && request.routeOptions.url === '/health') return;
       const trusted = transport === 'unix' || (transport === 'auto' && isUnixConnection(request.raw.socket));
-      if (!trusted && !checkToken(request.headers.authorization)) throw new AdminError('ADMIN_UNAUTHORIZED');
+      if (!trusted) {
+        // A locked-out client is refused before its token is even compared: a right guess must not tell (issue 20).
+        const client = clientKey(request.ip);
+        const locked = throttle.lockedFor(client, now());
+        if (locked > 0) {
+          throw new AdminError('ADMIN_AUTH_THROTTLED', undefined, { headers: { 'retry-after': String(locked) } });
+        }
+        const header = request.headers.authorization;
+        if (!checkToken(header)) {
+          // Only presented credentials count: a request without any is no guess.
+          if (header !== undefined) {
+            const event = throttle.fail(client, now());
+            if (event !== undefined) authEvents(event);
+          }
+          throw new AdminError('ADMIN_UNAUTHORIZED');
+        }
+        throttle.succeed(client);
+      }
       // The socket's window is its own: TCP clients cannot lock the operator out (issue 20).
       const wait = (trusted ? socketLimiter : limiter).take(now());
       if (wait > 0) throw new AdminError('ADMIN_RATE_LIMITED', undefined, { headers: { 'retry-after': String(wait) } });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBearerCheck } from './auth.js';
+import type { AuthEvent } from './auth-throttle.js';
 import { AUTH, TOKEN, testApp } from './memory-ports.test-helpers.js';
 
 function get(target: { socketPath: string } | { port: number }, path: string, headers: Record<string, string> = {}) {
@@ -39,7 +40,8 @@ describe('bearer check', () => {
 
 describe('authentication (spec §5)', () => {
   it('401 unauthorized without a token, with a wrong token, and for every endpoint', async () => {
-    const { app, store } = testApp();
+    // 26 wrong tokens from one client: over the failed-auth throttle's default, which has its own tests.
+    const { app, store } = testApp({ authThrottle: { maxFailures: 1_000 } });
     const cases = [
       { method: 'GET', url: '/routes' },
       { method: 'POST', url: '/routes', payload: { domain: 'a.example', upstream: '127.0.0.1:80', tls: false } },
@@ -110,6 +112,100 @@ describe('authentication (spec §5)', () => {
   it('auto: inject() (no real server) counts as TCP and needs the token', async () => {
     const { app } = testApp({ transport: 'auto' });
     expect((await app.inject({ method: 'GET', url: '/routes' })).statusCode).toBe(401);
+    await app.close();
+  });
+});
+
+describe('issue 20: wrong tokens are throttled per client and logged', () => {
+  const from = (remoteAddress: string, authorization?: string) => ({
+    method: 'GET' as const,
+    url: '/routes',
+    remoteAddress,
+    headers: authorization === undefined ? {} : { authorization },
+  });
+
+  it('10 wrong tokens in a minute lock the client out: 429 with Retry-After, even with the right token', async () => {
+    const { app, clock } = testApp();
+    for (let i = 0; i < 10; i++) {
+      expect((await app.inject(from('192.0.2.7', `Bearer guess-${i}`))).statusCode).toBe(401);
+    }
+    clock.advance(15_000);
+    for (const authorization of ['Bearer guess-10', AUTH.authorization, undefined]) {
+      const locked = await app.inject(from('192.0.2.7', authorization));
+      expect(locked.statusCode).toBe(429);
+      expect(locked.json()).toEqual({ error: 'rate limit exceeded' });
+      expect(locked.headers['retry-after']).toBe('45');
+      expect(locked.headers['access-control-allow-origin']).toBe('null');
+    }
+    // Another client is not affected, and neither is /health.
+    expect((await app.inject(from('192.0.2.8', AUTH.authorization))).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: '/health', remoteAddress: '192.0.2.7' })).statusCode).toBe(200);
+    clock.advance(45_000);
+    expect((await app.inject(from('192.0.2.7', AUTH.authorization))).statusCode).toBe(200);
+    await app.close();
+  });
+
+  it('a correct token clears earlier failures; requests without credentials are not counted', async () => {
+    const { app } = testApp();
+    for (let i = 0; i < 9; i++) await app.inject(from('192.0.2.9', 'Bearer typo'));
+    expect((await app.inject(from('192.0.2.9', AUTH.authorization))).statusCode).toBe(200);
+    for (let i = 0; i < 9; i++) expect((await app.inject(from('192.0.2.9', 'Bearer typo'))).statusCode).toBe(401);
+    for (let i = 0; i < 50; i++) expect((await app.inject(from('192.0.2.9'))).statusCode).toBe(401);
+    expect((await app.inject(from('192.0.2.9', AUTH.authorization))).statusCode).toBe(200);
+    await app.close();
+  });
+
+  it('one IPv6 /64 is one client', async () => {
+    const { app } = testApp();
+    for (let i = 0; i < 10; i++) await app.inject(from(`2001:db8:1:2::${i + 1}`, 'Bearer guess'));
+    expect((await app.inject(from('2001:db8:1:2:ffff::1', AUTH.authorization))).statusCode).toBe(429);
+    expect((await app.inject(from('2001:db8:1:3::1', AUTH.authorization))).statusCode).toBe(200);
+    await app.close();
+  });
+
+  it('logs the first failure per client and window and the lockout, never the token, to proxy::admin::audit', async () => {
+    const events: AuthEvent[] = [];
+    const { app } = testApp({ authEvents: (e) => events.push(e) });
+    for (let i = 0; i < 30; i++) await app.inject(from('192.0.2.10', 'Bearer s3cret-guess'));
+    expect(events).toEqual([
+      { action: 'auth_failure', client: '192.0.2.10', failures: 1 },
+      { action: 'auth_lockout', client: '192.0.2.10', failures: 10, retry_after: 60 },
+    ]);
+    await app.close();
+
+    // The default sink: a WARN line with the audit target on the app's logger.
+    const lines: unknown[] = [];
+    const noop = () => {};
+    const logger = {
+      level: 'info',
+      info: noop,
+      error: noop,
+      debug: noop,
+      trace: noop,
+      fatal: noop,
+      silent: noop,
+      warn: (...args: unknown[]) => lines.push(args),
+      child() {
+        return this;
+      },
+    };
+    const logged = testApp({ logger: logger as never });
+    await logged.app.inject(from('192.0.2.11', 'Bearer s3cret-guess'));
+    expect(lines).toEqual([
+      [
+        { target: 'proxy::admin::audit', action: 'auth_failure', client: '192.0.2.11', failures: 1 },
+        'auth_failure 192.0.2.11 (1 failed)',
+      ],
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('s3cret');
+    await logged.app.close();
+  });
+
+  it('the Unix socket is never throttled: its requests need no token', async () => {
+    const { app } = testApp({ transport: 'unix' });
+    for (let i = 0; i < 20; i++) {
+      expect((await app.inject(from('192.0.2.12', 'Bearer wrong'))).statusCode).toBe(200);
+    }
     await app.close();
   });
 });

@@ -37,6 +37,7 @@ export const ADMIN_ERRORS = {
   ADMIN_EXPECTATION_FAILED: { status: 417, message: 'expectation failed' },
   ADMIN_HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large' },
   ADMIN_RATE_LIMITED: { status: 429, message: 'rate limit exceeded' },
+  ADMIN_AUTH_THROTTLED: { status: 429, message: 'rate limit exceeded' },
   ADMIN_RELOAD_TOO_SOON: { status: 429, message: 'reload too soon' },
   ADMIN_SERIALIZE: { status: 500, message: 'serialize error' },
   ADMIN_INTERNAL: { status: 500, message: 'internal error' },

@@ -549,6 +549,8 @@ describe('fuzz: random and malformed admin requests against an independent oracl
       token: TOKEN,
       transport: 'tcp',
       rateLimit: { max: Number.MAX_SAFE_INTEGER, windowMs: 60_000 },
+      // The oracle predicts 401 for every wrong token; the failed-auth throttle has its own tests.
+      authThrottle: { maxFailures: Number.MAX_SAFE_INTEGER },
       analytics: memoryAnalytics([sampleSnapshot('a.example')]),
       certificates: memoryCertificates([sampleCertificate('a.example')]),
       discovery: memoryDiscovery(sampleDiscovery()),
@@ -574,6 +576,8 @@ describe('fuzz: random and malformed admin requests against an independent oracl
       token: TOKEN,
       transport: 'tcp',
       rateLimit: { max: Number.MAX_SAFE_INTEGER, windowMs: 60_000 },
+      // The oracle predicts 401 for every wrong token; the failed-auth throttle has its own tests.
+      authThrottle: { maxFailures: Number.MAX_SAFE_INTEGER },
       cache: new MemoryCache(['a.test/x']),
       reload: new ScriptedReload([]),
     });
