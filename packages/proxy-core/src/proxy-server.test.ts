@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { Transform } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from './hooks.js';
@@ -433,5 +433,36 @@ describe('drain (graceful stop)', () => {
     expect(took).toBeGreaterThanOrEqual(280);
     expect(took).toBeLessThan(1500);
     expect(await hung).toBe('ECONNRESET');
+  });
+});
+
+describe('Host lines (RFC 9112 §3.2)', () => {
+  /** Writes a raw request; resolves the status line and whether the upstream saw anything. */
+  const raw = (port: number, head: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => {
+        text += c;
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+
+  it('answers 400 to an HTTP/1.1 request with two Host lines, or none; the upstream sees nothing', async () => {
+    const up = await upstream((_req, res) => res.end('ok'));
+    const { port } = await proxy([site('a.test', [up.port]), site('b.test', [up.port])]);
+    const two = await raw(port, 'GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\nConnection: close\r\n\r\n');
+    expect(two.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(two).toContain('a request needs exactly one Host header');
+    const none = await raw(port, 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(none.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(up.urls).toEqual([]);
+    // One Host line: served; HTTP/1.0 without one: not refused for it (no route: 404).
+    const one = await raw(port, 'GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n');
+    expect(one.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    const old = await raw(port, 'GET / HTTP/1.0\r\n\r\n');
+    expect(old.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
   });
 });

@@ -89,6 +89,8 @@ const SLASH = 0x2f;
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
 const ACME_TOKEN_START = '/.well-known/acme-challenge/'.length;
 const RAW_NO_ROUTE = `HTTP/1.1 404 Not Found\r\ncontent-type: ${TEXT}\r\ncontent-length: ${NO_ROUTE.length}\r\nconnection: close\r\n\r\n${NO_ROUTE}`;
+const BAD_HOST = 'a request needs exactly one Host header\n';
+const RAW_BAD_HOST = `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_HOST.length}\r\nconnection: close\r\n\r\n${BAD_HOST}`;
 const RAW_BAD_TARGET = `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_TARGET.length}\r\nconnection: close\r\n\r\n${BAD_TARGET}`;
 
 /** What the server keeps per request for its `onRequest` record. */
@@ -420,6 +422,12 @@ export class ProxyServer {
     // for the steps after this one and the upstream request.
     const authority = req.headers[':authority'];
     if (authority !== undefined) req.headers.host = authority as string;
+    else if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && hostLines(req.rawHeaders) !== 1) {
+      // RFC 9112 §3.2: an HTTP/1.1 request with no Host line, or more than one, is answered 400
+      // (Node keeps only the first of several; which one a peer reads is how requests get smuggled).
+      refuse(req, res, socket, 400, BAD_HOST);
+      return;
+    }
     const hostHeader = req.headers.host;
     const host = hostHeader === undefined ? '' : normalizeHost(hostHeader);
     let url = req.url ?? '/';
@@ -680,6 +688,16 @@ function onResponseClose(this: CountingResponse | CountingH2Response): void {
   }
 }
 
+/** How many `Host` lines a request's raw header list holds. */
+function hostLines(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
+  return n;
+}
+
 /** Requests in flight on an HTTP/1 connection, and whether the server drains ({@link ProxyServer.drain}). */
 const kActive = Symbol('proxyd.activeRequests');
 const kDraining = Symbol('proxyd.draining');
@@ -768,15 +786,21 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
  * Turns a request or an upgrade away with 400 `bad request target` or 404
  * `no route for host`; an upgrade's socket gets the raw response and closes.
  */
-function refuse(req: IncomingMessage, res: ServerResponse | null, socket: Duplex | null, status: 400 | 404): void {
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse | null,
+  socket: Duplex | null,
+  status: 400 | 404,
+  body400 = BAD_TARGET,
+): void {
   if (res === null) {
-    socket?.end(status === 400 ? RAW_BAD_TARGET : RAW_NO_ROUTE);
+    socket?.end(status === 404 ? RAW_NO_ROUTE : body400 === BAD_TARGET ? RAW_BAD_TARGET : RAW_BAD_HOST);
     return;
   }
   if (status === 400) {
     req.resume();
-    res.writeHead(400, { 'content-type': TEXT, 'content-length': BAD_TARGET.length, connection: 'close' });
-    res.end(BAD_TARGET);
+    res.writeHead(400, { 'content-type': TEXT, 'content-length': body400.length, connection: 'close' });
+    res.end(body400);
     return;
   }
   res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
