@@ -144,6 +144,45 @@ describe('parseHostPort', () => {
   ])('rejects %j: %s', (text, problem) => expect(parseHostPort(text)).toEqual({ ok: false, problem }));
 });
 
+// Issue 20: "numeric upstream forms (`2130706433:80`, `127.1`, `0x7f.1`) are
+// accepted". A host ending in a number is a dotted-quad IPv4 address or nothing.
+describe('issue 20: numeric hosts other than a dotted quad', () => {
+  const NOT_A_QUAD = 'ends in a number but is not a dotted-quad IPv4 address (four parts 0-255, no leading zeros)';
+  it.each([
+    '2130706433',
+    '127.1',
+    '127.0.1',
+    '0x7f.1',
+    '0x7f000001',
+    '0X7F.0.0.1',
+    '0177.0.0.1',
+    '127.0.0.01',
+    '127.0.0.0x1',
+    '256.1.1.1',
+    '1.2.3.4.5',
+    'a.test.123',
+    '0x',
+  ])('refuses %j as the host of a socket address (an upstream, a listen address)', (text) => {
+    expect(parseHost(text)).toEqual({ ok: false, problem: NOT_A_QUAD });
+    expect(parseHostPort(`${text}:80`)).toEqual({
+      ok: false,
+      problem: `has a host ${JSON.stringify(text)} that ${NOT_A_QUAD}`,
+    });
+  });
+  it.each([
+    ['0.0.0.0:80', '0.0.0.0'],
+    ['255.255.255.255:1', '255.255.255.255'],
+    ['10.0.0.1:8080', '10.0.0.1'],
+    ['1.2.3.4.nip.io:80', '1.2.3.4.nip.io'],
+    ['0x7f.example:80', '0x7f.example'],
+    ['123.test:80', '123.test'],
+    ['[::ffff:127.0.0.1]:80', '::ffff:127.0.0.1'],
+  ])('still accepts %j', (text, host) => expect(parseHostPort(text)).toMatchObject({ ok: true, value: { host } }));
+  it.each(['127.1', 'a.test.123', '0'])('keeps %j a valid domain (a route matches the Host header literally)', (text) =>
+    expect(parseDomain(text)).toEqual({ ok: true, value: text }),
+  );
+});
+
 describe('parseRate', () => {
   it.each([
     ['1/s', 1],

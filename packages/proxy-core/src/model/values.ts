@@ -28,6 +28,8 @@ export const MAX_LABEL_BYTES = 63;
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const RATE = /^([1-9][0-9]{0,8})\/s$/;
+/** A label an IPv4 parser reads as a number (WHATWG URL "ends in a number"), lowercase. */
+const NUMERIC_LABEL = /^(?:[0-9]+|0x[0-9a-f]*)$/i;
 
 const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const fail = <T>(problem: string): Parsed<T> => ({ ok: false, problem });
@@ -40,8 +42,10 @@ const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 6
  * dot. Case-insensitive; the value is lowercase. Underscores are accepted as
  * DNS and Caddy accept them (`_acme-challenge.a.test`, compose service names
  * such as `my_app`). All-digit labels are accepted, so a dotted-quad IPv4
- * address is a host name too; other numeric forms (`127.1`, `2130706433`,
- * `0x7f.1`) are still accepted as names (issue 20 decides them).
+ * address is a host name too, and so are other names ending in a number
+ * (`127.1`): as a domain such a name is harmless (a route matches the Host
+ * header literally). As the host of a socket address it is not: see
+ * `parseHost`.
  */
 export function parseHostName(text: string): Parsed<string> {
   if (text.length === 0) return fail('is empty');
@@ -82,6 +86,14 @@ export function parseDomain(text: string): Parsed<string> {
  * dotted-quad IPv4 address, or an IPv6 address in brackets (`[::1]`,
  * without a zone: `%eth0` names an interface of one machine only). The
  * value is lowercase, without brackets.
+ *
+ * A host whose last label is a number (digits, or `0x` and hex digits) must
+ * be exactly a dotted-quad IPv4 address (four decimal parts 0-255 without
+ * leading zeros). `2130706433`, `127.1`, `0x7f.1`, `0177.0.0.1` are what
+ * `inet_aton` (and so the resolver an upstream connect goes through) reads
+ * as 127.0.0.1, a spelling nobody means and address filters miss; no DNS
+ * name ends in a number (RFC 3696 §2; a URL parser treats such a host as
+ * IPv4, WHATWG "ends in a number"). Issue 20.
  */
 export function parseHost(text: string): Parsed<string> {
   if (text.length === 0) return fail('is empty');
@@ -92,6 +104,9 @@ export function parseHost(text: string): Parsed<string> {
   }
   if (text.includes(':')) return fail('is an IPv6 address outside brackets (write e.g. [::1]:8080)');
   if (isIPv4(text)) return ok(text);
+  if (NUMERIC_LABEL.test(text.slice(text.lastIndexOf('.') + 1))) {
+    return fail('ends in a number but is not a dotted-quad IPv4 address (four parts 0-255, no leading zeros)');
+  }
   return parseHostName(text);
 }
 
