@@ -67,6 +67,10 @@ describe('forwardedFor', () => {
         'x',
         'Keep-Alive',
         'timeout=5',
+        'X_Forwarded_For',
+        '6.6.6.6',
+        'x_drop',
+        'y',
       ];
       const req = request(peer, raw);
       const forwarded = forwardedFor(req, ctx, trusting);
@@ -75,6 +79,7 @@ describe('forwardedFor', () => {
       expect(req.headers).toEqual(http);
       expect(http['x-drop']).toBeUndefined();
       expect(http['keep-alive']).toBeUndefined();
+      expect(Object.keys(http).filter((name) => name.includes('_'))).toEqual([]);
       expect(http['x-site']).toBe('one');
     }
   });

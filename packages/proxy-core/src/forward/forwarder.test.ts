@@ -37,6 +37,31 @@ describe('the upstream request head', () => {
     expect(seen?.headers.connection).toBe('keep-alive');
   });
 
+  // Issue 20: "a header spelled `X_Forwarded_For` is forwarded". Upstreams
+  // that map header names to variables (CGI, PHP) read it as X-Forwarded-For.
+  it('drops client header names with an underscore (nginx underscores_in_headers off), not its own X-Forwarded-*', async () => {
+    const up = await upstream();
+    const route = site('a.test', [up.port], (s) => {
+      if (s.handler?.kind !== 'reverse_proxy') return;
+      s.handler.header_up = [{ op: 'set', name: 'X_Operator', value: 'kept' }];
+    });
+    const { port } = await proxy([route]);
+    const reply = await rawExchange(
+      port,
+      'GET / HTTP/1.1\r\nHost: a.test\r\nX_Forwarded_For: 6.6.6.6\r\nx_forwarded_proto: ftp\r\n' +
+        'X-Real_IP: 6.6.6.6\r\n_: x\r\nMy-Header: kept\r\nConnection: close\r\n\r\n',
+      300,
+    );
+    expect(reply).toMatch(/^HTTP\/1\.1 200/);
+    const headers = up.seen[0]?.headers ?? {};
+    expect(Object.keys(headers).filter((name) => name.includes('_'))).toEqual(['x_operator']);
+    expect(headers.x_operator).toBe('kept');
+    expect(headers['my-header']).toBe('kept');
+    expect(headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(headers['x-forwarded-proto']).toBe('http');
+    expect(headers['x-forwarded-host']).toBe('a.test');
+  });
+
   it('applies header_up set, add and delete after the client lines', async () => {
     const up = await upstream();
     const route = site('a.test', [up.port], (s) => {

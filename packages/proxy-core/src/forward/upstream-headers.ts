@@ -46,7 +46,8 @@ for (const name of [...HOP_BY_HOP_NAMES, 'expect', 'x-forwarded-for', 'x-forward
  * Dropped: hop-by-hop headers (RFC 9110 §7.6.1) and every header the
  * client's `Connection` names (so a client's `Connection: close` never
  * reaches the upstream, whose connection stays pooled); `Expect` (the proxy
- * answers `100 Continue` itself when it forwards the body). Set:
+ * answers `100 Continue` itself when it forwards the body); every name
+ * with an underscore (see {@link hasUnderscore}). Set:
  * `X-Forwarded-For` (one line), `X-Forwarded-Proto` and `X-Forwarded-Host`
  * (a trusted proxy's own values are kept). A chunked request body stays
  * chunked upstream. `header_up` runs last. Original name case and repeated
@@ -85,6 +86,7 @@ export function buildUpstreamHeaders(
     const first = name.charCodeAt(0) | 0x20;
     // Pseudo-headers, Host and Cookie lines of an HTTP/2 request (written above).
     if (h2 && (first === 0x3a || (name.length <= 6 && H2_WRITTEN.has(name.toLowerCase())))) continue;
+    if (hasUnderscore(name)) continue;
     if (CANDIDATES.has((name.length << 8) | first) || named !== null || replaced !== null) {
       const lower = name.toLowerCase();
       if (lower === 'transfer-encoding') {
@@ -120,6 +122,19 @@ export function buildUpstreamHeaders(
 
 const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
 
+/**
+ * Whether a client's request header name holds `_`: such a header is not
+ * forwarded (nginx's default, `underscores_in_headers off`). Upstreams that
+ * map headers to variables (CGI, PHP, many frameworks: `X-Forwarded-For` →
+ * `HTTP_X_FORWARDED_FOR`) read `X_Forwarded_For` as the same name, so a
+ * client could spoof the proxy's own `X-Forwarded-*` or an auth header a
+ * `header_up … delete` removed. `header_up` ops are the operator's and
+ * are sent as written.
+ */
+function hasUnderscore(name: string): boolean {
+  return name.includes('_');
+}
+
 /** Lines of an HTTP/2 request that {@link buildUpstreamHeaders} writes itself, once. */
 const H2_WRITTEN = new Set(['host', 'cookie']);
 
@@ -149,7 +164,8 @@ function connectionTokens(value: string): ReadonlySet<string> | null {
 /**
  * The WebSocket form of {@link buildUpstreamHeaders}: edits `req.headers`
  * in place (http-proxy-3's `ws` pass copies them), with the same rules —
- * hop-by-hop headers out (the caller puts `Connection` and `Upgrade` back),
+ * hop-by-hop headers and names with `_` out (the caller puts `Connection`
+ * and `Upgrade` back),
  * a chunked body stays chunked, `X-Forwarded-*` from `forwarded`, then
  * `header_up`.
  */
@@ -157,6 +173,11 @@ export function editUpstreamHeaders(req: IncomingMessage, forwarded: ForwardedFo
   const headers = req.headers;
   const chunked = headers['transfer-encoding'] !== undefined;
   stripHopByHop(headers, req.rawHeaders);
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (hasUnderscore(name)) delete headers[name.toLowerCase()];
+  }
   // Without Content-Length a streamed body must stay chunked on the upstream hop.
   if (chunked && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
   headers['x-forwarded-for'] = forwarded.forwardedFor;
