@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { request } from './proxyd.js';
 
-/** The admin token e2e tests start proxyd with (`PROXY_ADMIN_TOKEN`). */
-export const ADMIN_TOKEN = 'e2e-admin-token';
+/** The admin token e2e tests start proxyd with (`PROXY_ADMIN_TOKEN`; 32 characters: a shorter one makes it warn at start). */
+export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 
 /** One admin API call over TCP with the e2e token; `body` is sent as JSON. */
 export function adminCall(
