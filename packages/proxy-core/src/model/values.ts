@@ -36,6 +36,8 @@ const fail = <T>(problem: string): Parsed<T> => ({ ok: false, problem });
 /** Quotes a part of the value inside a problem, cut to 64 characters. */
 const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /**
  * A host name: labels of 1-63 letters, digits, `-` or `_`, neither starting
  * nor ending with `-`, joined by `.`; at most 253 characters; no trailing
@@ -50,6 +52,9 @@ const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 6
 export function parseHostName(text: string): Parsed<string> {
   if (text.length === 0) return fail('is empty');
   if (text.length > MAX_DOMAIN_BYTES) return fail(`is longer than ${MAX_DOMAIN_BYTES} characters`);
+  // Before lowercasing: `toLowerCase` maps some non-ASCII letters to ASCII ones (U+212A KELVIN SIGN → "k").
+  if (NON_ASCII.test(text))
+    return fail('has a character outside ASCII (write an internationalized name in its xn-- form)');
   const name = text.toLowerCase();
   for (const label of name.split('.')) {
     if (label.length === 0) return fail('has an empty label');
