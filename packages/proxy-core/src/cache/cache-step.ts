@@ -103,7 +103,7 @@ export class CacheFill implements ResponseObserver {
     const lifetime = cacheLifetimeMs(status, headers, this.cache.ttlMs);
     if (lifetime > 0) {
       const key = cacheKeyFor(this.key, headers['content-encoding']);
-      collectForCache(this.cache, key, upstream, { ...headers }, status, lifetime);
+      collectForCache(this.cache, key, upstream, headers, status, lifetime);
     }
     headers['x-cache'] = 'MISS';
   }
@@ -113,15 +113,20 @@ function collectForCache(
   cache: ResponseCache,
   key: string,
   proxyRes: IncomingMessage,
-  headers: IncomingHttpHeaders,
+  upstreamHeaders: IncomingHttpHeaders,
   status: number,
   lifetimeMs: number,
 ): void {
-  const declared = Number(headers['content-length'] ?? 0);
-  const ageHeader = Number.parseInt(String(headers.age ?? '0'), 10);
+  const declared = Number(upstreamHeaders['content-length'] ?? 0);
+  const ageHeader = Number.parseInt(String(upstreamHeaders.age ?? '0'), 10);
   const age = Number.isFinite(ageHeader) && ageHeader > 0 ? ageHeader : 0;
   const freshMs = lifetimeMs - age * 1000;
   if (declared > cache.maxEntryBytes || freshMs <= 0 || !cache.beginFill(key)) return;
+  // A copy before the site edits the response's headers; without `Age` (a
+  // HIT computes its own), built without `delete`, which would turn the
+  // stored object into a bigger dictionary-mode one.
+  const headers: IncomingHttpHeaders = {};
+  for (const name in upstreamHeaders) if (name !== 'age') headers[name] = upstreamHeaders[name];
   const chunks: Buffer[] = [];
   let bytes = 0;
   let abandoned = false;
@@ -140,10 +145,9 @@ function collectForCache(
   });
   proxyRes.on('end', () => {
     if (abandoned || !proxyRes.complete) return;
-    const body = Buffer.concat(chunks, bytes);
+    const body = ownedBody(chunks, bytes);
     headers['content-length'] = String(body.length);
     const now = Date.now();
-    delete headers.age;
     cache.set(key, {
       status,
       headers,
@@ -158,4 +162,20 @@ function collectForCache(
     abandon();
     cache.endFill(key, bytes);
   });
+}
+
+/**
+ * The body as one buffer that owns its memory exactly. `Buffer.concat`
+ * would put a body under 4 KiB in a slice of Node's shared 8 KiB pool slab,
+ * which the entry then keeps alive whole, whatever else the slab held; a
+ * chunk that is a view into a bigger buffer would keep that one alive. A
+ * single chunk that already owns exactly its bytes is kept as it is.
+ */
+function ownedBody(chunks: readonly Buffer[], bytes: number): Buffer {
+  const only = chunks.length === 1 ? (chunks[0] as Buffer) : null;
+  if (only !== null && only.byteOffset === 0 && only.buffer.byteLength === bytes) return only;
+  const body = Buffer.allocUnsafeSlow(bytes);
+  let at = 0;
+  for (const chunk of chunks) at += chunk.copy(body, at);
+  return body;
 }
