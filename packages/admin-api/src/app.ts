@@ -199,8 +199,16 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     installJsonBodyParser(app);
     app.setErrorHandler(adminErrorHandler);
 
-    app.addHook('onSend', async (_request, reply, payload) => {
+    app.addHook('onSend', async (request, reply, payload) => {
       reply.header(CORS_HEADER[0], CORS_HEADER[1]);
+      // An answer before the body is in (401, 413, 429…): Node would read and discard the rest to keep the
+      // connection, so a client could hold it by trickling a body nobody reads. Close it after the answer
+      // (issue 20). Node marks a body that came with the headers complete only a turn later: wait that turn.
+      // (`inject()` requests have no `complete`.)
+      if (request.raw.complete === false) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!request.raw.complete) reply.header('connection', 'close');
+      }
       return payload;
     });
 
