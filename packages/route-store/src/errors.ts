@@ -6,6 +6,8 @@ export const StoreErrorCode = {
   PERSIST_FAILED: 'STORE_PERSIST_FAILED',
   /** The state file could not be read (other than a missing or corrupt file). */
   LOAD_FAILED: 'STORE_LOAD_FAILED',
+  /** The write would take the table past its route limit (`MAX_ROUTES`); nothing of it was applied. */
+  ROUTE_LIMIT: 'STORE_ROUTE_LIMIT',
   /** The store was closed; no more writes are accepted. */
   CLOSED: 'STORE_CLOSED',
 } as const;

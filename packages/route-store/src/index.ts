@@ -11,6 +11,9 @@ export {
 } from './precedence.js';
 export { type DesiredRoute, routeHash } from './route-hash.js';
 export {
+  MAX_ROUTES,
+  ROUTE_CHANGES,
+  type RouteChanges,
   type RouteListener,
   RouteStore,
   type RouteStoreOptions,
@@ -18,5 +21,5 @@ export {
   type SnapshotOutcome,
 } from './route-store.js';
 export type { RouteSink } from './sink.js';
-export { type RecoveredState, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
+export { type RecoveredState, recordLine, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
 export { formatUpstream, parseUpstream } from './upstream.js';

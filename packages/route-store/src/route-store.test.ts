@@ -1,9 +1,10 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { DataPlane } from '@proxyd/proxy-core';
+import { defaultGlobalOptions, defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RouteStore } from './route-store.js';
+import { MAX_ROUTES, ROUTE_CHANGES, type RouteChanges, RouteStore } from './route-store.js';
 import { StateFile } from './state-file.js';
 
 let dir: string;
@@ -313,6 +314,165 @@ describe('RouteStore', () => {
       expect(domains(store)).toEqual(['a.test=10.0.0.1:2/docker']);
       await store.replaceOrigin('labels', []);
       expect(domains(store)).toEqual([]);
+    });
+  });
+
+  describe('issue 20: a write costs what it changes, not the table', () => {
+    /** `routes` wrapped so that every property read of them is counted. */
+    function watched(routes: RouteSpec[]): { routes: RouteSpec[]; reads: () => number; reset: () => void } {
+      let reads = 0;
+      const wrapped = routes.map(
+        (route) =>
+          new Proxy(route, {
+            get(target, key, receiver) {
+              reads++;
+              return Reflect.get(target, key, receiver) as unknown;
+            },
+          }),
+      );
+      return {
+        routes: wrapped,
+        reads: () => reads,
+        reset: () => {
+          reads = 0;
+        },
+      };
+    }
+
+    it('a write reads no other route: store, state file and data plane', async () => {
+      const N = 2000;
+      const file = watched(Array.from({ length: N }, (_, i) => proxyfileRoute(`p${i}.test`, 1000 + i)));
+      const store = await open(file.routes);
+      const global = defaultGlobalOptions();
+      global.http_port = 0;
+      const plane = await DataPlane.start({ global, sites: [] }, store.routes, {}, { bindHost: '127.0.0.1' });
+      try {
+        const unsubscribe = store.subscribe((routes, version) => plane.setRoutes(routes, version));
+        file.reset();
+        await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
+        await store.upsert({ domain: 'p5.test', upstream: 'h:2', tls: false, source: 'ctl' });
+        await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'b.test', upstream: 'h:3', tls: false }] });
+        await store.remove('a.test');
+        expect(store.countByOrigin()).toEqual({ proxyfile: N, labels: 0, api: 1 });
+        // p5.test left the API: the Proxyfile's route is back, read once by the data plane (it is new to it).
+        expect(file.reads()).toBeLessThan(20);
+        unsubscribe();
+      } finally {
+        await plane.close();
+      }
+    });
+
+    it('publishes each array with its changes from the one before', async () => {
+      const store = await open([proxyfileRoute('file.test', 1)]);
+      const seen: (readonly RouteSpec[])[] = [];
+      store.subscribe((routes) => seen.push(routes));
+      await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
+      await store.upsert({ domain: 'file.test', upstream: 'h:2', tls: false, source: null });
+      await store.remove('a.test');
+      // proxy-core reads them under the same registered symbol.
+      expect(ROUTE_CHANGES).toBe(Symbol.for('proxyd.routeChanges'));
+      const changes = seen.map((routes) => (routes as { [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES]);
+      expect(changes[0]).toBeUndefined();
+      for (let i = 1; i < seen.length; i++) expect(changes[i]?.base.deref()).toBe(seen[i - 1]);
+      expect(changes.slice(1).map((c) => [c?.upserted.map((r) => r.domain), c?.removed])).toEqual([
+        [['a.test'], []],
+        [['file.test'], []],
+        [[], ['a.test']],
+      ]);
+      expect(seen.at(-1)?.map((r) => `${r.domain}/${r.origin}`)).toEqual(['file.test/api']);
+      expect(Object.isFrozen(seen.at(-1))).toBe(true);
+    });
+
+    it('a failed state-file write puts the table, the file order and the publications back', async () => {
+      const store = await open([proxyfileRoute('file.test', 1)]);
+      await store.upsert({ domain: 'b.test', upstream: 'h:1', tls: false, source: null });
+      // The next temp file's name is a link into a missing directory: that write fails (and removes the link).
+      await symlink(path.join(dir, 'missing', 'x'), path.join(dir, `routes.json.tmp-${process.pid}-1`));
+      const seen: (readonly RouteSpec[])[] = [];
+      store.subscribe((routes) => seen.push(routes));
+      const failed = [
+        store.upsert({ domain: 'a.test', upstream: 'h:2', tls: false, source: null }),
+        store.upsert({ domain: 'file.test', upstream: 'h:3', tls: false, source: null }),
+        store.remove('b.test'),
+      ];
+      for (const write of failed) await expect(write).rejects.toMatchObject({ code: 'STORE_PERSIST_FAILED' });
+      expect(domains(store)).toEqual(['b.test=h:1/null', 'file.test=127.0.0.1:1/null']);
+      expect(seen).toHaveLength(1);
+      await store.upsert({ domain: 'c.test', upstream: 'h:4', tls: false, source: null });
+      const content = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as { routes: unknown[] };
+      expect(content.routes).toEqual([
+        { domain: 'b.test', upstream: 'h:1', tls: false, source: null },
+        { domain: 'c.test', upstream: 'h:4', tls: false, source: null },
+      ]);
+      const last = seen.at(-1) as RouteSpec[] & { [ROUTE_CHANGES]?: RouteChanges };
+      expect(last[ROUTE_CHANGES]?.base.deref()).toBe(seen[0]);
+      expect(last[ROUTE_CHANGES]?.upserted.map((r) => r.domain)).toEqual(['c.test']);
+    });
+
+    it('keeps the state file sorted by domain whatever the order of writes', async () => {
+      const store = await open();
+      const names = ['m', 'c', 'x', 'a', 'q', 'b'];
+      for (const name of names)
+        await store.upsert({ domain: `${name}.test`, upstream: 'h:1', tls: false, source: null });
+      await store.remove('x.test');
+      await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'k.test', upstream: 'h:2', tls: true }] });
+      const content = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as {
+        routes: { domain: string }[];
+      };
+      expect(content.routes.map((r) => r.domain)).toEqual(['a', 'b', 'c', 'k', 'm', 'q'].map((name) => `${name}.test`));
+    });
+  });
+
+  describe('the route limit', () => {
+    const route = (domain: string) => ({ domain, upstream: 'h:1', tls: false, source: null });
+    const limited = (maxRoutes: number, proxyfileRoutes: RouteSpec[] = []) =>
+      RouteStore.open({ stateFile: path.join(dir, 'routes.json'), proxyfileRoutes, maxRoutes }).then((r) => r.store);
+
+    it('is 100,000 routes by default', async () => {
+      expect(MAX_ROUTES).toBe(100_000);
+      expect((await open()).maxRoutes).toBe(100_000);
+    });
+
+    it('refuses a write that adds a route past the limit, with a clear error; replacing one still works', async () => {
+      const store = await limited(3, [proxyfileRoute('file.test', 1)]);
+      await store.upsert(route('a.test'));
+      await store.upsert(route('b.test'));
+      const refused = store.upsert(route('c.test'));
+      await expect(refused).rejects.toMatchObject({
+        code: 'STORE_ROUTE_LIMIT',
+        message:
+          'route limit reached: the table holds at most 3 routes (this write would make it 4); delete routes first',
+      });
+      await store.upsert({ ...route('a.test'), upstream: 'h:2' });
+      await store.upsert(route('file.test'));
+      expect(store.list()).toHaveLength(3);
+      await store.remove('b.test');
+      await store.upsert(route('c.test'));
+      expect(domains(store)).toEqual(['a.test=h:2/null', 'c.test=h:1/null', 'file.test=h:1/null']);
+    });
+
+    it('fails only the write over the limit in a batch of concurrent writes', async () => {
+      const store = await limited(2);
+      const results = await Promise.allSettled([
+        store.upsert(route('a.test')),
+        store.upsert(route('b.test')),
+        store.upsert(route('c.test')),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+      expect(store.list()).toHaveLength(2);
+      const { records } = await new StateFile(path.join(dir, 'routes.json')).load();
+      expect(records.map((r) => r.domain)).toEqual(['a.test', 'b.test']);
+    });
+
+    it('counts what a snapshot removes: over the limit it is refused whole', async () => {
+      const store = await limited(3);
+      await store.applySnapshot({ source: 'ctl', routes: [route('a.test'), route('b.test')] });
+      // Swaps b for c and d: 3 routes after, within the limit.
+      await store.applySnapshot({ source: 'ctl', routes: [route('a.test'), route('c.test'), route('d.test')] });
+      await expect(
+        store.applySnapshot({ source: 'ctl', routes: ['a', 'c', 'd', 'e'].map((n) => route(`${n}.test`)) }),
+      ).rejects.toMatchObject({ code: 'STORE_ROUTE_LIMIT' });
+      expect(domains(store)).toEqual(['a.test=h:1/ctl', 'c.test=h:1/ctl', 'd.test=h:1/ctl']);
     });
   });
 });

@@ -29,6 +29,23 @@ describe('StateFile', () => {
     expect(json.format).toBe(STATE_FORMAT);
   });
 
+  it('round-trips a file of several write batches, one route per line', async () => {
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    const records = Array.from({ length: 2500 }, (_, i) => ({
+      domain: `r${String(i).padStart(4, '0')}.test`,
+      upstream: `10.0.0.1:${1000 + i}`,
+      tls: i % 2 === 0,
+      source: i % 3 === 0 ? null : 'ctl',
+    }));
+    await file.write(records);
+    expect((await file.load()).records).toEqual(records);
+    const text = await readFile(file.path, 'utf8');
+    expect(text.split('\n')).toHaveLength(2500 + 3);
+    await file.write([]);
+    expect(await readFile(file.path, 'utf8')).toBe(`{"format":"${STATE_FORMAT}","routes":[\n]}\n`);
+    expect((await file.load()).records).toEqual([]);
+  });
+
   it.each([
     ['truncated JSON', '{"format":"proxyd-routes/1","routes":[{"dom'],
     ['wrong format tag', JSON.stringify({ format: 'other', routes: [] })],

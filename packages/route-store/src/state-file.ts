@@ -1,8 +1,8 @@
-import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { type FileHandle, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDomain } from '@proxyd/proxy-core/model';
 import { type Static, Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile, type Validator } from 'typebox/compile';
 import type { ApiRouteRecord } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
 import { parseUpstream } from './upstream.js';
@@ -30,6 +30,22 @@ export const StateFileContent = Type.Object(
 );
 export type StateFileContent = Static<typeof StateFileContent>;
 
+let checker: Validator<Record<string, never>, typeof StateFileContent> | null = null;
+
+/**
+ * Routes per batch a writer hands {@link StateFile.writeBatches} (~80 KB,
+ * one `writev`): the event loop runs between two batches, so writing a file
+ * of 100,000 routes never holds the data plane for long.
+ */
+export const BATCH_ROUTES = 1000;
+
+const SEPARATOR = Buffer.from(',\n');
+
+/** The state file's text of one route (a line of the file). */
+export function recordLine(record: ApiRouteRecord): string {
+  return JSON.stringify({ domain: record.domain, upstream: record.upstream, tls: record.tls, source: record.source });
+}
+
 /** What {@link StateFile.load} found when the file was unusable. */
 export interface RecoveredState {
   /** Why the file was rejected. */
@@ -42,7 +58,8 @@ export interface RecoveredState {
  * The routes file in the state directory. Writes are atomic and durable:
  * a temp file beside it is written and fsynced, renamed over the file, and
  * the directory fsynced, so a crash at any moment leaves either the old or
- * the new complete file.
+ * the new complete file. The file is one JSON document with one route per
+ * line, written chunk by chunk.
  */
 export class StateFile {
   readonly path: string;
@@ -81,13 +98,35 @@ export class StateFile {
   }
 
   /** Atomically replaces the file with `records`; resolves once durable. */
-  async write(records: readonly ApiRouteRecord[]): Promise<void> {
-    const content: StateFileContent = { format: STATE_FORMAT, routes: [...records] };
+  write(records: readonly ApiRouteRecord[]): Promise<void> {
+    const batches: Buffer[][] = [];
+    for (let at = 0; at < records.length; at += BATCH_ROUTES) {
+      batches.push(records.slice(at, at + BATCH_ROUTES).map((record) => Buffer.from(recordLine(record))));
+    }
+    return this.writeBatches(batches);
+  }
+
+  /**
+   * Atomically replaces the file with these routes, given in batches of
+   * {@link recordLine}s as UTF-8 (each batch non-empty, read lazily: the
+   * event loop runs between two); resolves once durable.
+   */
+  async writeBatches(batches: Iterable<readonly Buffer[]>): Promise<void> {
     const tmp = `${this.path}.tmp-${process.pid}-${this.#seq++}`;
     try {
       const file = await open(tmp, 'w', 0o600);
       try {
-        await file.writeFile(`${JSON.stringify(content, null, 1)}\n`, 'utf8');
+        let head = Buffer.from(`{"format":${JSON.stringify(STATE_FORMAT)},"routes":[\n`);
+        for (const batch of batches) {
+          const buffers: Buffer[] = [head];
+          for (const [i, line] of batch.entries()) {
+            if (i > 0) buffers.push(SEPARATOR);
+            buffers.push(line);
+          }
+          await writeAll(file, buffers);
+          head = SEPARATOR;
+        }
+        await writeAll(file, [head === SEPARATOR ? Buffer.from('\n]}\n') : Buffer.concat([head, Buffer.from(']}\n')])]);
         await file.sync();
       } finally {
         await file.close();
@@ -120,6 +159,19 @@ export class StateFile {
   }
 }
 
+/** Writes all of `buffers` at the file's position (one `writev` unless it is cut short). */
+async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
+  let rest = buffers;
+  while (rest.length > 0) {
+    let { bytesWritten } = await file.writev(rest);
+    let at = 0;
+    while (at < rest.length && bytesWritten >= (rest[at] as Buffer).length)
+      bytesWritten -= (rest[at++] as Buffer).length;
+    rest = rest.slice(at);
+    if (bytesWritten > 0) rest[0] = (rest[0] as Buffer).subarray(bytesWritten);
+  }
+}
+
 /** The parsed content, or the reason it is unusable. */
 function validate(text: string): StateFileContent | string {
   let json: unknown;
@@ -128,8 +180,9 @@ function validate(text: string): StateFileContent | string {
   } catch (err) {
     return `not valid JSON: ${(err as Error).message}`;
   }
-  if (!Value.Check(StateFileContent, json)) {
-    const [first] = Value.Errors(StateFileContent, json);
+  checker ??= Compile(StateFileContent);
+  if (!checker.Check(json)) {
+    const [first] = checker.Errors(json);
     return `does not match ${STATE_FORMAT}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'invalid'}`;
   }
   const seen = new Set<string>();
