@@ -1,6 +1,7 @@
 import { defaultGlobalOptions, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
 import { describe, expect, it } from 'vitest';
-import { managedNames, onDemandIssuer } from './certificates.js';
+import { CertifiedNames, managedNames, onDemandIssuer } from './certificates.js';
 
 function route(
   address: string,
@@ -79,5 +80,64 @@ describe('onDemandIssuer', () => {
     expect(onDemandIssuer(routes, global, 'fixed.example.com')).toBeNull();
     expect(onDemandIssuer(routes, global, 'tenants.example.com')).toBeNull();
     expect(onDemandIssuer(routes, { ...global, auto_https: 'off' }, 'shop.tenants.example.com')).toBeNull();
+  });
+});
+
+describe('issue 20: CertifiedNames costs what changed', () => {
+  const global = { ...defaultGlobalOptions(), on_demand_ask: 'http://127.0.0.1:9/ask' };
+
+  /** `routes` as the route store publishes it, with its changes from `base`, and a count of element reads. */
+  function published(base: readonly RouteSpec[], routes: RouteSpec[], upserted: RouteSpec[], removed: string[]) {
+    const changes: RouteChanges = { base: new WeakRef(base), upserted, removed };
+    Object.defineProperty(routes, ROUTE_CHANGES, { value: changes });
+    let reads = 0;
+    const view = new Proxy(Object.freeze(routes), {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    return { routes: view, reads: () => reads };
+  }
+
+  it('takes a published change without reading the other routes, and ends where a full computation does', () => {
+    const first = Object.freeze(Array.from({ length: 5000 }, (_, i) => route(`r${i}.example.com`, {}, 'api')));
+    const names = new CertifiedNames(global);
+    expect(names.update(first)).toBe(true);
+    const added = route('new.example.com', {}, 'api');
+    const plain = route('http://r3.example.com');
+    const onDemand = route('*.tenants.example.com', { on_demand: true });
+    const next = [...first.filter((r) => r.domain !== 'r1.example.com' && r.domain !== 'r3.example.com')];
+    next.push(added, plain, onDemand);
+    const change = published(first, next, [added, plain, onDemand], ['r1.example.com']);
+    expect(names.update(change.routes)).toBe(true);
+    expect(change.reads()).toBe(0);
+    expect(names.names()).toEqual(expect.arrayContaining(managedNames(next, global)));
+    expect(names.names()).toHaveLength(managedNames(next, global).length);
+    expect(names.onDemandIssuer('shop.tenants.example.com')).toBe('acme');
+    expect(names.onDemandIssuer('r2.example.com')).toBeNull();
+    // A change that leaves the managed names as they were: the manager is not asked.
+    const same = route('r2.example.com', {}, 'api');
+    const again = published(change.routes, [...next], [same], []);
+    expect(names.update(again.routes)).toBe(false);
+  });
+
+  it('an on-demand lookup reads no route, however many there are', () => {
+    let reads = 0;
+    const routes = Array.from({ length: 5000 }, (_, i) => {
+      const spec = route(`*.t${i}.example.com`, { on_demand: true });
+      return new Proxy(spec, {
+        get(target, key, receiver) {
+          reads++;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+    });
+    const names = new CertifiedNames(global);
+    names.update(routes);
+    reads = 0;
+    expect(names.onDemandIssuer('unknown.example.com')).toBeNull();
+    expect(names.onDemandIssuer('a.t42.example.com')).toBe('acme');
+    expect(reads).toBeLessThan(10);
   });
 });

@@ -11,6 +11,7 @@ import {
   type ManagedName,
 } from '@proxyd/certificates';
 import type { Config, GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
+import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
@@ -38,14 +39,15 @@ function wantsManagedCertificate(route: RouteSpec): boolean {
  * handshake. Empty with `auto_https off` or `disable_certs`.
  */
 export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions): ManagedName[] {
-  if (global.auto_https === 'off' || global.auto_https === 'disable_certs') return [];
-  const names = new Map<string, ManagedName['issuer']>();
-  for (const route of routes) {
-    if (!wantsManagedCertificate(route) || route.site.tls.on_demand) continue;
-    const name = route.domain.toLowerCase();
-    names.set(name, issuerFor(route, name, global));
-  }
-  return [...names].map(([name, issuer]) => ({ name, issuer }));
+  const names = new CertifiedNames(global);
+  names.update(routes);
+  return names.names();
+}
+
+/** The issuer of the managed certificate `route` wants (see {@link managedNames}), or null. */
+function managedIssuer(route: RouteSpec, global: GlobalOptions): ManagedName['issuer'] | null {
+  if (!wantsManagedCertificate(route) || route.site.tls.on_demand) return null;
+  return issuerFor(route, route.domain.toLowerCase(), global);
 }
 
 /** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
@@ -64,21 +66,80 @@ export function onDemandIssuer(
   global: GlobalOptions,
   name: string,
 ): ManagedName['issuer'] | null {
-  if (global.auto_https === 'off' || global.auto_https === 'disable_certs') return null;
-  const host = name.toLowerCase();
-  const dot = host.indexOf('.');
-  const wildcard = dot > 0 ? `*${host.slice(dot)}` : null;
-  let match: RouteSpec | undefined;
-  for (const route of routes) {
-    if (!route.site.tls.on_demand || !wantsManagedCertificate(route)) continue;
-    const domain = route.domain.toLowerCase();
-    if (domain === host) {
-      match = route;
-      break;
-    }
-    if (domain === wildcard) match ??= route;
+  const names = new CertifiedNames(global);
+  names.update(routes);
+  return names.onDemandIssuer(name);
+}
+
+/**
+ * What automatic HTTPS wants of a changing route set: the managed names
+ * ({@link managedNames}) and the on-demand routes ({@link onDemandIssuer}),
+ * kept per change. A route array from the route store carries what changed
+ * since the one before (`RouteChanges`): when that one is the array taken
+ * last, an update costs O(changed routes), else O(n); an on-demand lookup
+ * is O(1) (a handshake for an unknown name never scans the routes).
+ */
+export class CertifiedNames {
+  readonly #global: GlobalOptions;
+  readonly #off: boolean;
+  #routes: readonly RouteSpec[] = [];
+  /** Lowercase name → issuer, in the order first seen. */
+  readonly #names = new Map<string, ManagedName['issuer']>();
+  /** Lowercase domain → route, for routes with `tls { on_demand }` that want a managed certificate. */
+  readonly #onDemand = new Map<string, RouteSpec>();
+
+  constructor(global: GlobalOptions) {
+    this.#global = global;
+    this.#off = global.auto_https === 'off' || global.auto_https === 'disable_certs';
   }
-  return match === undefined ? null : issuerFor(match, host, global);
+
+  /** Takes a new route set; true when the managed names changed. */
+  update(routes: readonly RouteSpec[]): boolean {
+    const changes = (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
+    const served = this.#routes;
+    this.#routes = routes;
+    if (this.#off) return false;
+    let changed = false;
+    if (changes !== undefined && changes.base.deref() === served) {
+      for (const domain of changes.removed) {
+        this.#onDemand.delete(domain);
+        if (this.#names.delete(domain)) changed = true;
+      }
+      for (const route of changes.upserted) if (this.#take(route)) changed = true;
+      return changed;
+    }
+    changed = this.#names.size > 0;
+    this.#names.clear();
+    this.#onDemand.clear();
+    for (const route of routes) if (this.#take(route)) changed = true;
+    return changed;
+  }
+
+  /** The names to certify and who certifies each. */
+  names(): ManagedName[] {
+    return [...this.#names].map(([name, issuer]) => ({ name, issuer }));
+  }
+
+  /** Who certifies `name` on demand (see {@link onDemandIssuer}), or null. */
+  onDemandIssuer(name: string): ManagedName['issuer'] | null {
+    if (this.#off) return null;
+    const host = name.toLowerCase();
+    const dot = host.indexOf('.');
+    const match = this.#onDemand.get(host) ?? (dot > 0 ? this.#onDemand.get(`*${host.slice(dot)}`) : undefined);
+    return match === undefined ? null : issuerFor(match, host, this.#global);
+  }
+
+  /** Records what `route` wants; true when its managed name changed. */
+  #take(route: RouteSpec): boolean {
+    const domain = route.domain.toLowerCase();
+    if (route.site.tls.on_demand && wantsManagedCertificate(route)) this.#onDemand.set(domain, route);
+    else this.#onDemand.delete(domain);
+    const issuer = managedIssuer(route, this.#global);
+    if (issuer === null) return this.#names.delete(domain);
+    if (this.#names.get(domain) === issuer) return false;
+    this.#names.set(domain, issuer);
+    return true;
+  }
 }
 
 /** What the daemon holds of automatic HTTPS. */
@@ -114,7 +175,7 @@ export async function createCertificateWiring(
   const { global } = config;
   const storage = new FileStorage(options.certDir);
   const challengeTable = options.challengeTable ?? new ChallengeTable();
-  let routes: readonly RouteSpec[] = [];
+  const certified = new CertifiedNames(global);
   const caRootPem = global.acme_ca_root === null ? undefined : await readCaRoot(global.acme_ca_root);
   const directories = global.acme_ca.length > 0 ? global.acme_ca : [DEFAULT_ACME_CA];
   const acmeIssuers = directories.map(
@@ -137,15 +198,16 @@ export async function createCertificateWiring(
     challengeTable,
     ...(global.on_demand_ask === null
       ? {}
-      : { onDemand: { ask: global.on_demand_ask, allowed: (name: string) => onDemandIssuer(routes, global, name) } }),
+      : { onDemand: { ask: global.on_demand_ask, allowed: (name: string) => certified.onDemandIssuer(name) } }),
     keyType: global.key_type === 'rsa2048' ? 'rsa' : 'ecdsa',
     logger: options.logger,
   });
   return {
     manager,
     setRoutes(next) {
-      routes = next;
-      return manager.setNames(managedNames(next, global));
+      // The manager's setNames takes the whole set (O(names)): called only when a managed name changed.
+      if (!certified.update(next)) return Promise.resolve();
+      return manager.setNames(certified.names());
     },
     status: () => manager.status(),
     // An order already sent finishes in the background (its certificate is stored); shutdown does not wait for it.
