@@ -59,11 +59,20 @@ async function start(
   };
 }
 
-/** Sends raw bytes; resolves with what was read until the server closed (or "<no close>" after 2 s). */
-function exchange(target: NetConnectOpts, text: string): Promise<string> {
+/**
+ * Sends raw bytes, then `trickle.piece` every `trickle.everyMs`; resolves with what was read until the
+ * server closed (or "<no close>" after 2 s).
+ */
+function exchange(target: NetConnectOpts, text: string, trickle?: { piece: string; everyMs: number }): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(target, () => socket.write(text));
     let data = '';
+    const pieces =
+      trickle === undefined
+        ? undefined
+        : setInterval(() => {
+            if (socket.writable) socket.write(trickle.piece);
+          }, trickle.everyMs);
     const timer = setTimeout(() => {
       socket.destroy();
       resolve(`${data}<no close>`);
@@ -71,9 +80,11 @@ function exchange(target: NetConnectOpts, text: string): Promise<string> {
     socket.on('data', (c) => (data += c));
     socket.on('close', () => {
       clearTimeout(timer);
+      clearInterval(pieces);
       resolve(data);
     });
-    socket.on('error', reject);
+    // A trickle may run into the reset of a connection the server has answered and closed: the answer was read.
+    socket.on('error', trickle === undefined ? reject : () => {});
   });
 }
 
@@ -101,6 +112,22 @@ describe('control plane listeners (issue 20)', () => {
       expect(raw, where).toMatch(/^HTTP\/1\.1 405 /);
       expect(raw.toLowerCase(), where).toContain('access-control-allow-origin: null');
       expect(raw, where).toMatch(/\r\n\r\n\{"error":"method not allowed"\}$/);
+    }
+  });
+
+  it('cuts a header slowloris with a 408 on TCP and on the Unix socket, at the header timeout given', async () => {
+    const { tcp, unix } = await start({
+      adminTimeouts: { headersMs: 300, requestMs: 600, idleMs: 500, keepAliveMs: 500, checkIntervalMs: 50 },
+    });
+    for (const target of [tcp, unix]) {
+      // One header line every 100 ms, never the blank line: exchange waits 2 s, the cut is due after 0.3 s.
+      const raw = await exchange(target, 'GET /routes HTTP/1.1\r\nHost: x\r\n', {
+        piece: 'X-Pad: x\r\n',
+        everyMs: 100,
+      });
+      const where = JSON.stringify(target);
+      expect(raw, where).toMatch(/^HTTP\/1\.1 408 /);
+      expect(raw, where).toMatch(/\r\n\r\n\{"error":"request timeout"\}$/);
     }
   });
 

@@ -1,4 +1,5 @@
 import {
+  type AdminTimeouts,
   type AnalyticsPort,
   type AuditEvent,
   type AuthEvent,
@@ -54,6 +55,8 @@ export interface ControlPlaneOptions {
   logging: Logging;
   /** Process start, ms since the epoch. */
   startedAt: number;
+  /** Connection timeouts of both admin listeners, in ms (default: the admin app's `DEFAULT_ADMIN_TIMEOUTS`); for tests. */
+  adminTimeouts?: Partial<AdminTimeouts> | undefined;
 }
 
 /**
@@ -95,8 +98,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `PROXY_ADMIN_TOKEN is ${options.token.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} random characters (e.g. openssl rand -hex 32); guesses are throttled per client, not across clients`,
     );
   }
+  const timeouts = options.adminTimeouts ?? {};
   const app = createAdminApp({
     routes: options.store,
+    timeouts,
     token: options.token,
     audit,
     authEvents,
@@ -115,8 +120,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   if (options.adminSocket !== undefined) {
     try {
       socket = await listenUnixSocket(options.adminSocket, (req, res) => app.routing(req, res), {
-        // Unparsable HTTP and an unmet Expect get the envelope and CORS header, as on TCP.
-        configure: attachAdminServerHandlers,
+        // Unparsable HTTP and an unmet Expect get the envelope and CORS header, and the timeouts are those of TCP.
+        configure: (server) => attachAdminServerHandlers(server, { timeouts }),
       });
     } catch (err) {
       await app.close();

@@ -25,6 +25,7 @@ import type {
 } from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import { writeConnectRefused, writeExpectationFailed } from './server-events.js';
+import { type AdminTimeouts, applyAdminTimeouts, resolveAdminTimeouts } from './timeouts.js';
 import { type AdminTransport, isUnixConnection } from './transport.js';
 
 // fastify-metrics is CommonJS with `exports.default`: Node's ESM loader hands over the exports object.
@@ -90,6 +91,13 @@ export interface AdminAppOptions {
    * client can use up the operator's (default 60 per 60 000 ms, as `rateLimit`).
    */
   socketRateLimit?: { max: number; windowMs: number };
+  /**
+   * Connection timeouts of the app's own server, in ms (default
+   * `DEFAULT_ADMIN_TIMEOUTS`: headers 10 000, whole request 30 000, idle
+   * 10 000, keep-alive 30 000, checked every 1 000). Give the same to
+   * `attachAdminServerHandlers` for another server serving the app.
+   */
+  timeouts?: Partial<AdminTimeouts>;
 }
 
 /** The admin Fastify app. */
@@ -121,6 +129,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const socketLimit = options.socketRateLimit ?? DEFAULT_RATE_LIMIT;
   const socketLimiter = createRateLimiter(socketLimit.max, socketLimit.windowMs);
   const allow = createAllowTable(ENDPOINTS);
+  const timeouts = resolveAdminTimeouts(options.timeouts);
 
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
@@ -139,6 +148,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   // Requests Node answers before the app sees them; clientError is Fastify's clientErrorHandler above.
   app.server.on('checkExpectation', writeExpectationFailed);
   app.server.on('connect', writeConnectRefused);
+  // Fastify's defaults time nothing out but keep-alive (72 s); Node's check headers after 60 s, every 30 s (issue 20).
+  applyAdminTimeouts(app.server, timeouts);
 
   const audit =
     options.audit ??

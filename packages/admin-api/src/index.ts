@@ -48,4 +48,5 @@ export {
   SnapshotRoute,
 } from './schemas.js';
 export { attachAdminServerHandlers, writeConnectRefused, writeExpectationFailed } from './server-events.js';
+export { type AdminTimeouts, DEFAULT_ADMIN_TIMEOUTS } from './timeouts.js';
 export { type AdminTransport, isUnixConnection } from './transport.js';

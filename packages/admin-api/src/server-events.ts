@@ -5,6 +5,7 @@ import { writeClientError, writeRawAdminError } from './client-error.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { CORS_HEADER } from './error-handler.js';
 import { AdminError } from './errors.js';
+import { type AdminTimeouts, applyAdminTimeouts, resolveAdminTimeouts } from './timeouts.js';
 
 const allow = createAllowTable(ENDPOINTS);
 
@@ -52,11 +53,14 @@ export function writeConnectRefused(request: IncomingMessage, socket: Duplex): v
  * Attaches the answers to requests that never reach the app to an HTTP
  * server that serves it (`http.createServer(app.routing)`, e.g. the Unix
  * socket listener), so both listeners answer alike: unparsable HTTP
- * (`clientError` → 400/408/431), an unmet `Expect` (417) and CONNECT (405).
- * The app's own TCP server has them already.
+ * (`clientError` → 400/408/431), an unmet `Expect` (417) and CONNECT (405);
+ * and applies the app's connection timeouts (`options.timeouts`, default
+ * `DEFAULT_ADMIN_TIMEOUTS`; pass the app's own). Call it before the server
+ * listens. The app's own TCP server has all of it already.
  */
-export function attachAdminServerHandlers(server: Server): void {
+export function attachAdminServerHandlers(server: Server, options: { timeouts?: Partial<AdminTimeouts> } = {}): void {
   server.on('clientError', writeClientError);
   server.on('checkExpectation', writeExpectationFailed);
   server.on('connect', writeConnectRefused);
+  applyAdminTimeouts(server, resolveAdminTimeouts(options.timeouts));
 }

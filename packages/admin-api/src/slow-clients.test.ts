@@ -138,3 +138,72 @@ describe('an early answer that leaves the body unread closes the connection (iss
     c.destroy();
   });
 });
+
+/** Small timeouts so that every cut comes well inside `BOUND_MS`. */
+const SMALL = { headersMs: 300, requestMs: 600, idleMs: 300, keepAliveMs: 200, checkIntervalMs: 50 };
+const opts = { timeouts: SMALL };
+const attachSmall = (server: Server) => attachAdminServerHandlers(server, opts);
+
+describe('connection timeouts, after nginx (issue 20)', () => {
+  it('a connection that sends nothing is closed after the idle timeout, on TCP and on the Unix socket', async () => {
+    const { target } = await tcpApp(opts);
+    const unix = await unixApp(opts, attachSmall);
+    for (const where of [target, unix]) {
+      const c = converse(where, '');
+      expect(await c.closed, JSON.stringify(where)).not.toBe('still open');
+    }
+  });
+
+  it('header slowloris (a header line every 100 ms) is cut at the header timeout with a 408 envelope', async () => {
+    const { target } = await tcpApp(opts);
+    const unix = await unixApp(opts, attachSmall);
+    for (const where of [target, unix]) {
+      const c = converse(where, 'GET /routes HTTP/1.1\r\nHost: admin\r\n', { piece: 'X-Pad: x\r\n', everyMs: 100 });
+      expect(await c.closed, JSON.stringify(where)).not.toBe('still open');
+      expect(c.text()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(c.text()).toMatch(/\r\n\r\n\{"error":"request timeout"\}$/);
+    }
+  });
+
+  it('an authenticated body that stalls is cut at the idle timeout', async () => {
+    const { target } = await tcpApp(opts);
+    const c = converse(target, `${post(auth, 100)}{"domain":`);
+    expect(await c.closed).not.toBe('still open');
+    expect(c.text()).not.toMatch(/^HTTP\/1\.1 2/);
+  });
+
+  it('an authenticated body trickled a byte every 100 ms is cut at the request timeout with a 408', async () => {
+    const { target } = await tcpApp(opts);
+    const c = converse(target, post(auth, 65_536), { piece: ' ', everyMs: 100 });
+    const closed = await c.closed;
+    expect(closed).not.toBe('still open');
+    expect(c.text()).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('an idle keep-alive connection is closed after the keep-alive timeout (Node adds 1 s)', async () => {
+    const { target } = await tcpApp(opts);
+    const c = converse(target, 'GET /health HTTP/1.1\r\nHost: admin\r\n\r\n');
+    expect(await c.closed).not.toBe('still open');
+    expect(c.text()).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
+  it('a handler slower than the idle timeout is not cut: the app working is not the client idling', async () => {
+    const reload = {
+      reload: async () => {
+        await new Promise((r) => setTimeout(r, 1_000));
+        return { ok: true as const, message: 'reloaded' };
+      },
+    };
+    const { target } = await tcpApp({ ...opts, reload });
+    const c = converse(target, `POST /reload HTTP/1.1\r\nHost: admin\r\n${auth}Content-Length: 0\r\n\r\n`);
+    for (let i = 0; i < 250 && !c.text().includes('reloaded'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(c.text()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(c.text()).toContain('{"message":"reloaded"}');
+    c.destroy();
+  });
+
+  it('refuses timeouts that are not whole numbers > 0, and a header timeout over the request timeout', () => {
+    expect(() => testApp({ timeouts: { idleMs: 0 } })).toThrow(/idleMs/);
+    expect(() => testApp({ timeouts: { headersMs: 2_000, requestMs: 1_000 } })).toThrow(/headersMs/);
+  });
+});
