@@ -40,6 +40,10 @@ export class Exchange implements ExchangeSlot {
   released = false;
   /** A small body being collected for `DataPlaneHooks.rewriteBody`, or null. */
   whole: WholeBody | null = null;
+  /** The request body being collected before the upstream request opens (send.ts), or null. */
+  body: Buffer[] | null = null;
+  /** Bytes in {@link body}. */
+  bodyBytes = 0;
 
   constructor(
     readonly req: IncomingMessage,
@@ -63,8 +67,52 @@ export class Exchange implements ExchangeSlot {
       this.aborted = true;
       this.proxyReq?.destroy();
     }
+    if (this.body !== null) takeBody(this);
     release(this);
   }
+}
+
+/**
+ * Request bodies up to this size are read whole before the upstream request
+ * opens, bytes (64 KiB): a client that has not sent its body holds no
+ * upstream connection. A bigger body streams from its first 64 KiB on.
+ */
+export const REQUEST_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * The request bodies being collected in this process never hold more than
+ * this together, bytes (64 MiB, 1,024 full buffers); a body that would go
+ * over streams at once.
+ */
+export const REQUEST_BUFFER_TOTAL = 64 * 1024 * 1024;
+
+let bufferedTotal = 0;
+
+/** Bytes held now by every request body being collected ({@link REQUEST_BUFFER_TOTAL}). */
+export function requestBytesBuffered(): number {
+  return bufferedTotal;
+}
+
+/** Counts a chunk of a body being collected; false when the body must stream instead (over a limit). */
+export function holdBody(exchange: Exchange, chunk: Buffer): boolean {
+  (exchange.body as Buffer[]).push(chunk);
+  exchange.bodyBytes += chunk.length;
+  bufferedTotal += chunk.length;
+  return exchange.bodyBytes <= REQUEST_BUFFER_BYTES && bufferedTotal <= REQUEST_BUFFER_TOTAL;
+}
+
+/** Whether a new body may be collected (the process holds less than {@link REQUEST_BUFFER_TOTAL}). */
+export function mayHoldBody(): boolean {
+  return bufferedTotal < REQUEST_BUFFER_TOTAL;
+}
+
+/** The chunks collected so far, handed over (the exchange no longer holds them). */
+export function takeBody(exchange: Exchange): Buffer[] {
+  const chunks = exchange.body ?? [];
+  bufferedTotal -= exchange.bodyBytes;
+  exchange.body = null;
+  exchange.bodyBytes = 0;
+  return chunks;
 }
 
 /** Gives the member its slot back (once per exchange). */

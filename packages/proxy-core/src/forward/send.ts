@@ -1,7 +1,16 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import { kCloseOwned, kExchange } from '../slots.js';
-import { type Emitter, type Exchange, onClientClose, release, TEXT } from './exchange.js';
+import {
+  type Emitter,
+  type Exchange,
+  holdBody,
+  mayHoldBody,
+  onClientClose,
+  release,
+  TEXT,
+  takeBody,
+} from './exchange.js';
 import { onUpstreamResponse } from './response-pump.js';
 import { isConnectFailure, isTimeout, retriable } from './retry.js';
 
@@ -11,10 +20,70 @@ import { isConnectFailure, isTimeout, retriable } from './retry.js';
  * keep-alive agent with the head built in one pass. Returns true so no
  * other pass runs. Listeners are module functions that reach the exchange
  * through the {@link kExchange} slot (no closure per request).
+ *
+ * A request body is read first, up to `REQUEST_BUFFER_BYTES` (64 KiB), and
+ * the upstream request opens only once it has ended or outgrown that
+ * (then it streams, from what arrived): a client that trickles its body, or
+ * stops, holds no upstream connection (the listeners' body timeout cuts it,
+ * `connection-limits.ts`). Without a body (the common GET) nothing changes.
  */
 export function forwardPass(req: IncomingMessage, _res: ServerResponse, options: { exchange: Exchange }): boolean {
   const exchange = options.exchange;
-  const { member } = exchange;
+  const res = exchange.res as Emitter & ServerResponse & { [kCloseOwned]?: boolean };
+  if (exchange.proxyReq === null) {
+    // The first try (a retry keeps what the first set up).
+    res[kExchange] = exchange;
+    if (res[kCloseOwned] !== true) res.on('close', onClientClose);
+  }
+  if (!exchange.hasBody) send(exchange, null, false);
+  else if (req.readableEnded || !mayHoldBody()) {
+    // The client waits for `100 Continue` before sending its body: the
+    // access checks have passed, so ask for it now (Expect is not forwarded).
+    if (req.headers.expect !== undefined && !res.headersSent) res.writeContinue();
+    send(exchange, null, true);
+  } else collectBody(exchange);
+  return true;
+}
+
+/** Reads the request body into memory ({@link holdBody}); the upstream request waits. */
+function collectBody(exchange: Exchange): void {
+  const { req, res } = exchange;
+  if (req.headers.expect !== undefined && !res.headersSent) res.writeContinue();
+  exchange.body = [];
+  (req as Emitter & IncomingMessage)[kExchange] = exchange;
+  req.on('data', onBodyData);
+  req.on('end', onBodyEnd);
+}
+
+function onBodyData(this: Emitter & IncomingMessage, chunk: Buffer): void {
+  const exchange = this[kExchange];
+  if (exchange === undefined || exchange.body === null) return;
+  if (holdBody(exchange, chunk)) return;
+  // Too big to hold: stream it, from what arrived (pause first: no chunk is lost in between).
+  this.pause();
+  stopCollecting(this);
+  send(exchange, takeBody(exchange), true);
+}
+
+function onBodyEnd(this: Emitter & IncomingMessage): void {
+  const exchange = this[kExchange];
+  if (exchange === undefined || exchange.body === null) return;
+  stopCollecting(this);
+  send(exchange, takeBody(exchange), false);
+}
+
+function stopCollecting(req: Emitter & IncomingMessage): void {
+  req.off('data', onBodyData);
+  req.off('end', onBodyEnd);
+}
+
+/**
+ * Opens the upstream request. `head`: body chunks already read (null:
+ * none); `more`: the rest of the body is piped from the client.
+ */
+function send(exchange: Exchange, head: Buffer[] | null, more: boolean): void {
+  if (exchange.aborted) return;
+  const { member, req } = exchange;
   const address = member.address;
   const proxyReq = (member.target.protocol === 'https:' ? https : http).request({
     agent: member.agent,
@@ -26,22 +95,13 @@ export function forwardPass(req: IncomingMessage, _res: ServerResponse, options:
   });
   exchange.proxyReq = proxyReq;
   (proxyReq as Emitter & http.ClientRequest)[kExchange] = exchange;
-  (exchange.res as Emitter & ServerResponse)[kExchange] = exchange;
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);
-  const res = exchange.res as Emitter & ServerResponse & { [kCloseOwned]?: boolean };
-  if (res[kCloseOwned] !== true) res.on('close', onClientClose);
-  if (!exchange.hasBody) {
-    // No body (the common GET): end now instead of piping an empty stream;
-    // Node dumps the unread request when the response finishes.
-    proxyReq.end();
-  } else {
-    // The client waits for `100 Continue` before sending its body: the
-    // access checks have passed, so ask for it now (Expect is not forwarded).
-    if (req.headers.expect !== undefined && !exchange.res.headersSent) exchange.res.writeContinue();
-    req.pipe(proxyReq);
-  }
-  return true;
+  if (head !== null) for (const chunk of head) proxyReq.write(chunk);
+  // No body, or all of it read (the common GET): end now instead of piping;
+  // Node dumps the unread request when the response finishes.
+  if (more) req.pipe(proxyReq);
+  else proxyReq.end();
 }
 
 function onUpstreamError(this: Emitter & http.ClientRequest, err: NodeJS.ErrnoException): void {
