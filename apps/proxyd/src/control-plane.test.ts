@@ -131,6 +131,25 @@ describe('control plane listeners (issue 20)', () => {
     }
   });
 
+  it('closes a TCP connection over the per-client limit at once; the Unix socket has no such limit', async () => {
+    const { tcp, unix } = await start({ adminConnectionLimits: { perClient: 1 } });
+    const held = connect(tcp);
+    await new Promise((resolve) => held.once('connect', resolve));
+    try {
+      expect(await exchange(tcp, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')).toBe('');
+      const socketHeld = connect(unix);
+      await new Promise((resolve) => socketHeld.once('connect', resolve));
+      expect(await exchange(unix, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(
+        /^HTTP\/1\.1 200 /,
+      );
+      socketHeld.destroy();
+      const refusal = lines.find((l) => String(l.msg).startsWith('admin connection from 127.0.0.1 refused'));
+      expect(refusal).toMatchObject({ level: 'warn', target: 'proxy::admin', limit: 'per_client', per_client: 1 });
+    } finally {
+      held.destroy();
+    }
+  });
+
   it('warns at start when PROXY_ADMIN_TOKEN is shorter than 32 characters, without logging it', async () => {
     const short = 'tiny-token-4567';
     await start({ token: short });

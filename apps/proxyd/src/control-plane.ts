@@ -1,4 +1,5 @@
 import {
+  type AdminConnectionLimits,
   type AdminTimeouts,
   type AnalyticsPort,
   type AuditEvent,
@@ -57,6 +58,8 @@ export interface ControlPlaneOptions {
   startedAt: number;
   /** Connection timeouts of both admin listeners, in ms (default: the admin app's `DEFAULT_ADMIN_TIMEOUTS`); for tests. */
   adminTimeouts?: Partial<AdminTimeouts> | undefined;
+  /** Connections the TCP admin listener holds (default: the admin app's 64 per client, 1 024 in all); for tests. */
+  adminConnectionLimits?: Partial<AdminConnectionLimits> | undefined;
 }
 
 /**
@@ -102,6 +105,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const app = createAdminApp({
     routes: options.store,
     timeouts,
+    ...(options.adminConnectionLimits ? { connectionLimits: options.adminConnectionLimits } : {}),
     token: options.token,
     audit,
     authEvents,

@@ -6,6 +6,7 @@ import { createAllowTable } from './allow.js';
 import { createBearerCheck } from './auth.js';
 import { type AuthEvent, type AuthThrottleOptions, clientKey, createAuthThrottle } from './auth-throttle.js';
 import { writeClientError } from './client-error.js';
+import { type AdminConnectionLimits, limitConnections, resolveConnectionLimits } from './connection-limits.js';
 import type { AdminContext, Endpoint } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { EMPTY_DOMAIN_PATH } from './endpoints/routes-delete.js';
@@ -98,6 +99,13 @@ export interface AdminAppOptions {
    * `attachAdminServerHandlers` for another server serving the app.
    */
   timeouts?: Partial<AdminTimeouts>;
+  /**
+   * Connections the app's own server holds (default
+   * `DEFAULT_ADMIN_CONNECTION_LIMITS`: 64 per client address, 1 024 in all);
+   * one over a limit is closed as it is accepted. Not applied to other
+   * servers serving the app (the Unix socket is the operator's).
+   */
+  connectionLimits?: Partial<AdminConnectionLimits>;
 }
 
 /** The admin Fastify app. */
@@ -130,6 +138,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const socketLimiter = createRateLimiter(socketLimit.max, socketLimit.windowMs);
   const allow = createAllowTable(ENDPOINTS);
   const timeouts = resolveAdminTimeouts(options.timeouts);
+  const connectionLimits = resolveConnectionLimits(options.connectionLimits);
 
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
@@ -150,6 +159,19 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   app.server.on('connect', writeConnectRefused);
   // Fastify's defaults time nothing out but keep-alive (72 s); Node's check headers after 60 s, every 30 s (issue 20).
   applyAdminTimeouts(app.server, timeouts);
+  // A refusal is logged at most once a minute, with the count since the last line: a flood must not flood the log.
+  let refused = 0;
+  let lastRefusalLog = Number.NEGATIVE_INFINITY;
+  limitConnections(app.server, connectionLimits, ({ limit, client }) => {
+    refused++;
+    if (now() - lastRefusalLog < 60_000) return;
+    lastRefusalLog = now();
+    app.log.warn(
+      { limit, client, refused, per_client: connectionLimits.perClient, total: connectionLimits.total },
+      `admin connection from ${client} refused: over the ${limit === 'total' ? 'total' : 'per-client'} connection limit (${refused} refused since the last such line)`,
+    );
+    refused = 0;
+  });
 
   const audit =
     options.audit ??

@@ -1,6 +1,7 @@
 export { type AdminApp, type AdminAppOptions, AUDIT_TARGET, createAdminApp } from './app.js';
 export { type AuthEvent, type AuthThrottleOptions, DEFAULT_AUTH_THROTTLE } from './auth-throttle.js';
 export { writeClientError } from './client-error.js';
+export { type AdminConnectionLimits, DEFAULT_ADMIN_CONNECTION_LIMITS } from './connection-limits.js';
 export { MAX_DOMAIN_BYTES } from './domain.js';
 export { METRICS_CONTENT_TYPE } from './endpoints/metrics.js';
 export { RELOAD_COOLDOWN_MS } from './endpoints/reload.js';

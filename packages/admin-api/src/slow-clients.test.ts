@@ -207,3 +207,70 @@ describe('connection timeouts, after nginx (issue 20)', () => {
     expect(() => testApp({ timeouts: { headersMs: 2_000, requestMs: 1_000 } })).toThrow(/headersMs/);
   });
 });
+
+/** Connects (from `localAddress`, on TCP) and asks for /health: `accepted` (answered, left open) or `refused` (closed unanswered). */
+function probe(
+  target: NetConnectOpts,
+  localAddress?: string,
+): { result: Promise<'accepted' | 'refused'>; end(): void } {
+  const from = localAddress === undefined ? target : ({ ...target, localAddress } as NetConnectOpts);
+  const c = converse(from, 'GET /health HTTP/1.1\r\nHost: admin\r\n\r\n');
+  const result = (async () => {
+    for (let i = 0; i < 250; i++) {
+      if (c.text().includes('"status":"ok"')) return 'accepted' as const;
+      const closed = await Promise.race([c.closed, new Promise((r) => setTimeout(() => r('waiting'), 20))]);
+      if (closed !== 'waiting' && !c.text().includes('"status":"ok"')) return 'refused' as const;
+    }
+    return c.text().includes('"status":"ok"') ? ('accepted' as const) : ('refused' as const);
+  })();
+  return { result, end: () => c.destroy() };
+}
+
+describe('connection limits on the TCP listener (issue 20)', () => {
+  it('closes a connection over the per-client limit or the total at once, and logs it once a minute', async () => {
+    const warnings: unknown[][] = [];
+    const noop = () => {};
+    const logger = {
+      level: 'info',
+      info: noop,
+      error: noop,
+      debug: noop,
+      trace: noop,
+      fatal: noop,
+      silent: noop,
+      warn: (...args: unknown[]) => warnings.push(args),
+      child: () => logger,
+    } as unknown as NonNullable<AdminAppOptions['logger']>;
+    const { app, target } = await tcpApp({ connectionLimits: { perClient: 2, total: 3 }, logger });
+    const open = async () => new Promise<number>((resolve) => app.server.getConnections((_e, n) => resolve(n)));
+    const a1 = probe(target, '127.0.0.1');
+    const a2 = probe(target, '127.0.0.1');
+    expect([await a1.result, await a2.result]).toEqual(['accepted', 'accepted']);
+    // A third from the same address is over its limit; another address still gets in, up to the total.
+    expect(await probe(target, '127.0.0.1').result).toBe('refused');
+    const b1 = probe(target, '127.0.0.2');
+    expect(await b1.result).toBe('accepted');
+    expect(await probe(target, '127.0.0.3').result).toBe('refused');
+    // One closes: its address may connect again.
+    a1.end();
+    for (let i = 0; i < 250 && (await open()) > 2; i++) await new Promise((r) => setTimeout(r, 20));
+    const a3 = probe(target, '127.0.0.1');
+    expect(await a3.result).toBe('accepted');
+    // Two refusals, one line (the manual clock stands still): the first, per client.
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.[0]).toMatchObject({ limit: 'per_client', client: '127.0.0.1', refused: 1 });
+    for (const c of [a2, a3, b1]) c.end();
+  });
+
+  it('does not limit the Unix socket per client', async () => {
+    const unix = await unixApp({ connectionLimits: { perClient: 1, total: 1_024 } });
+    const probes = [probe(unix), probe(unix), probe(unix)];
+    expect(await Promise.all(probes.map((p) => p.result))).toEqual(['accepted', 'accepted', 'accepted']);
+    for (const p of probes) p.end();
+  });
+
+  it('refuses limits that are not whole numbers ≥ 1', () => {
+    expect(() => testApp({ connectionLimits: { perClient: 0 } })).toThrow(/perClient/);
+    expect(() => testApp({ connectionLimits: { total: 1.5 } })).toThrow(/total/);
+  });
+});
