@@ -103,6 +103,10 @@ describe('issue 20: a route change costs what changed, not the table', () => {
   const N = 10_000;
   const many = () => Array.from({ length: N }, (_, i) => route(`r${i}.test`));
 
+  it('reads the changes under the registered symbol the route store writes them with', () => {
+    expect(ROUTE_CHANGES).toBe(Symbol.for('proxyd.routeChanges'));
+  });
+
   it("updates with the store's changes without reading the unchanged routes", () => {
     const { compile, closed, compiles } = compiler();
     const first = Object.freeze(many());
