@@ -5,6 +5,14 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { ClientIpResolver } from './client-ip.js';
+import {
+  BodyWatch,
+  ConnectionLimiter,
+  hasBody,
+  http1ServerOptions,
+  LISTENER_DEFAULTS,
+  type ListenerLimits,
+} from './connection-limits.js';
 import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
@@ -80,6 +88,12 @@ export interface ProxyServerOptions {
   idleTimeoutMs?: number;
   /** HTTP/2 limits of the HTTPS listeners (defaults: `tls/http2.ts`). */
   http2?: Partial<Http2Limits>;
+  /**
+   * Timeouts and connection caps of every listener (header, body, request,
+   * keep-alive, TLS handshake; connections per client address and in
+   * total); defaults: `LISTENER_DEFAULTS` in `connection-limits.ts`.
+   */
+  limits?: Partial<ListenerLimits>;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -128,6 +142,11 @@ export class ProxyServer {
   readonly #http2: Partial<Http2Limits>;
   readonly #reusePort: boolean;
   readonly #ticketKeys: Buffer | undefined;
+  readonly #limits: Readonly<ListenerLimits>;
+  /** Connections per client address and in total, shared by every listener. */
+  readonly #connections: ConnectionLimiter;
+  /** Request bodies being received on HTTP/1 connections (body timeout, unread bodies). */
+  readonly #bodies: BodyWatch;
   readonly #servers: (http.Server | http2.Http2SecureServer)[] = [];
   /** TLS connections of the HTTPS listeners (an HTTP/2 server has no `closeAllConnections`). */
   readonly #tlsSockets = new Set<Duplex>();
@@ -169,6 +188,11 @@ export class ProxyServer {
     this.#http2 = options.http2 ?? {};
     this.#reusePort = options.reusePort ?? false;
     this.#ticketKeys = options.ticketKeys;
+    const limits = { ...LISTENER_DEFAULTS, ...options.limits };
+    this.#limits = limits;
+    const clientIp = this.#clientIp;
+    this.#connections = new ConnectionLimiter(limits, (ip) => clientIp.isTrusted(ip));
+    this.#bodies = new BodyWatch(limits);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
     this.#prepareHealthChecks(this.#table.sites());
@@ -252,8 +276,15 @@ export class ProxyServer {
   }
 
   #httpServer(): http.Server {
-    const handler = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, false);
-    const server = http.createServer({ ServerResponse: CountingResponse }, handler);
+    const bodies = this.#bodies;
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
+      if (hasBody(req)) bodies.watch(req, res);
+      this.enter(req, res, null, null, false);
+    };
+    const server = http.createServer(
+      { ...http1ServerOptions(this.#limits), ServerResponse: CountingResponse },
+      handler,
+    );
     const sockets = this.#httpSockets;
     server.on('connection', (socket: Duplex) => {
       sockets.add(socket);
@@ -277,14 +308,21 @@ export class ProxyServer {
     if (certificates === undefined) throw new Error('no certificate store configured');
     const enter = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
     const admission = new StreamAdmission(enter);
+    const bodies = this.#bodies;
+    // HTTP/2: its own limits (`tls/http2.ts`); Node resets a stream whose response ended before its body.
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       if (req.httpVersionMajor === 2) admission.admit(req, res);
-      else enter(req, res);
+      else {
+        if (hasBody(req)) bodies.watch(req, res);
+        enter(req, res);
+      }
     };
     const limits = this.#http2;
     const server = http2.createSecureServer(
       {
         ...http2ServerOptions(limits),
+        ...http1ServerOptions(this.#limits),
+        handshakeTimeout: this.#limits.handshakeTimeoutMs,
         allowHTTP1: true,
         Http1ServerResponse: CountingResponse,
         Http2ServerResponse: CountingH2Response as never,
@@ -363,6 +401,8 @@ export class ProxyServer {
 
   #start(server: http.Server | http2.Http2SecureServer, port: number, host: string): Promise<AddressInfo> {
     const secure = server instanceof tls.Server;
+    // First: a connection over a cap is closed before HTTP or TLS sees it.
+    server.prependListener('connection', this.#connections.onConnection);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
       this.#upgraded.add(socket);

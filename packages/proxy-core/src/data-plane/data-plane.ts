@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
+import type { ListenerLimits } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { Config, RouteSpec } from '../model/index.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
@@ -71,6 +72,13 @@ export interface DataPlaneOptions {
    * disable_redirects`: such requests are served over HTTP.
    */
   redirects?: boolean;
+  /**
+   * Timeouts and connection caps of every listener: header, body (and its
+   * minimum rate), request, keep-alive and TLS handshake timeouts,
+   * connections per client address and in total. Defaults (nginx's range):
+   * `LISTENER_DEFAULTS` in `connection-limits.ts`.
+   */
+  limits?: Partial<ListenerLimits>;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
@@ -199,6 +207,7 @@ export class DataPlane {
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
     const plane = new DataPlane(proxy, manual, certificates, config, options);
     plane.#loadCertificates(routes, undefined);
