@@ -37,6 +37,11 @@ interface Pending {
   type: string;
 }
 
+/** Whether the peer is still there (read after a send, which may have found it gone). */
+function stillConnected(endpoint: IpcEndpoint): boolean {
+  return endpoint.connected !== false;
+}
+
 function isWire(message: unknown): message is Wire {
   return typeof message === 'object' && message !== null && 'k' in message;
 }
@@ -129,12 +134,18 @@ export class Channel {
     return this.#pending.size;
   }
 
+  /**
+   * Sends or queues `message`; false when the peer is gone. (`send` itself
+   * also answers false for a message it only queued behind others, a big
+   * route table for one: that is backpressure, not a closed channel.)
+   */
   #send(message: Wire): boolean {
     const send = this.#endpoint.send;
     if (this.#closed !== null || send === undefined || this.#endpoint.connected === false) return false;
     try {
       // The callback swallows an EPIPE from a peer that exits meanwhile (its 'exit' handles it).
-      return send.call(this.#endpoint, message, () => {});
+      send.call(this.#endpoint, message, () => {});
+      return stillConnected(this.#endpoint);
     } catch {
       return false;
     }

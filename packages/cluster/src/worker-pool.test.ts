@@ -48,6 +48,15 @@ describe('WorkerPool', () => {
     for (const a of answers) expect(a.seen).toEqual(['init:v1', 'note:routes-v2']);
   });
 
+  it('carries messages bigger than the IPC buffer (a large route table), queued, not refused', async () => {
+    const big = 'r'.repeat(8 * 1024 * 1024);
+    const pool = await start({ count: 2, init: () => ({ state: big.slice(0, 10), padding: big }) });
+    await pool.broadcast('note', big, 20_000);
+    const answers = await pool.gather<{ seen: string[] }>('seen', null, 20_000);
+    expect(answers).toHaveLength(2);
+    for (const a of answers) expect(a.seen.map((x) => x.length)).toEqual([15, 5 + big.length]);
+  });
+
   it('notifies every worker but the one a message came from', async () => {
     const pool = await start({ count: 3, init: () => ({ state: 'v' }) });
     pool.notify('note', 'from-1', 1);
