@@ -49,62 +49,144 @@ describe('StateFile', () => {
   it.each([
     ['truncated JSON', '{"format":"proxyd-routes/1","routes":[{"dom'],
     ['wrong format tag', JSON.stringify({ format: 'other', routes: [] })],
-    [
-      'a field of the wrong type',
-      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a', upstream: 'x:1', tls: 'yes', source: null }] }),
-    ],
-    [
-      'an invalid upstream',
-      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a', upstream: 'nope', tls: false, source: null }] }),
-    ],
-    [
-      'a duplicate domain',
-      JSON.stringify({
-        format: STATE_FORMAT,
-        routes: [
-          { domain: 'a', upstream: 'h:1', tls: false, source: null },
-          { domain: 'a', upstream: 'h:2', tls: false, source: null },
-        ],
-      }),
-    ],
-    [
-      'a domain the model refuses (empty label)',
-      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a..b', upstream: 'h:1', tls: false, source: null }] }),
-    ],
-    [
-      'a domain the model refuses (wildcard not leading)',
-      JSON.stringify({
-        format: STATE_FORMAT,
-        routes: [{ domain: 'a.*.b', upstream: 'h:1', tls: false, source: null }],
-      }),
-    ],
-    [
-      'an upstream port with a leading zero',
-      JSON.stringify({ format: STATE_FORMAT, routes: [{ domain: 'a', upstream: 'h:080', tls: false, source: null }] }),
-    ],
-  ])('sets aside a corrupt file (%s), keeps a copy and starts empty', async (_name, text) => {
+    ['routes that are not a list', JSON.stringify({ format: STATE_FORMAT, routes: { a: 1 } })],
+    ['a field beside format and routes', JSON.stringify({ format: STATE_FORMAT, routes: [], extra: true })],
+  ])('sets aside an unusable file (%s), keeps a copy and starts empty', async (_name, text) => {
     const file = new StateFile(path.join(dir, 'routes.json'));
     await writeFile(file.path, text);
     const { records, recovered } = await file.load();
     expect(records).toEqual([]);
     expect(recovered?.reason).toBeTruthy();
+    expect(recovered).toMatchObject({ kept: 0, rejected: [] });
     expect(recovered?.copy).toMatch(/routes\.json\.corrupt-/);
     expect(await readFile(recovered?.copy as string, 'utf8')).toBe(text);
     expect(await readdir(dir)).not.toContain('routes.json');
   });
 
-  it("names the domain and the model's problem when a stored domain is invalid", async () => {
-    const file = new StateFile(path.join(dir, 'routes.json'));
-    const routes = [
-      { domain: 'a.test', upstream: 'h:1', tls: false, source: null },
+  // Issue 20: "domains in the state file are not validated at start". Each
+  // route is checked as the admin API checks a write; a bad one is left out
+  // and reported, the good ones still load, and the file as it was is kept.
+  const good = { domain: 'good.test', upstream: '127.0.0.1:8080', tls: false, source: 'ctl' };
+  it.each([
+    [
+      'a field of the wrong type',
+      { domain: 'a.test', upstream: 'h:1', tls: 'yes', source: null },
+      'a.test',
+      'does not match proxyd-routes/1: /tls must be boolean',
+    ],
+    [
+      'a field the format does not have',
+      { domain: 'a.test', upstream: 'h:1', tls: false, source: null, port: 1 },
+      'a.test',
+      'does not match proxyd-routes/1: / must not have additional properties ("port")',
+    ],
+    ['a route that is not an object', 'a.test', null, 'does not match proxyd-routes/1: / must be object'],
+    [
+      'an upstream that is not host:port',
+      { domain: 'a.test', upstream: 'nope', tls: false, source: null },
+      'a.test',
+      'upstream "nope" is not host:port',
+    ],
+    [
+      'an upstream port with a leading zero',
+      { domain: 'a.test', upstream: 'h:080', tls: false, source: null },
+      'a.test',
+      'upstream "h:080" has a port "080" that has a leading zero',
+    ],
+    [
+      'a numeric upstream host',
+      { domain: 'a.test', upstream: '127.1:80', tls: false, source: null },
+      'a.test',
+      'upstream "127.1:80" has a host "127.1" that ends in a number but is not a dotted-quad IPv4 address (four parts 0-255, no leading zeros)',
+    ],
+    [
+      'a domain that repeats one before it',
+      { ...good, upstream: 'h:2' },
+      'good.test',
+      'domain "good.test" appears twice',
+    ],
+    [
+      'an empty label',
+      { domain: 'a..b', upstream: 'h:1', tls: false, source: null },
+      'a..b',
+      'domain "a..b" has an empty label',
+    ],
+    [
+      'a wildcard not leading',
+      { domain: 'a.*.b', upstream: 'h:1', tls: false, source: null },
+      'a.*.b',
+      'domain "a.*.b" has a wildcard that is not a leading "*." label',
+    ],
+    [
+      'a label starting with "-"',
       { domain: '-bad.test', upstream: 'h:1', tls: false, source: null },
-    ];
+      '-bad.test',
+      'domain "-bad.test" has a label "-bad" that is not letters, digits, "-" or "_" (or starts or ends with "-")',
+    ],
+    [
+      'an uppercase domain',
+      { domain: 'A.test', upstream: 'h:1', tls: false, source: null },
+      'A.test',
+      'domain "A.test" is not lowercase',
+    ],
+    [
+      'a non-ASCII domain',
+      { domain: '\u212a.test', upstream: 'h:1', tls: false, source: null },
+      '\u212a.test',
+      'domain "\u212a.test" is not lowercase',
+    ],
+    [
+      'a source with a space',
+      { domain: 'a.test', upstream: 'h:1', tls: false, source: 'my ctl' },
+      'a.test',
+      'source "my ctl" is not 1-128 visible ASCII characters',
+    ],
+    [
+      'an empty source',
+      { domain: 'a.test', upstream: 'h:1', tls: false, source: '' },
+      'a.test',
+      'source "" is not 1-128 visible ASCII characters',
+    ],
+  ])(
+    'leaves out a route with %s, loads the others and keeps the file as it was',
+    async (_name, bad, domain, problem) => {
+      const file = new StateFile(path.join(dir, 'routes.json'));
+      const other = { domain: 'z.test', upstream: '[::1]:443', tls: true, source: null };
+      const text = JSON.stringify({ format: STATE_FORMAT, routes: [good, bad, other] });
+      await writeFile(file.path, text);
+      const { records, recovered } = await file.load();
+      expect(records).toEqual([good, other]);
+      expect(recovered).toEqual({
+        reason: `1 of 3 routes left out: route 1: ${problem}`,
+        copy: expect.stringMatching(/routes\.json\.corrupt-/),
+        kept: 2,
+        rejected: [{ index: 1, domain, problem }],
+      });
+      // The copy is the file as it was; the file now holds the valid routes, so the next start is clean.
+      expect(await readFile(recovered?.copy as string, 'utf8')).toBe(text);
+      expect(await file.load()).toEqual({ records: [good, other], recovered: null });
+      expect((await readdir(dir)).sort()).toEqual(['routes.json', path.basename(recovered?.copy as string)]);
+    },
+  );
+
+  it('names the first three problems and counts the rest', async () => {
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    const routes = ['a..b', 'c..d', 'e..f', 'g..h', 'i..j'].map((domain) => ({
+      domain,
+      upstream: 'h:1',
+      tls: false,
+      source: null,
+    }));
     await writeFile(file.path, JSON.stringify({ format: STATE_FORMAT, routes }));
     const { records, recovered } = await file.load();
     expect(records).toEqual([]);
+    expect(recovered?.kept).toBe(0);
+    expect(recovered?.rejected.map((r) => r.domain)).toEqual(['a..b', 'c..d', 'e..f', 'g..h', 'i..j']);
     expect(recovered?.reason).toBe(
-      'domain "-bad.test" has a label "-bad" that is not letters, digits, "-" or "_" (or starts or ends with "-")',
+      '5 of 5 routes left out: route 0: domain "a..b" has an empty label; route 1: domain "c..d" has an empty label;' +
+        ' route 2: domain "e..f" has an empty label; and 2 more (see the copy)',
     );
+    expect(await readFile(file.path, 'utf8')).toBe(`{"format":"${STATE_FORMAT}","routes":[\n]}\n`);
   });
 
   it('loads wildcard, underscore and all-digit domains the model accepts', async () => {

@@ -1,36 +1,47 @@
-import { type FileHandle, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, type FileHandle, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { parseDomain } from '@proxyd/proxy-core/model';
+import { parseDomain, parseHostPort } from '@proxyd/proxy-core/model';
 import { type Static, Type } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
 import type { ApiRouteRecord } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
-import { parseUpstream } from './upstream.js';
 
 /** The format tag of the state file; bumped on an incompatible change. */
 export const STATE_FORMAT = 'proxyd-routes/1';
 
+/** One route of the state file. */
+const StateFileRoute = Type.Object(
+  {
+    domain: Type.String({ minLength: 1, maxLength: 253, description: 'Lowercase hostname or *.wildcard' }),
+    upstream: Type.String({ minLength: 3, description: 'Canonical host:port' }),
+    tls: Type.Boolean({ description: 'Connect to the upstream with TLS' }),
+    source: Type.Union([Type.String(), Type.Null()], { description: 'Owning controller tag' }),
+  },
+  { additionalProperties: false },
+);
+
 /** The state file's schema: the routes written through the admin API. */
 export const StateFileContent = Type.Object(
-  {
-    format: Type.Literal(STATE_FORMAT),
-    routes: Type.Array(
-      Type.Object(
-        {
-          domain: Type.String({ minLength: 1, maxLength: 253, description: 'Lowercase hostname or *.wildcard' }),
-          upstream: Type.String({ minLength: 3, description: 'Canonical host:port' }),
-          tls: Type.Boolean({ description: 'Connect to the upstream with TLS' }),
-          source: Type.Union([Type.String(), Type.Null()], { description: 'Owning controller tag' }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
+  { format: Type.Literal(STATE_FORMAT), routes: Type.Array(StateFileRoute) },
   { additionalProperties: false },
 );
 export type StateFileContent = Static<typeof StateFileContent>;
 
-let checker: Validator<Record<string, never>, typeof StateFileContent> | null = null;
+/** The file's frame: checked whole; its routes are then checked one by one. */
+const StateFileFrame = Type.Object(
+  { format: Type.Literal(STATE_FORMAT), routes: Type.Array(Type.Unknown()) },
+  { additionalProperties: false },
+);
+
+let frameChecker: Validator<Record<string, never>, typeof StateFileFrame> | null = null;
+let routeChecker: Validator<Record<string, never>, typeof StateFileRoute> | null = null;
+
+/** A `source` tag as the admin API accepts it (its `SOURCE_PATTERN`): 1-128 visible ASCII characters. */
+const SOURCE_TAG = /^[\x21-\x7e]{1,128}$/;
+
+/** Problems quoted in {@link RecoveredState.reason}; the rest are counted. */
+const REASON_PROBLEMS = 3;
 
 /**
  * Routes per batch a writer hands {@link StateFile.writeBatches} (~80 KB,
@@ -46,12 +57,26 @@ export function recordLine(record: ApiRouteRecord): string {
   return JSON.stringify({ domain: record.domain, upstream: record.upstream, tls: record.tls, source: record.source });
 }
 
-/** What {@link StateFile.load} found when the file was unusable. */
+/** A route of the state file that {@link StateFile.load} left out. */
+export interface RejectedRoute {
+  /** Its position in the file's `routes`, from 0. */
+  index: number;
+  /** Its domain as written, or null when it has none that is a string. */
+  domain: string | null;
+  /** Why, e.g. `domain "a..b" has an empty label`. */
+  problem: string;
+}
+
+/** What {@link StateFile.load} found when the file, or some of its routes, was unusable. */
 export interface RecoveredState {
-  /** Why the file was rejected. */
+  /** Why: the file's problem, or how many routes were left out and the first problems. */
   reason: string;
-  /** Where the rejected file was moved (kept for inspection). */
+  /** Where the file as it was is kept for inspection (never overwritten). */
   copy: string;
+  /** Routes loaded all the same: 0 when the whole file was unusable. */
+  kept: number;
+  /** The routes left out; empty when the whole file was unusable. */
+  rejected: RejectedRoute[];
 }
 
 /**
@@ -70,11 +95,21 @@ export class StateFile {
   }
 
   /**
-   * Reads the routes. A missing file is an empty set. A file that is not
-   * valid JSON, fails the schema, or holds a domain or an upstream that the
-   * model's value rules (`parseDomain`, `parseHostPort`) refuse is moved to
-   * `<file>.corrupt-<time>` (never overwritten) and reported in `recovered`;
-   * the store then starts with no API routes.
+   * Reads the routes. A missing file is an empty set. Nothing in the file
+   * is lost: whatever is set aside is kept in a copy.
+   *
+   * - A file that is not JSON, or not `{format, routes: [...]}` of this
+   *   format, is moved to `<file>.corrupt-<time>` and reported in
+   *   `recovered` (`kept` 0); the store starts with no API routes.
+   * - Otherwise each route is checked as the admin API checks a write: the
+   *   schema (`tls` a boolean, no other field), a lowercase domain the
+   *   model's `parseDomain` accepts, seen once (a repeat is left out), an
+   *   upstream `parseHostPort` accepts, a `source` of 1-128 visible ASCII
+   *   characters or null. When some fail, the file is copied to
+   *   `<file>.corrupt-<time>`, rewritten with the valid routes (so the next
+   *   start does not report them again), and `recovered` lists the ones
+   *   left out; the valid routes load.
+   *
    * Leftover temp files of an interrupted write are removed.
    */
   async load(): Promise<{ records: ApiRouteRecord[]; recovered: RecoveredState | null }> {
@@ -88,13 +123,29 @@ export class StateFile {
         cause: err,
       });
     }
-    const reason = validate(text);
-    if (typeof reason === 'string') {
-      const copy = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const checked = validate(text);
+    if (typeof checked === 'string') {
+      const copy = this.#copyName();
       await rename(this.path, copy);
-      return { records: [], recovered: { reason, copy } };
+      return { records: [], recovered: { reason: checked, copy, kept: 0, rejected: [] } };
     }
-    return { records: reason.routes, recovered: null };
+    const { records, rejected } = checked;
+    if (rejected.length === 0) return { records, recovered: null };
+    const copy = this.#copyName();
+    await copyFile(this.path, copy, constants.COPYFILE_EXCL);
+    let reason = leftOutReason(records.length + rejected.length, rejected);
+    try {
+      await this.write(records);
+    } catch (err) {
+      // The file keeps every route; the next start reports them again.
+      reason += `; the file could not be rewritten without them: ${(err as Error).message}`;
+    }
+    return { records, recovered: { reason, copy, kept: records.length, rejected } };
+  }
+
+  /** `<file>.corrupt-<time>`: where a file set aside goes. */
+  #copyName(): string {
+    return `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   }
 
   /** Atomically replaces the file with `records`; resolves once durable. */
@@ -172,31 +223,77 @@ async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
   }
 }
 
-/** The parsed content, or the reason it is unusable. */
-function validate(text: string): StateFileContent | string {
+/**
+ * The valid routes and the ones left out ({@link StateFile.load} lists the
+ * checks), or the reason the whole file is unusable.
+ */
+function validate(text: string): { records: ApiRouteRecord[]; rejected: RejectedRoute[] } | string {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     return `not valid JSON: ${(err as Error).message}`;
   }
-  checker ??= Compile(StateFileContent);
-  if (!checker.Check(json)) {
-    const [first] = checker.Errors(json);
-    return `does not match ${STATE_FORMAT}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'invalid'}`;
-  }
+  frameChecker ??= Compile(StateFileFrame);
+  if (!frameChecker.Check(json)) return schemaProblem(frameChecker.Errors(json));
+  routeChecker ??= Compile(StateFileRoute);
+  const checker = routeChecker;
+  const records: ApiRouteRecord[] = [];
+  const rejected: RejectedRoute[] = [];
   const seen = new Set<string>();
-  for (const route of json.routes) {
-    if (route.domain !== route.domain.toLowerCase()) return `domain "${route.domain}" is not lowercase`;
-    const domain = parseDomain(route.domain);
-    if (!domain.ok) return `domain ${JSON.stringify(route.domain)} ${domain.problem}`;
-    if (seen.has(route.domain)) return `domain "${route.domain}" appears twice`;
-    seen.add(route.domain);
-    try {
-      parseUpstream(route.upstream);
-    } catch (err) {
-      return (err as Error).message;
+  for (let index = 0; index < json.routes.length; index++) {
+    const route = json.routes[index];
+    const problem = routeProblem(checker, route, seen);
+    if (problem === null) {
+      records.push(route as ApiRouteRecord);
+      seen.add((route as ApiRouteRecord).domain);
+    } else {
+      const domain = (route as { domain?: unknown } | null)?.domain;
+      rejected.push({ index, domain: typeof domain === 'string' ? domain : null, problem });
     }
   }
-  return json;
+  return { records, rejected };
+}
+
+/** Why one route of the file is unusable, or null; `seen` holds the domains of the valid routes before it. */
+function routeProblem(
+  checker: Validator<Record<string, never>, typeof StateFileRoute>,
+  route: unknown,
+  seen: ReadonlySet<string>,
+): string | null {
+  if (!checker.Check(route)) return schemaProblem(checker.Errors(route));
+  const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+  if (route.domain !== route.domain.toLowerCase()) return `domain ${q(route.domain)} is not lowercase`;
+  const domain = parseDomain(route.domain);
+  if (!domain.ok) return `domain ${q(route.domain)} ${domain.problem}`;
+  if (seen.has(route.domain)) return `domain ${q(route.domain)} appears twice`;
+  const upstream = parseHostPort(route.upstream);
+  if (!upstream.ok) return `upstream ${q(route.upstream)} ${upstream.problem}`;
+  if (route.source !== null && !SOURCE_TAG.test(route.source)) {
+    return `source ${q(route.source)} is not 1-128 visible ASCII characters`;
+  }
+  return null;
+}
+
+/** A schema error for the reason: `does not match proxyd-routes/1: /tls must be boolean`. */
+function schemaProblem(
+  errors: Iterable<{ keyword: string; instancePath: string; message: string; params: object }>,
+): string {
+  const list = [...errors];
+  // An extra field gives two errors; the one naming the field reads better than "schema is false".
+  const first = list.find((e) => e.keyword === 'additionalProperties') ?? list[0];
+  if (first === undefined) return `does not match ${STATE_FORMAT}`;
+  const extra = (first.params as { additionalProperties?: unknown }).additionalProperties;
+  const names = Array.isArray(extra) ? ` (${extra.map((n) => JSON.stringify(n)).join(', ')})` : '';
+  return `does not match ${STATE_FORMAT}: ${first.instancePath || '/'} ${first.message}${names}`;
+}
+
+/** `2 of 5 routes left out: route 1: domain "a..b" has an empty label; …`. */
+function leftOutReason(total: number, rejected: readonly RejectedRoute[]): string {
+  const shown = rejected.slice(0, REASON_PROBLEMS).map((r) => `route ${r.index}: ${r.problem}`);
+  const more = rejected.length - shown.length;
+  return (
+    `${rejected.length} of ${total} routes left out: ${shown.join('; ')}` +
+    (more > 0 ? `; and ${more} more (see the copy)` : '')
+  );
 }
