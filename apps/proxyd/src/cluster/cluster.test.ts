@@ -7,7 +7,7 @@ import { Channel } from '@proxyd/cluster';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
-import { SiteIdentity, SiteIds } from './site-identity.js';
+import { RoutePublisher, WorkerRoutes } from './site-identity.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */
@@ -125,28 +125,77 @@ describe('rate_limit across workers', () => {
   });
 });
 
-describe('site identity across published tables', () => {
-  it("keeps the worker's Site object while the primary keeps its own, so compiled state lives as long as in one process", () => {
-    const ids = new SiteIds();
-    const identity = new SiteIdentity();
-    const route = (domain: string, port: number): RouteSpec => {
-      const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
-      site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
-      return { domain, origin: 'api', source: null, site };
-    };
+describe('route tables sent to workers', () => {
+  const route = (domain: string, port: number): RouteSpec => {
+    const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
+    site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
+    return { domain, origin: 'api', source: null, site };
+  };
+  const CHANGES = Symbol.for('proxyd.routeChanges');
+  /** A table as the route store publishes it: the changes attached, their base the previous table. */
+  const published = (base: RouteSpec[], upserted: RouteSpec[], removed: string[]) => {
+    const gone = new Set([...removed, ...upserted.map((r) => r.domain)]);
+    const routes = base.filter((r) => !gone.has(r.domain)).concat(upserted);
+    Object.defineProperty(routes, CHANGES, { value: { base: new WeakRef(base), upserted, removed } });
+    return routes;
+  };
+  /** Over IPC: a structured clone. */
+  const send = <T>(message: T): T => structuredClone(message);
+
+  it('sends the whole table once, then only what changed; the worker keeps unchanged Site objects', () => {
+    const publisher = new RoutePublisher();
+    const worker = new WorkerRoutes();
     const a = route('a.test', 1);
     const b = route('b.test', 2);
-    const send = (routes: RouteSpec[]) => identity.intern(structuredClone(routes), ids.of(routes));
-    const first = send([a, b]);
-    // An admin write: a.test's Site object unchanged in the primary, b.test replaced.
-    const b2 = route('b.test', 3);
-    const second = send([a, b2]);
-    expect(second[0]?.site).toBe(first[0]?.site);
-    expect(second[1]?.site).not.toBe(first[1]?.site);
-    expect(second[1]?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
-    // A reload makes a new but equal Site: the worker recompiles it too, as one process would.
-    const third = send([route('a.test', 1), b2]);
-    expect(third[0]?.site).not.toBe(first[0]?.site);
-    expect(third[1]?.site).toBe(second[1]?.site);
+    const v1 = [a, b];
+    const first = worker.apply(send(publisher.next(v1, 1)));
+    expect(first?.routes.map((r) => r.domain)).toEqual(['a.test', 'b.test']);
+    // An admin write replaces b.test and adds c.test: the message carries those two only.
+    const v2 = published(v1, [route('b.test', 3), route('c.test', 4)], []);
+    const message = publisher.next(v2, 2);
+    expect(message.kind).toBe('changes');
+    expect(message.kind === 'changes' && message.upserted.map((r) => r.domain)).toEqual(['b.test', 'c.test']);
+    const second = worker.apply(send(message));
+    const byDomain = new Map(second?.routes.map((r) => [r.domain, r]));
+    expect(byDomain.get('a.test')?.site).toBe(first?.routes[0]?.site);
+    expect(byDomain.get('b.test')?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
+    // The changes travel on to the data plane, based on the worker's previous table.
+    const attached = (second?.routes as unknown as Record<symbol, { base: WeakRef<object>; removed: string[] }>)[
+      CHANGES
+    ];
+    expect(attached?.base.deref()).toBe(first?.routes);
+    // A removal.
+    const v3 = published(v2, [], ['a.test']);
+    const third = worker.apply(send(publisher.next(v3, 3)));
+    expect(third?.routes.map((r) => r.domain).sort()).toEqual(['b.test', 'c.test']);
+  });
+
+  it('a table without attached changes (a reload) goes whole; equal but new Site objects are new to the worker', () => {
+    const publisher = new RoutePublisher();
+    const worker = new WorkerRoutes();
+    const v1 = [route('a.test', 1)];
+    const first = worker.apply(send(publisher.next(v1, 1)));
+    const reloaded = [route('a.test', 1)];
+    const message = publisher.next(reloaded, 2);
+    expect(message.kind).toBe('full');
+    const second = worker.apply(send(message));
+    expect(second?.routes[0]?.site).not.toBe(first?.routes[0]?.site);
+    // The same objects again: kept.
+    const third = worker.apply(send(publisher.full(reloaded, 3)));
+    expect(third?.routes[0]?.site).toBe(second?.routes[0]?.site);
+  });
+
+  it('skips a table it already has, and refuses changes after a gap (the primary then sends it whole)', () => {
+    const publisher = new RoutePublisher();
+    const worker = new WorkerRoutes();
+    const v1 = [route('a.test', 1)];
+    worker.apply(send(publisher.next(v1, 1)));
+    expect(worker.apply(send(publisher.full(v1, 1)))).toBeNull();
+    const v2 = published(v1, [route('b.test', 2)], []);
+    publisher.next(v2, 2); // lost on its way to this worker
+    const v3 = published(v2, [route('c.test', 3)], []);
+    expect(() => worker.apply(send(publisher.next(v3, 3)))).toThrow('route table 3 does not follow 1');
+    const whole = worker.apply(send(publisher.full(v3, 3)));
+    expect(whole?.routes.map((r) => r.domain).sort()).toEqual(['a.test', 'b.test', 'c.test']);
   });
 });

@@ -17,7 +17,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority } from './rate-limits.js';
-import { SiteIds } from './site-identity.js';
+import { RoutePublisher } from './site-identity.js';
 import { CertificateSync } from './worker-certificates.js';
 
 /** The module every worker runs (built beside this one). */
@@ -117,7 +117,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const ticketKeys = randomBytes(48);
   const served = (): CertificatePem[] => manager?.served() ?? [];
   const rateLimits = new RateLimitAuthority();
-  const siteIds = new SiteIds();
+  const publisher = new RoutePublisher();
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
   const pool = await WorkerPool.start({
     count: options.count,
@@ -131,9 +131,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       return {
         index,
         config,
-        routes: [...routes],
-        siteIds: siteIds.of(routes),
-        version,
+        table: publisher.full(routes, version),
         certificates: manager === undefined ? null : sync.all(served()),
         onDemand: config.global.on_demand_ask !== null,
         challenges: options.challenges?.presented() ?? [],
@@ -179,7 +177,13 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     pool,
     async setRoutes(routes, version) {
       cacheEnabled = routes.some((r) => r.site.cache !== null);
-      await pool.broadcast(ToWorker.routes, { routes, siteIds: siteIds.of(routes), version }).catch((err: unknown) => {
+      try {
+        await pool.broadcast(ToWorker.routes, publisher.next(routes, version));
+        return;
+      } catch {
+        // A worker missed a change (or refused it): the whole table, to every worker; those up to date skip it.
+      }
+      await pool.broadcast(ToWorker.routes, publisher.full(routes, version)).catch((err: unknown) => {
         logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
       });
     },

@@ -1,6 +1,7 @@
 import type { PresentedChallenge } from '@proxyd/certificates';
 import type { HealthEvent } from '@proxyd/proxy-core';
-import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import type { Config } from '@proxyd/proxy-core/model';
+import type { RouteTableMessage } from './site-identity.js';
 import type { CertificatePem, CertificateUpdate } from './worker-certificates.js';
 
 /**
@@ -16,10 +17,8 @@ export interface WorkerInit {
   index: number;
   /** The running config, `http_port`/`https_port` resolved (never 0). */
   config: Config;
-  routes: RouteSpec[];
-  /** The primary's number of each route's Site object (see `SiteIds`). */
-  siteIds: number[];
-  version: number;
+  /** The route table now, whole (see `RoutePublisher`). */
+  table: RouteTableMessage & { kind: 'full' };
   /** The certificates the primary's manager serves (absent with `auto_https off`). */
   certificates: CertificateUpdate | null;
   /** Whether a name the worker has no certificate for is asked of the primary (on-demand TLS). */
@@ -47,7 +46,7 @@ export interface WorkerReady {
 
 /** Requests the primary sends workers. */
 export const ToWorker = {
-  /** `{ routes, siteIds, version }`: publish a new route table. */
+  /** A {@link RouteTableMessage}: the whole table or what changed; answers once the worker serves it. */
   routes: 'routes',
   /** {@link CertificateUpdate}: certificates installed, replaced or dropped. */
   certificates: 'certificates',
@@ -73,4 +72,4 @@ export const ToPrimary = {
   health: 'health',
 } as const;
 
-export type { CertificatePem, CertificateUpdate, HealthEvent };
+export type { CertificatePem, CertificateUpdate, HealthEvent, RouteTableMessage };

@@ -19,7 +19,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RemoteRateLimits } from './rate-limits.js';
-import { SiteIdentity } from './site-identity.js';
+import { type RouteTableMessage, WorkerRoutes } from './site-identity.js';
 import { type CertificateUpdate, WorkerCertificateStore } from './worker-certificates.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
@@ -65,8 +65,9 @@ connectToPrimary<WorkerInit>({
     const challenges = new ChallengeTable();
     for (const challenge of init.challenges) challenges.present(challenge);
     const rateLimits = new RemoteRateLimits(channel);
-    const sites = new SiteIdentity();
-    const dataPlane = await DataPlane.start(init.config, sites.intern(init.routes, init.siteIds), hooks, {
+    const tables = new WorkerRoutes();
+    const first = tables.apply(init.table) as { routes: RouteSpec[]; version: number };
+    const dataPlane = await DataPlane.start(init.config, first.routes, hooks, {
       reusePort: true,
       secret: init.secret,
       ticketKeys: init.ticketKeys,
@@ -86,9 +87,10 @@ connectToPrimary<WorkerInit>({
       onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
     });
     plane = dataPlane;
-    if (init.version !== 1) dataPlane.setRoutes(sites.intern(init.routes, init.siteIds), init.version);
-    channel.handle<{ routes: RouteSpec[]; siteIds: number[]; version: number }>(ToWorker.routes, (table) => {
-      dataPlane.setRoutes(sites.intern(table.routes, table.siteIds), table.version);
+    if (first.version !== 1) dataPlane.setRoutes(first.routes, first.version);
+    channel.handle<RouteTableMessage>(ToWorker.routes, (message) => {
+      const next = tables.apply(message);
+      if (next !== null) dataPlane.setRoutes(next.routes, next.version);
       return true;
     });
     channel.handle<CertificateUpdate>(ToWorker.certificates, (update) => {
