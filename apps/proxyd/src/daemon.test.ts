@@ -78,4 +78,23 @@ describe('startDaemon', () => {
     const names = await readdir(path.join(dir, 'state'));
     expect(names.some((n) => n.startsWith('routes.json.corrupt-'))).toBe(true);
   });
+
+  it('loads the valid routes of a state file with a bad one, and says how many were left out', async () => {
+    await rm(path.join(dir, 'state'), { recursive: true, force: true });
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.join(dir, 'state'), { mode: 0o777 });
+    const routes = [
+      { domain: 'good.test', upstream: '127.0.0.1:9', tls: false, source: null },
+      { domain: 'a..b', upstream: '127.0.0.1:9', tls: false, source: null },
+    ];
+    await writeFile(path.join(dir, 'state', 'routes.json'), JSON.stringify({ format: 'proxyd-routes/1', routes }));
+    daemon = await start();
+    const error = lines.find((l) => l.target === 'proxy::store' && l.level === 'error');
+    expect(String(error?.msg)).toBe(
+      'state file has routes that are not valid: 1 left out, 1 loaded (the file as it was is kept)',
+    );
+    // The open state dir was tightened, and said so in a JSON line of the store's target.
+    const warning = lines.find((l) => l.target === 'proxy::store' && l.level === 'warn');
+    expect(warning).toBeDefined();
+  });
 });

@@ -101,15 +101,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   const stateDir = resolveStateDir(options.stateDir, config.global.state_dir);
   const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
-  await ensureStateDir(stateDir);
+  await ensureStateDir(stateDir, storeLog);
   const { store, recovered } = await RouteStore.open({
     stateFile: path.join(stateDir, 'routes.json'),
     proxyfileRoutes: routesFromConfig(config),
   });
   if (recovered) {
     storeLog.error(
-      { reason: recovered.reason, copy: recovered.copy },
-      'state file is corrupt: set aside, starting without API routes',
+      { reason: recovered.reason, copy: recovered.copy, kept: recovered.kept, left_out: recovered.rejected.length },
+      recovered.kept > 0
+        ? `state file has routes that are not valid: ${recovered.rejected.length} left out, ${recovered.kept} loaded (the file as it was is kept)`
+        : 'state file is corrupt: set aside, starting without API routes',
     );
   }
   const tlsLog = logging.forTarget('proxy::tls');
