@@ -160,9 +160,8 @@ describe('route tables sent to workers', () => {
     expect(byDomain.get('a.test')?.site).toBe(first?.routes[0]?.site);
     expect(byDomain.get('b.test')?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
     // The changes travel on to the data plane, based on the worker's previous table.
-    const attached = (second?.routes as unknown as Record<symbol, { base: WeakRef<object>; removed: string[] }>)[
-      CHANGES
-    ];
+    const secondRoutes = second?.routes ?? [];
+    const attached = (secondRoutes as unknown as Record<symbol, { base: WeakRef<object>; removed: string[] }>)[CHANGES];
     expect(attached?.base.deref()).toBe(first?.routes);
     // A removal.
     const v3 = published(v2, [], ['a.test']);

@@ -36,7 +36,7 @@ const fail = <T>(problem: string): Parsed<T> => ({ ok: false, problem });
 /** Quotes a part of the value inside a problem, cut to 64 characters. */
 const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
 
-const NON_ASCII = /[^\x00-\x7f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /**
  * A host name: labels of 1-63 letters, digits, `-` or `_`, neither starting
