@@ -27,12 +27,12 @@
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset, curl.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
+import { benchSession, median, toMs } from '../lib/session.mjs';
 import { buildPage } from './page.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -69,84 +69,12 @@ if (!existsSync(PROXYD)) {
   process.exit(2);
 }
 
-const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-encode-'));
+const session = benchSession('encode');
+const { dir, children, shutdown, freePort, start } = session;
 // nginx workers may run as nobody: they must read the files served.
 chmodSync(dir, 0o755);
-const children = [];
-let stopping = false;
-
-/**
- * Stops every child (SIGTERM, SIGKILL after 5 s) and removes the temp dir
- * once they are gone (a child still writing into it would make the removal
- * fail half-way).
- */
-async function shutdown(code) {
-  if (stopping) return;
-  stopping = true;
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const gone = Promise.all(alive.map((c) => new Promise((resolve) => c.once('exit', resolve))));
-  for (const c of alive) c.kill('SIGTERM');
-  const timer = setTimeout(() => {
-    for (const c of alive) c.kill('SIGKILL');
-  }, 5000);
-  await gone;
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  process.exit(code);
-}
-// Last resort (an exit this script did not plan): kill, then remove what can be removed.
-process.on('exit', () => {
-  stopping = true;
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  } catch {}
-});
-process.on('SIGINT', () => shutdown(130));
-process.on('SIGTERM', () => shutdown(143));
-process.on('uncaughtException', (err) => {
-  console.error(err);
-  shutdown(1);
-});
-process.on('unhandledRejection', (err) => {
-  console.error(err);
-  shutdown(1);
-});
 
 // Ports handed out stay reserved: a server not listening yet must not get its port handed out again.
-const taken = new Set();
-async function freePort() {
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => {
-        const { port } = s.address();
-        s.close(() => resolve(port));
-      });
-    });
-    if (!taken.has(port)) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
-
-function start(name, cmd, args, env = {}) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const keep = (d) => {
-    out = (out + d).slice(-20_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  child.on('exit', (code) => {
-    if (!stopping) console.error(`${name} exited early (${code}):\n${out.slice(-2000)}`);
-  });
-  child.output = () => out;
-  children.push(child);
-  return child;
-}
 
 /** Runs a command to its end without blocking the event loop (a SIGINT stops the run at once). */
 function run(cmd, args, timeoutS) {
@@ -200,13 +128,6 @@ function cpuSeconds(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(fields[11]) / CLK_TCK, sys: Number(fields[12]) / CLK_TCK };
-}
-
-function toMs(v) {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
-  if (!m) return Number.NaN;
-  const n = Number(m[1]);
-  return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
 }
 
 const acceptHeader = (enc) => (enc === 'identity' ? [] : ['-H', `Accept-Encoding: ${enc}`]);
@@ -454,11 +375,6 @@ const levels = JSON.parse(
 
 // --- summary -----------------------------------------------------------------
 // Medians over the rounds: one disturbed round (other load on a shared machine) does not move them.
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 const byName = new Map(targets.map((t) => [t.name, t]));
 for (const t of targets) {
   const list = results.get(t.name);

@@ -26,12 +26,11 @@
 //
 // Needs openssl, h2load, taskset (apt-get install openssl nghttp2-client util-linux).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { benchSession, cpuSeconds, median } from '../lib/session.mjs';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 4);
@@ -42,7 +41,6 @@ const SERVER_CORE = process.env.SERVER_CORE ?? '1';
 const LOAD_CORE = process.env.LOAD_CORE ?? '0';
 const HOST = 'bench.localhost';
 const ONLY = process.env.ONLY?.split(',');
-const CLK_TCK = 100; // /proc/<pid>/stat times are in clock ticks (USER_HZ, 100 on Linux)
 const BODY = `${'x'.repeat(29)}\n`;
 
 /** server: the server file's VARIANT; h1: h2load --h1; streams: -m; alpn: the protocol h2load must report. */
@@ -72,43 +70,8 @@ for (const [bin, pkg] of [
   }
 }
 
-const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-h2floor-'));
-const children = [];
-
-/** SIGTERM the children, SIGKILL after 5 s, and only then remove the temp dir (see run.mjs). */
-let stopping = false;
-async function shutdown(code) {
-  if (stopping) return;
-  stopping = true;
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const gone = Promise.all(alive.map((c) => new Promise((resolve) => c.once('exit', resolve))));
-  for (const c of alive) c.kill('SIGTERM');
-  const timer = setTimeout(() => {
-    for (const c of alive) c.kill('SIGKILL');
-  }, 5000);
-  await gone;
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  process.exit(code);
-}
-// Last resort (an exit this script did not plan): kill, then remove what can be removed.
-process.on('exit', () => {
-  stopping = true;
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  } catch {}
-});
-process.on('SIGINT', () => shutdown(130));
-process.on('SIGTERM', () => shutdown(143));
-process.on('uncaughtException', (err) => {
-  console.error(err);
-  shutdown(1);
-});
-process.on('unhandledRejection', (err) => {
-  console.error(err);
-  shutdown(1);
-});
+const session = benchSession('h2floor');
+const { dir, children, shutdown, freePort } = session;
 
 // A self-signed ECDSA P-256 certificate for HOST (h2load does not verify it).
 execFileSync(
@@ -174,36 +137,6 @@ server.listen(port, '127.0.0.1');
 process.on('SIGTERM', () => process.exit(0));
 `,
 );
-
-// Ports handed out stay reserved here: a server not listening yet must not get its port handed out again.
-const taken = new Set();
-async function freePort() {
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => {
-        const { port } = s.address();
-        s.close(() => resolve(port));
-      });
-    });
-    if (!taken.has(port)) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
-
-/** CPU seconds (user + system) of a process; with `children`, of its waited-for children. */
-function cpuSeconds(pid, children = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return children ? (Number(f[13]) + Number(f[14])) / CLK_TCK : (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 /**
  * One GET over the variant's protocol (SNI and authority HOST, to
@@ -302,7 +235,7 @@ function h2load(v) {
       for (const t of [t0, t1, kill]) clearTimeout(t);
       if (Number.isNaN(cpu1)) cpu1 = cpuSeconds(v.child.pid);
       children.splice(children.indexOf(child), 1);
-      if (stopping) return; // shutting down: the run is over
+      if (session.stopping) return; // shutting down: the run is over
       if (code !== 0) {
         reject(new Error(`h2load against ${v.name} failed (${code ?? signal}): ${out}`));
         return;
@@ -396,11 +329,6 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 
 // Medians over the rounds: one disturbed round does not move them.
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 for (const v of chosen) {
   v.rps = median(v.results.map((r) => r.rps));
   v.cpuUs = median(v.results.map((r) => r.cpuUs));

@@ -23,12 +23,12 @@
 // cc and the GnuTLS headers (apt-get install wrk nginx caddy util-linux
 // openssl gcc libgnutls28-dev).
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { benchSession, cpuSeconds, median, peakRssMb, toMs } from '../lib/session.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -43,7 +43,6 @@ const LOAD_CORE = process.env.LOAD_CORE ?? '0';
 const HOST = 'bench.localhost';
 const ONLY = process.env.ONLY?.split(',');
 const MEASURES = process.env.MEASURES?.split(',') ?? ['handshake', 'keepalive'];
-const CLK_TCK = 100; // /proc/<pid>/stat times are in clock ticks (USER_HZ, 100 on Linux)
 
 for (const [bin, pkg] of [
   ['wrk', 'wrk'],
@@ -65,50 +64,10 @@ if (!existsSync(PROXYD)) {
   process.exit(2);
 }
 
-const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-tls-'));
+const session = benchSession('tls');
+const { dir, children, shutdown, freePort, start } = session;
 // nginx workers may run as nobody: they must read the files served.
 chmodSync(dir, 0o755);
-const children = [];
-let stopping = false;
-
-/**
- * Stops every child and removes the temp dir: SIGTERM, up to 5 s for them
- * to exit (proxyd writes a --cpu-prof profile on the way out), then SIGKILL.
- * The dir goes only after they are gone: a child still writing into it
- * would make the removal fail half-way.
- */
-async function shutdown(code) {
-  if (stopping) return;
-  stopping = true;
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const gone = Promise.all(alive.map((c) => new Promise((resolve) => c.once('exit', resolve))));
-  for (const c of alive) c.kill('SIGTERM');
-  const timer = setTimeout(() => {
-    for (const c of alive) c.kill('SIGKILL');
-  }, 5000);
-  await gone;
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  process.exit(code);
-}
-// Last resort (an exit this script did not plan): kill, then remove what can be removed.
-process.on('exit', () => {
-  stopping = true;
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  } catch {}
-});
-process.on('SIGINT', () => shutdown(130));
-process.on('SIGTERM', () => shutdown(143));
-process.on('uncaughtException', (err) => {
-  console.error(err);
-  shutdown(1);
-});
-process.on('unhandledRejection', (err) => {
-  console.error(err);
-  shutdown(1);
-});
 
 // --- the client: tls-load.c, compiled here ----------------------------------
 const tlsLoad = path.join(dir, 'tls-load');
@@ -117,42 +76,6 @@ try {
 } catch (err) {
   console.error(`cannot compile bench/tls/tls-load.c (apt-get install gcc libgnutls28-dev):\n${err.stderr ?? err}`);
   await shutdown(2);
-}
-
-// Ports handed out stay reserved here: a server not listening yet must not get its port handed out again.
-const taken = new Set();
-async function freePort() {
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => {
-        const { port } = s.address();
-        s.close(() => resolve(port));
-      });
-    });
-    if (!taken.has(port)) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
-
-function start(name, cmd, args, env = {}) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out = (out + d).slice(-20_000);
-  });
-  child.stderr.on('data', (d) => {
-    out = (out + d).slice(-20_000);
-  });
-  child.on('exit', (code) => {
-    if (!stopping) console.error(`${name} exited early (${code}):\n${out.slice(-2000)}`);
-  });
-  child.output = () => out;
-  children.push(child);
-  return child;
 }
 
 /** One GET over a plain connection; resolves with whether it answered 200. */
@@ -233,35 +156,6 @@ function workPid(child, name) {
   return pid || child.pid;
 }
 
-function peakRssMb(pid) {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmHWM:'));
-    return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** CPU seconds (user + system) of a process; with `children`, of its waited-for children. */
-function cpuSeconds(pid, children = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return children ? (Number(f[13]) + Number(f[14])) / CLK_TCK : (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-function toMs(v) {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
-  if (!m) return Number.NaN;
-  const n = Number(m[1]);
-  return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
-}
-
 /**
  * Runs a load client pinned to LOAD_CORE; resolves with its stdout and its
  * CPU seconds (it is a waited-for child once it has exited). Async, so a
@@ -284,7 +178,7 @@ function runClient(cmd, args, seconds) {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       children.splice(children.indexOf(child), 1);
-      if (stopping) return; // shutting down: the run is over
+      if (session.stopping) return; // shutting down: the run is over
       if (code !== 0) reject(new Error(`${cmd} failed (${code ?? signal}): ${err}`));
       else resolve({ out, clientCpu: cpuSeconds(process.pid, true) - before });
     });
@@ -647,11 +541,6 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 
 // Medians over the rounds: one disturbed round does not move them.
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 const summary = (measure, name) => {
   const list = results.get(`${measure}|${name}`);
   if (!list) return null;
