@@ -160,7 +160,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           options.bindHost,
         );
   if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
-  const unwatchCertificates = manager?.onChange(() => serving.certificatesChanged());
+  const unwatchCertificates = manager?.onChange((change) => serving.certificatesChanged(change.name));
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
   const followRoutes = (routes: readonly RouteSpec[]) =>
     certificates?.setRoutes(routes).then(() => serving.certificatesChanged());
@@ -265,7 +265,8 @@ interface Serving {
   readonly httpAddress: { host: string; port: number };
   /** Publishes a table; with workers, resolves once every worker swapped. */
   setRoutes(routes: readonly RouteSpec[], version: number): void | Promise<void>;
-  certificatesChanged(): void;
+  /** A certificate was installed (`name`), or some may be gone (no name). */
+  certificatesChanged(name?: string): void;
   cache: CachePort;
   analytics: AnalyticsPort;
   /** Stops: what is in flight finishes within `graceMs`, then everything closes. */
@@ -341,7 +342,7 @@ async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
   return {
     httpAddress: workers.httpAddress,
     setRoutes: (routes, version) => workers.setRoutes(routes, version),
-    certificatesChanged: () => void workers.certificatesChanged(),
+    certificatesChanged: (name) => void workers.certificatesChanged(name),
     cache: workers.cache,
     analytics: workers.analytics,
     metricsSnapshots: () => workers.metricsSnapshots(),

@@ -16,5 +16,5 @@ export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
 export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';
-export type { CertificatePair, CertificateStore } from './tls/certificate-store.js';
+export { type CertificatePair, type CertificateStore, MemoryCertificateStore } from './tls/certificate-store.js';
 export type { AlpnChallengeResponder } from './tls/handshake.js';

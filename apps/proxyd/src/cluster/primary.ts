@@ -84,7 +84,7 @@ export interface Workers {
   /** Publishes a route table to every worker; resolves once each swapped (failures are logged). */
   setRoutes(routes: readonly RouteSpec[], version: number): Promise<void>;
   /** Sends every worker the certificates that changed in the manager since the last call. */
-  certificatesChanged(): Promise<void>;
+  certificatesChanged(name?: string): Promise<void>;
   /** The admin API's AnalyticsPort: every worker's collectors merged, as one collector fed all traffic would show. */
   analytics: {
     list(): Promise<AnalyticsSnapshot[]>;
@@ -149,12 +149,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       channel.handle<string>(ToPrimary.onDemandCertificate, async (name) => {
         if (manager === undefined) return null;
         const context = await manager.contextFor(name);
-        if (context === null) return null;
-        const lower = name.toLowerCase();
-        const dot = lower.indexOf('.');
-        const wildcard = dot > 0 ? `*${lower.slice(dot)}` : null;
-        const all = served();
-        return all.find((c) => c.name === lower) ?? all.find((c) => c.name === wildcard) ?? null;
+        return context === null ? null : manager.servedFor(name);
       });
     },
     onReady(index, pid, answer) {
@@ -187,9 +182,11 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
       });
     },
-    async certificatesChanged() {
+    async certificatesChanged(name) {
       if (manager === undefined) return;
-      const update = sync.diff(served());
+      // One installed certificate: that one only (not a pass over every name served).
+      const one = name === undefined ? undefined : manager.servedFor(name);
+      const update = one === undefined ? sync.diff(served()) : one === null ? null : sync.one(one);
       if (update === null) return;
       await pool.broadcast(ToWorker.certificates, update).catch((err: unknown) => {
         logger.error({ error: (err as Error).message }, 'certificates not sent to every worker');

@@ -1,5 +1,5 @@
-import { createSecureContext, type SecureContext } from 'node:tls';
-import type { CertificateStore } from '@proxyd/proxy-core';
+import type { SecureContext } from 'node:tls';
+import { type CertificateStore, MemoryCertificateStore } from '@proxyd/proxy-core';
 
 /** One certificate as the primary sends it to workers. */
 export interface CertificatePem {
@@ -22,7 +22,9 @@ export interface CertificateUpdate {
  * the answer is kept.
  */
 export class WorkerCertificateStore implements CertificateStore {
-  readonly #contexts = new Map<string, { context: SecureContext; cert: string }>();
+  /** The contexts by name (exact and `*.parent`), and the PEM each was built from (an unchanged one is not rebuilt). */
+  readonly #store = new MemoryCertificateStore();
+  readonly #certs = new Map<string, string>();
   readonly #asking = new Map<string, Promise<SecureContext | null>>();
   readonly #onDemand: ((name: string) => Promise<CertificatePem | null>) | null;
 
@@ -32,18 +34,21 @@ export class WorkerCertificateStore implements CertificateStore {
 
   /** Installs what the primary sent; a certificate that does not load is skipped and reported. */
   apply(update: CertificateUpdate, report: (name: string, err: Error) => void = () => {}): void {
-    for (const name of update.drop) this.#contexts.delete(name);
+    for (const name of update.drop) {
+      this.#store.delete(name);
+      this.#certs.delete(name);
+    }
     for (const pem of update.set) this.#install(pem, report);
   }
 
   /** The names served (tests). */
   names(): string[] {
-    return [...this.#contexts.keys()].sort();
+    return this.#store.hosts().sort();
   }
 
   contextFor(serverName: string): SecureContext | null | Promise<SecureContext | null> {
     const name = serverName.toLowerCase();
-    const served = this.#served(name);
+    const served = this.#store.contextFor(name);
     if (served !== null || this.#onDemand === null) return served;
     const asking = this.#asking.get(name);
     if (asking !== undefined) return asking;
@@ -63,27 +68,21 @@ export class WorkerCertificateStore implements CertificateStore {
   }
 
   has(host: string): boolean {
-    return this.#served(host.toLowerCase()) !== null;
-  }
-
-  #served(name: string): SecureContext | null {
-    const exact = this.#contexts.get(name);
-    if (exact !== undefined) return exact.context;
-    const dot = name.indexOf('.');
-    return dot > 0 ? (this.#contexts.get(`*${name.slice(dot)}`)?.context ?? null) : null;
+    return this.#store.has(host);
   }
 
   #install(pem: CertificatePem, report: (name: string, err: Error) => void): SecureContext | null {
-    const known = this.#contexts.get(pem.name);
-    if (known !== undefined && known.cert === pem.cert) return known.context;
-    try {
-      const context = createSecureContext({ cert: pem.cert, key: pem.key });
-      this.#contexts.set(pem.name, { context, cert: pem.cert });
-      return context;
-    } catch (err) {
-      report(pem.name, err as Error);
-      return null;
+    if (this.#certs.get(pem.name) !== pem.cert) {
+      try {
+        this.#store.set(pem.name, pem);
+      } catch (err) {
+        // The store's error says which name; the cause says what is wrong with it.
+        report(pem.name, ((err as Error).cause as Error | undefined) ?? (err as Error));
+        return null;
+      }
+      this.#certs.set(pem.name, pem.cert);
     }
+    return this.#store.contextFor(pem.name);
   }
 }
 
@@ -101,6 +100,13 @@ export class CertificateSync {
    */
   all(served: readonly CertificatePem[]): CertificateUpdate {
     return { set: served.map(({ name, cert, key }) => ({ name, cert, key })), drop: [] };
+  }
+
+  /** One certificate installed or replaced ({@link diff} for that name alone); null when workers have it. */
+  one(pem: CertificatePem): CertificateUpdate | null {
+    if (this.#sent.get(pem.name) === pem.cert) return null;
+    this.#sent.set(pem.name, pem.cert);
+    return { set: [{ name: pem.name, cert: pem.cert, key: pem.key }], drop: [] };
   }
 
   /** The changes since the last call; null when there are none. */

@@ -202,6 +202,10 @@ describe('CertificateManager: loading and obtaining', () => {
       new X509Certificate(served[1]?.cert as string).checkPrivateKey(createPrivateKey(served[1]?.key as string)),
     ).toBe(true);
     expect(served[1]?.notAfter).toBe(new Date(leaf.validTo).getTime());
+    // One name's, as a handshake asks it: exact, else the wildcard.
+    expect(manager.servedFor('App.localhost')).toEqual(served[1]);
+    expect(manager.servedFor('x.apps.internal')).toEqual(served[0]);
+    expect(manager.servedFor('nope.localhost')).toBeNull();
     await manager.setNames([{ name: 'app.localhost', issuer: 'internal' }]);
     expect(manager.served().map((c) => c.name)).toEqual(['app.localhost']);
   });

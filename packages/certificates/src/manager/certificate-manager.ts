@@ -360,12 +360,30 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   served(): ServedCertificate[] {
     const out: ServedCertificate[] = [];
     for (const entry of this.#entries.values()) {
-      const current = entry.current;
-      if (current !== null && this.#contexts.get(entry.name) === current.context) {
-        out.push({ name: entry.name, cert: current.certPem, key: current.keyPem, notAfter: current.notAfter });
-      }
+      const pem = this.#servedPem(entry);
+      if (pem !== null) out.push(pem);
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /**
+   * The certificate served for a handshake's `serverName` (its exact name,
+   * else the `*.parent` wildcard) as {@link served} lists it, or null.
+   */
+  servedFor(serverName: string): ServedCertificate | null {
+    const name = serverName.toLowerCase();
+    const exact = this.#entries.get(name);
+    const pem = exact === undefined ? null : this.#servedPem(exact);
+    if (pem !== null) return pem;
+    const dot = name.indexOf('.');
+    const wildcard = dot > 0 ? this.#entries.get(`*${name.slice(dot)}`) : undefined;
+    return wildcard === undefined ? null : this.#servedPem(wildcard);
+  }
+
+  #servedPem(entry: Entry): ServedCertificate | null {
+    const current = entry.current;
+    if (current === null || this.#contexts.get(entry.name) !== current.context) return null;
+    return { name: entry.name, cert: current.certPem, key: current.keyPem, notAfter: current.notAfter };
   }
 
   /** Every managed name's summary for `GET /certificates`, sorted by name. */
