@@ -7,7 +7,7 @@ import { Channel } from '@proxyd/cluster';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
-import { RoutePublisher, WorkerRoutes } from './site-identity.js';
+import { RoutePublisher, WorkerRoutes } from './route-tables.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */

@@ -17,7 +17,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority } from './rate-limits.js';
-import { RoutePublisher } from './site-identity.js';
+import { RoutePublisher } from './route-tables.js';
 import { CertificateSync } from './worker-certificates.js';
 
 /** The module every worker runs (built beside this one). */

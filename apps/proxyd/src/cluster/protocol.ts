@@ -1,7 +1,7 @@
 import type { PresentedChallenge } from '@proxyd/certificates';
 import type { HealthEvent } from '@proxyd/proxy-core';
 import type { Config } from '@proxyd/proxy-core/model';
-import type { RouteTableMessage } from './site-identity.js';
+import type { RouteTableMessage } from './route-tables.js';
 import type { CertificatePem, CertificateUpdate } from './worker-certificates.js';
 
 /**

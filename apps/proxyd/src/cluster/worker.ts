@@ -19,7 +19,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RemoteRateLimits } from './rate-limits.js';
-import { type RouteTableMessage, WorkerRoutes } from './site-identity.js';
+import { type RouteTableMessage, WorkerRoutes } from './route-tables.js';
 import { type CertificateUpdate, WorkerCertificateStore } from './worker-certificates.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
