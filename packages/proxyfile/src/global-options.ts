@@ -4,7 +4,16 @@ import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
-import { isBase64Url, isCidr, isEmail, isLoopbackHost, parseHttpUrl, readDuration, readPort } from './values.js';
+import {
+  isBase64Url,
+  isCidr,
+  isEmail,
+  isLoopbackHost,
+  parseHttpUrl,
+  readBindAddresses,
+  readDuration,
+  readPort,
+} from './values.js';
 
 /** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
 const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
@@ -133,6 +142,7 @@ function dockerHostProblem(text: string): string | null {
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
  *     geoip_db <path>               # MaxMind-format country database
+ *     default_bind <address>...    # local addresses the data-plane listeners bind (default 0.0.0.0)
  *     grace_period <duration>       # a stop waits this long for what is in flight (default 30s; 0: cut at once)
  *     docker off                    # container discovery (Docker/Podman labels), on by default; or:
  *     docker {
@@ -271,6 +281,9 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
   },
   geoip_db(d, g) {
     g.geoip_db = single(d, 'a database path').text;
+  },
+  default_bind(d, g) {
+    g.default_bind = readBindAddresses(d);
   },
   grace_period(d, g) {
     g.grace_period_ms = readDuration(d, 0);

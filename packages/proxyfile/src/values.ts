@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import {
+  parseBindAddress,
   parseDomain,
   parseHeaderName,
   parseHost,
@@ -20,6 +21,23 @@ export function readPort(d: Dispenser, what: string): number {
   const port = parsePort(t.text);
   if (!port.ok) throw d.unexpected(t, `${what} (1-65535)`, ProxyfileErrorCode.INVALID_VALUE);
   return port.value;
+}
+
+/**
+ * Reads the rest of the line as local addresses to bind (`bind`,
+ * `default_bind`): one or more IP literals, canonical, without repeats.
+ */
+export function readBindAddresses(d: Dispenser): string[] {
+  const args = d.remainingArgs();
+  d.noBlock();
+  if (args.length === 0) throw d.missing('one or more IP addresses (e.g. 127.0.0.1 or ::1)');
+  const addresses = new Set<string>();
+  for (const t of args) {
+    const parsed = parseBindAddress(t.text);
+    if (!parsed.ok) throw d.error(t, ProxyfileErrorCode.INVALID_VALUE, `${show(t)} ${parsed.problem}`);
+    addresses.add(parsed.value);
+  }
+  return [...addresses];
 }
 
 /**

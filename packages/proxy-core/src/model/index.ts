@@ -16,6 +16,7 @@ export {
   MAX_DOMAIN_BYTES,
   MAX_LABEL_BYTES,
   type Parsed,
+  parseBindAddress,
   parseDomain,
   parseHeaderName,
   parseHost,
@@ -24,6 +25,14 @@ export {
   parsePort,
   parseRate,
 } from './values.js';
+
+/**
+ * A local IP address a listener binds (`bind`, `default_bind`), in
+ * canonical form: IPv4 dotted quad or compressed lowercase IPv6;
+ * `0.0.0.0` and `::` are every address of their family.
+ */
+export const BindAddress = Type.String({ minLength: 2, description: 'Local IP address, e.g. 127.0.0.1, ::1, 0.0.0.0' });
+export type BindAddress = Static<typeof BindAddress>;
 
 /** A TCP port, 1–65535. */
 export const Port = Type.Integer({ minimum: 1, maximum: 65535, description: 'TCP port, 1–65535' });
@@ -305,6 +314,10 @@ export const Site = Type.Object(
     under_attack: UnderAttack,
     analytics: Type.Boolean({ description: 'First-party analytics and script injection (default true)' }),
     handles: Type.Array(HandleBlock, { description: 'handle / handle_path blocks; most specific pattern wins' }),
+    bind: Type.Array(BindAddress, {
+      description:
+        'Local addresses the site answers on (`bind`); empty (default): the global default_bind. A connection that arrived at another address gets 404',
+    }),
     ...blockFields,
   },
   { additionalProperties: false },
@@ -401,6 +414,10 @@ export const GlobalOptions = Type.Object(
     trusted_proxies: Type.Array(Type.String(), { description: 'CIDRs whose X-Forwarded-For is believed' }),
     geoip_db: Type.Union([Type.String(), Type.Null()], { description: 'MaxMind-format country database path' }),
     docker: DockerOptions,
+    default_bind: Type.Array(BindAddress, {
+      description:
+        'Local addresses every data-plane listener binds (default empty: 0.0.0.0, every IPv4 address; the demo binds 127.0.0.1)',
+    }),
     grace_period_ms: Type.Integer({
       minimum: 0,
       description:
@@ -473,6 +490,7 @@ export function defaultGlobalOptions(): GlobalOptions {
     trusted_proxies: [],
     geoip_db: null,
     docker: { enabled: true, host: null, network: null },
+    default_bind: [],
     grace_period_ms: DEFAULTS.grace_period_ms,
   };
 }
@@ -505,6 +523,7 @@ export function emptySite(addresses: SiteAddress[]): Site {
     under_attack: { enabled: false, difficulty: DEFAULTS.under_attack_difficulty },
     analytics: true,
     handles: [],
+    bind: [],
     header: [],
     basic_auth: null,
     redirects: [],

@@ -4,7 +4,8 @@
  * (proxy-core `site-handler.ts`), the Proxyfile's directive list and the
  * README follow.
  *
- * - `front_door`: before the site's steps — `tls` (the HTTP→HTTPS redirect
+ * - `front_door`: before the site's steps — `bind` (the local addresses the
+ *   site answers on), `tls` (the HTTP→HTTPS redirect
  *   and the certificate) and `analytics` (its reserved `/_proxyd/*` paths
  *   answered by `hooks.intercept`; counting and injection apply to the
  *   response).
@@ -42,6 +43,7 @@ export type SiteStepName = (typeof SITE_STEP_ORDER)[number];
  * Proxyfile lists them in).
  */
 export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: SiteStepName }[] = [
+  { name: 'bind', step: 'front_door' },
   { name: 'tls', step: 'front_door' },
   { name: 'analytics', step: 'front_door' },
   { name: 'header', step: 'headers' },

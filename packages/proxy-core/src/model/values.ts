@@ -168,3 +168,17 @@ export function parseHeaderName(text: string): Parsed<string> {
   if (text.length === 0) return fail('is empty');
   return TOKEN.test(text) ? ok(text) : fail("is not a header name (letters, digits and !#$%&'*+-.^_`|~)");
 }
+
+/**
+ * A local address a listener binds (`bind`, `default_bind`): an IP literal,
+ * IPv6 with or without brackets, returned in the form a socket reports its
+ * `localAddress` (IPv6 compressed and lowercase), so the two compare as text.
+ * Host names are refused: a name can resolve to several addresses, or to
+ * none this machine has.
+ */
+export function parseBindAddress(text: string): Parsed<string> {
+  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  if (isIPv4(bare)) return ok(bare);
+  if (isIPv6(bare) && !bare.includes('%')) return ok(new URL(`http://[${bare}]/`).hostname.slice(1, -1));
+  return fail('is not an IP address (bind takes addresses such as 127.0.0.1, ::1 or 0.0.0.0, not names)');
+}

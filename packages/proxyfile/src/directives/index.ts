@@ -1,6 +1,7 @@
 import { SITE_DIRECTIVES } from '@proxyd/proxy-core/model';
 import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';
+import { bind } from './bind.js';
 import { cache } from './cache.js';
 import type { Directive } from './directive.js';
 import { encode } from './encode.js';
@@ -16,6 +17,7 @@ import { underAttack } from './under-attack.js';
 
 /** Every directive parser, in no particular order. */
 const PARSERS: readonly Directive[] = [
+  bind,
   tls,
   analytics,
   header,
