@@ -361,7 +361,7 @@ async function withResolvedPorts(config: Config, bindHost: string | undefined): 
     await new Promise<number>((resolve, reject) => {
       const server = net.createServer();
       server.once('error', reject);
-      server.listen(0, bindHost ?? '0.0.0.0', () => {
+      server.listen(0, config.global.default_bind[0] ?? bindHost ?? '0.0.0.0', () => {
         const { port } = server.address() as net.AddressInfo;
         server.close(() => resolve(port));
       });

@@ -13,6 +13,7 @@ import {
   LISTENER_DEFAULTS,
   type ListenerLimits,
 } from './connection-limits.js';
+import { answersOn, type ListenerBinds } from './data-plane/binds.js';
 import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
@@ -75,6 +76,13 @@ export interface ProxyServerOptions {
    * connections over them by a hash of the connection. Default false.
    */
   reusePort?: boolean;
+  /**
+   * The local addresses sites answer on (`default_bind`, each site's
+   * `bind`): once a site names its own, a request that arrived at an
+   * address its site does not bind is answered 404. Default: every site on
+   * every listener.
+   */
+  binds?: ListenerBinds;
   /**
    * Whether plain-HTTP requests for HTTPS sites are redirected (308) once a
    * certificate exists and the HTTPS listener is open (`wantsHttps`);
@@ -141,6 +149,7 @@ export class ProxyServer {
   #httpsSuffix: string;
   readonly #http2: Partial<Http2Limits>;
   readonly #reusePort: boolean;
+  readonly #binds: ListenerBinds | undefined;
   readonly #ticketKeys: Buffer | undefined;
   readonly #limits: Readonly<ListenerLimits>;
   /** Connections per client address and in total, shared by every listener. */
@@ -187,6 +196,7 @@ export class ProxyServer {
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
     this.#http2 = options.http2 ?? {};
     this.#reusePort = options.reusePort ?? false;
+    this.#binds = options.binds;
     this.#ticketKeys = options.ticketKeys;
     const limits = { ...LISTENER_DEFAULTS, ...options.limits };
     this.#limits = limits;
@@ -527,6 +537,14 @@ export class ProxyServer {
     if (this.#pinning && !servedOn(route.sitePort, req.socket.localPort, this.#mainPorts)) {
       refuse(req, res, socket, 404);
       return;
+    }
+    const binds = this.#binds;
+    if (binds?.restricted) {
+      const own = route.site.bind;
+      if (!answersOn(own.length > 0 ? own : binds.defaultBind, req.socket.localAddress)) {
+        refuse(req, res, socket, 404);
+        return;
+      }
     }
     const compiled = route.compiled as CompiledSite;
     if (res !== null) {

@@ -168,7 +168,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   });
   options.challenges?.attach(pool);
   return {
-    httpAddress: { host: options.bindHost ?? '0.0.0.0', port: config.global.http_port },
+    httpAddress: {
+      host: config.global.default_bind[0] ?? options.bindHost ?? '0.0.0.0',
+      port: config.global.http_port,
+    },
     pool,
     async setRoutes(routes, version) {
       cacheEnabled = routes.some((r) => r.site.cache !== null);

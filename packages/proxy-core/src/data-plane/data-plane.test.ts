@@ -1,3 +1,4 @@
+import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { get } from '../loopback.test-helpers.js';
@@ -37,6 +38,100 @@ function plainSites(entries: [host: string, port: number | null, body: string][]
   );
   return { config: { global, sites }, routes };
 }
+
+/** A GET to `address:port` (the connection's local address on the proxy is `address`). */
+function getAt(address: string, port: number, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: address, port, path: '/', headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+// Linux answers every address of 127.0.0.0/8 on loopback: 127.0.0.2 and
+// 127.0.0.3 are distinct local addresses a test can bind and connect to.
+describe('bind and default_bind on the data plane (real loopback addresses)', () => {
+  let plane: DataPlane | undefined;
+  afterEach(async () => {
+    await plane?.close();
+    plane = undefined;
+  });
+
+  it('binds default_bind, opens what a site binds, and serves each site only at its own addresses', async () => {
+    const { config, routes } = plainSites([
+      ['default.test', null, 'default'],
+      ['own.test', null, 'own'],
+    ]);
+    config.global.default_bind = ['127.0.0.1'];
+    (routes[1] as RouteSpec).site.bind = ['127.0.0.2'];
+    plane = await DataPlane.start(config, routes, {}, {});
+    const port = plane.httpAddress.port;
+    expect(plane.httpAddress.host).toBe('127.0.0.1');
+    expect(await getAt('127.0.0.1', port, 'default.test')).toMatchObject({ status: 200, body: 'default' });
+    expect(await getAt('127.0.0.2', port, 'own.test')).toMatchObject({ status: 200, body: 'own' });
+    // Each site is refused at the other's address.
+    expect(await getAt('127.0.0.1', port, 'own.test')).toMatchObject({ status: 404, body: 'no route for host\n' });
+    expect(await getAt('127.0.0.2', port, 'default.test')).toMatchObject({ status: 404 });
+    // Nothing listens on an address neither names.
+    await expect(getAt('127.0.0.3', port, 'default.test')).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('keeps a site to its address behind the 0.0.0.0 listener (one wildcard listener, no EADDRINUSE)', async () => {
+    const { config, routes } = plainSites([
+      ['any.test', null, 'any'],
+      ['local.test', null, 'local'],
+    ]);
+    (routes[1] as RouteSpec).site.bind = ['127.0.0.2'];
+    plane = await DataPlane.start(config, routes, {}, {});
+    const port = plane.httpAddress.port;
+    expect(plane.httpAddress.host).toBe('0.0.0.0');
+    expect(await getAt('127.0.0.3', port, 'any.test')).toMatchObject({ status: 200, body: 'any' });
+    expect(await getAt('127.0.0.2', port, 'local.test')).toMatchObject({ status: 200, body: 'local' });
+    expect(await getAt('127.0.0.1', port, 'local.test')).toMatchObject({ status: 404 });
+  });
+
+  it('opens the address of a site a later route set binds, on the main and the site ports', async () => {
+    const { config, routes } = plainSites([['first.test', null, 'first']]);
+    config.global.default_bind = ['127.0.0.1'];
+    plane = await DataPlane.start(config, routes, {}, {});
+    const port = plane.httpAddress.port;
+    const sitePort = await freePort();
+    const next = plainSites([
+      ['first.test', null, 'first'],
+      ['late.test', null, 'late'],
+      ['pinned.test', sitePort, 'pinned'],
+    ]);
+    (next.routes[1] as RouteSpec).site.bind = ['127.0.0.3'];
+    (next.routes[2] as RouteSpec).site.bind = ['127.0.0.3'];
+    plane.setRoutes(next.routes, 2);
+    const until = Date.now() + 2_000;
+    let reply = await getAt('127.0.0.3', port, 'late.test').catch(() => null);
+    while (reply === null && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 10));
+      reply = await getAt('127.0.0.3', port, 'late.test').catch(() => null);
+    }
+    expect(reply).toMatchObject({ status: 200, body: 'late' });
+    expect(await getAt('127.0.0.3', sitePort, 'pinned.test')).toMatchObject({ status: 200, body: 'pinned' });
+    // The site port binds only what its site names.
+    await expect(getAt('127.0.0.1', sitePort, 'pinned.test')).rejects.toThrow(/ECONNREFUSED/);
+    expect(await getAt('127.0.0.3', port, 'first.test')).toMatchObject({ status: 404 });
+  });
+
+  it('listens on IPv6 ::1 when default_bind names it', async () => {
+    const { config, routes } = plainSites([['v6.test', null, 'v6']]);
+    config.global.default_bind = ['::1'];
+    plane = await DataPlane.start(config, routes, {}, {});
+    expect(await getAt('::1', plane.httpAddress.port, 'v6.test')).toMatchObject({ status: 200, body: 'v6' });
+    await expect(getAt('127.0.0.1', plane.httpAddress.port, 'v6.test')).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
 
 describe('site ports on the data plane (real loopback listeners)', () => {
   let plane: DataPlane | undefined;

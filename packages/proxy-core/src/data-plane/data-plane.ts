@@ -16,6 +16,7 @@ import {
   MemoryCertificateStore,
 } from '../tls/certificate-store.js';
 import type { AlpnChallengeResponder } from '../tls/handshake.js';
+import { ListenerBinds, MAIN_LISTENERS } from './binds.js';
 import { SitePortTable } from './site-ports.js';
 
 /** A bound listener address. */
@@ -32,7 +33,10 @@ export interface DataPlaneOptions {
   secret?: Buffer;
   /** Where `rate_limit` counts (default: in this process; see `SiteDeps.rateLimitCounter`). */
   rateLimitCounter?: (limit: number) => RateLimitCounter;
-  /** Address the listeners bind (default 0.0.0.0). */
+  /**
+   * Address the listeners bind when the config's `default_bind` is empty
+   * (default 0.0.0.0; the demo binds 127.0.0.1).
+   */
   bindHost?: string;
   /** Bind every listener with `SO_REUSEPORT`, as each worker of a multi-core daemon does (default false). */
   reusePort?: boolean;
@@ -115,7 +119,14 @@ export class DataPlane {
   readonly #manual: MemoryCertificateStore;
   readonly #httpPort: number;
   readonly #httpsPort: number;
-  readonly #bindHost: string;
+  /** The addresses each listener port binds (`default_bind`, the sites' `bind`). */
+  readonly #binds: ListenerBinds;
+  /** Addresses the http_port listeners are open on. */
+  readonly #openedHttp = new Set<string>();
+  /** Addresses the https_port listeners are open on. */
+  readonly #openedHttps = new Set<string>();
+  /** Site port → the addresses its listeners are open on. */
+  readonly #openedSite = new Map<number, Set<string>>();
   readonly #report: (err: Error) => void;
   readonly #onCertificateError: ((err: Error) => void) | undefined;
   /** Whether TLS-ALPN-01 is answered: the https_port is wanted before any certificate. */
@@ -143,13 +154,14 @@ export class DataPlane {
     certificates: CertificateStore,
     config: Config,
     options: DataPlaneOptions,
+    binds: ListenerBinds,
   ) {
     this.#proxy = proxy;
     this.#manual = manual;
     this.certificates = certificates;
     this.#httpPort = config.global.http_port;
     this.#httpsPort = config.global.https_port;
-    this.#bindHost = options.bindHost ?? '0.0.0.0';
+    this.#binds = binds;
     this.#report = options.onSitePortError ?? (() => {});
     this.#onCertificateError = options.onCertificateError;
     this.#alpnChallenges = options.alpnChallenges !== undefined;
@@ -185,6 +197,10 @@ export class DataPlane {
         `site port ${conflict.port}: ${conflict.kept} and ${conflict.refused} ask it for different protocols (plain HTTP and HTTPS)`,
       );
     }
+    const binds = new ListenerBinds(
+      config.global.default_bind.length > 0 ? config.global.default_bind : [options.bindHost ?? '0.0.0.0'],
+    );
+    binds.add(routes, (domain) => initial.byDomain.get(domain) ?? null);
     const manual = new MemoryCertificateStore();
     const certificates = new LayeredCertificateStore(manual, options.certificates);
     const secret = options.secret ?? randomBytes(32);
@@ -208,15 +224,22 @@ export class DataPlane {
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
+      binds,
     });
-    const plane = new DataPlane(proxy, manual, certificates, config, options);
+    const plane = new DataPlane(proxy, manual, certificates, config, options, binds);
     plane.#loadCertificates(routes, undefined);
     plane.#routes = routes;
     plane.#ports = ports;
     proxy.setRoutes(routes, 1, initial.byDomain);
     try {
-      const http = await proxy.listen(httpPort, plane.#bindHost);
+      const [first = '0.0.0.0', ...more] = binds.addresses(MAIN_LISTENERS);
+      plane.#openedHttp.add(first);
+      const http = await proxy.listen(httpPort, first);
       plane.#httpAddress = { host: http.address, port: http.port };
+      for (const host of more) {
+        plane.#openedHttp.add(host);
+        await proxy.listen(http.port, host);
+      }
       plane.#httpsUnwanted = !plane.#httpsWanted(routes);
       if (!plane.#httpsUnwanted) await plane.#openHttps();
       for (const { port, tls, domain } of initial.ports.values()) {
@@ -263,7 +286,10 @@ export class DataPlane {
     const changes = changesFrom(this.#routes, routes);
     const portsChanged =
       changes === undefined ? this.#ports.reset(routes) : this.#ports.apply(changes.upserted, changes.removed);
+    const pins = this.#ports.current.byDomain;
+    const grew = this.#binds.add(changes?.upserted ?? routes, (domain) => pins.get(domain) ?? null);
     if (portsChanged) this.#openSitePorts();
+    for (const port of grew) this.#openMoreAddresses(port);
     this.#loadCertificates(routes, changes);
     this.#routes = routes;
     // Pins of unchanged routes moved: the table compares every route.
@@ -383,18 +409,71 @@ export class DataPlane {
 
   async #openHttps(): Promise<void> {
     this.#httpsOpening = true;
-    const a = await this.#proxy.listenHttps(this.#httpsPort, this.#bindHost);
+    const [first = '0.0.0.0', ...more] = this.#binds.addresses(MAIN_LISTENERS);
+    this.#openedHttps.add(first);
+    const a = await this.#proxy.listenHttps(this.#httpsPort, first);
+    // The first listener fixed the port (https_port 0 picks one); later addresses open on it.
+    for (const host of more) this.#openedHttps.add(host);
     this.#httpsAddress = { host: a.address, port: a.port };
+    for (const host of more) await this.#proxy.listenHttps(a.port, host);
+    // Addresses a route change asked for while these opened.
+    this.#openMoreAddresses(MAIN_LISTENERS);
   }
 
   async #openSitePort(port: number, tls: boolean, domain: string): Promise<void> {
-    try {
-      const a = await this.#proxy.listenSitePort(port, this.#bindHost, tls);
-      this.#sitePortAddresses.push({ host: a.address, port: a.port, tls });
-    } catch (err) {
-      throw new Error(`site port ${port} (${domain}): ${err instanceof Error ? err.message : String(err)}`, {
-        cause: err,
-      });
+    // Recorded before the first await: a route change meanwhile opens only what is left.
+    const hosts = this.#binds.addresses(port);
+    this.#openedSite.set(port, new Set(hosts));
+    for (const host of hosts) {
+      try {
+        const a = await this.#proxy.listenSitePort(port, host, tls);
+        this.#sitePortAddresses.push({ host: a.address, port: a.port, tls });
+      } catch (err) {
+        throw new Error(`site port ${port} (${domain}): ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
+      }
     }
+  }
+
+  /**
+   * Opens the addresses a route change added to an open listener port (a
+   * site's `bind`); a port not open yet gets them when it opens. A failure
+   * is reported: e.g. `0.0.0.0` asked for on a port already open on a
+   * specific address (the kernel refuses the overlap; a restart binds it).
+   */
+  #openMoreAddresses(port: number): void {
+    const report = (what: string, host: string) => (err: unknown) =>
+      this.#report(
+        new Error(`${what} on ${host}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }),
+      );
+    if (port === MAIN_LISTENERS) {
+      const httpPort = this.#httpAddress.port;
+      for (const host of this.#missing(this.#openedHttp, port)) {
+        this.#proxy.listen(httpPort, host).catch(report(`http_port ${httpPort}`, host));
+      }
+      const https = this.#httpsAddress;
+      if (https === null) return;
+      for (const host of this.#missing(this.#openedHttps, port)) {
+        this.#proxy.listenHttps(https.port, host).catch(report(`https_port ${https.port}`, host));
+      }
+      return;
+    }
+    const opened = this.#openedSite.get(port);
+    const tls = this.#listening.get(port);
+    if (opened === undefined || tls === undefined) return;
+    for (const host of this.#missing(opened, port)) {
+      this.#proxy
+        .listenSitePort(port, host, tls)
+        .then((a) => this.#sitePortAddresses.push({ host: a.address, port: a.port, tls }))
+        .catch(report(`site port ${port}`, host));
+    }
+  }
+
+  /** The addresses `port` binds that are not in `opened`, added to it. */
+  #missing(opened: Set<string>, port: number): string[] {
+    const missing = this.#binds.addresses(port).filter((host) => !opened.has(host));
+    for (const host of missing) opened.add(host);
+    return missing;
   }
 }
