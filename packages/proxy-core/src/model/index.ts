@@ -9,6 +9,17 @@
  * bytes, host names lowercase. Every schema and its static type share a name.
  */
 import { type Static, Type } from 'typebox';
+import { MatcherName, RequestMatcher } from './matchers.js';
+
+export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
+export { HeaderMatch, MatcherName, RequestMatcher } from './matchers.js';
+export {
+  hasRequestPlaceholder,
+  PLACEHOLDER_PATTERN,
+  REMAINDER_PLACEHOLDER,
+  REQUEST_PLACEHOLDERS,
+  type RequestPlaceholder,
+} from './placeholders.js';
 
 export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
 export {
@@ -70,6 +81,7 @@ export const HeaderOp = Type.Object(
     op: Type.Union([Type.Literal('set'), Type.Literal('add'), Type.Literal('delete')]),
     name: Type.String({ minLength: 1, description: 'Header name as written' }),
     value: Type.Optional(Type.String({ description: 'Header value; absent for delete' })),
+    matcher: Type.Optional(MatcherName),
   },
   { additionalProperties: false },
 );
@@ -156,7 +168,10 @@ export type RespondHandler = Static<typeof RespondHandler>;
 export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler]);
 export type Handler = Static<typeof Handler>;
 
-/** `redir <from> <to> <status>`; `to` may hold `{http.request.uri.path.remainder}`. */
+/**
+ * `redir [<from>|@name] <to> <status>`; `to` may hold `{http.request.uri.path.remainder}`
+ * and the request placeholders (`REQUEST_PLACEHOLDERS`). With `matcher`, `from` is null.
+ */
 export const Redirect = Type.Object(
   {
     from: Type.Union([Type.String(), Type.Null()], {
@@ -164,6 +179,7 @@ export const Redirect = Type.Object(
     }),
     to: Type.String({ minLength: 1 }),
     status: Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)]),
+    matcher: Type.Optional(MatcherName),
   },
   { additionalProperties: false },
 );
@@ -198,15 +214,24 @@ const blockFields = {
   basic_auth: Type.Union([BasicAuth, Type.Null()]),
   redirects: Type.Array(Redirect),
   handler: Type.Union([Handler, Type.Null()], { description: 'Terminal handler; null means 404' }),
+  matched_proxies: Type.Optional(
+    Type.Array(Type.Object({ matcher: MatcherName, handler: ReverseProxyHandler }, { additionalProperties: false }), {
+      description: '`reverse_proxy @name …`: the first whose matcher matches answers instead of `handler`',
+    }),
+  ),
 };
 
-/** `handle <pattern>` / `handle_path <pattern>`; a null pattern is the fallback `handle`. */
+/**
+ * `handle <pattern>` / `handle_path <pattern>`; a null pattern is the fallback `handle`;
+ * `handle @name` has a null pattern and the site matcher's name.
+ */
 export const HandleBlock = Type.Object(
   {
     kind: Type.Union([Type.Literal('handle'), Type.Literal('handle_path')]),
     path: Type.Union([Type.String(), Type.Null()], {
       description: 'Path pattern: exact (/a), prefix (/a/*) or suffix (*.php); null is the fallback',
     }),
+    matcher: Type.Optional(MatcherName),
     ...blockFields,
   },
   { additionalProperties: false },
@@ -300,6 +325,58 @@ export const UnderAttack = Type.Object(
 );
 export type UnderAttack = Static<typeof UnderAttack>;
 
+/** `log` defaults (Caddy's): roll at 100 MiB, keep 10 rolled files for at most 90 days, gzip them. */
+export const LOG_DEFAULTS = Object.freeze({
+  roll_size_bytes: 100 * 1024 * 1024,
+  roll_keep: 10,
+  roll_keep_for_ms: 90 * 24 * 3_600_000,
+  roll_gzip: true,
+});
+
+/** How a log file rolls (`output file <path> { roll_* }`). */
+export const LogRoll = Type.Object(
+  {
+    size_bytes: Type.Integer({ minimum: 1, description: 'Size at which the file rolls, bytes (default 100 MiB)' }),
+    keep: Type.Integer({ minimum: 0, description: 'Rolled files kept; 0: no count limit (default 10)' }),
+    keep_for_ms: Type.Integer({
+      minimum: 0,
+      description: 'Age after which a rolled file is deleted, ms; 0: no age limit (default 90 days)',
+    }),
+    gzip: Type.Boolean({ description: 'Gzip rolled files (default true; `roll_uncompressed` turns it off)' }),
+  },
+  { additionalProperties: false },
+);
+export type LogRoll = Static<typeof LogRoll>;
+
+/** Where a site's access log goes: a file (rolled, or not with `roll_disabled`), stdout, stderr, or nowhere. */
+export const LogOutput = Type.Union([
+  Type.Object(
+    {
+      kind: Type.Literal('file'),
+      path: Type.String({
+        minLength: 1,
+        description: "File path as written; a relative path is relative to the daemon's working directory",
+      }),
+      roll: Type.Union([LogRoll, Type.Null()], { description: 'null: never rolled (`roll_disabled`)' }),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object({ kind: Type.Literal('stdout') }, { additionalProperties: false }),
+  Type.Object({ kind: Type.Literal('stderr') }, { additionalProperties: false }),
+  Type.Object({ kind: Type.Literal('discard') }, { additionalProperties: false }),
+]);
+export type LogOutput = Static<typeof LogOutput>;
+
+/** `log [{ output …; format json }]`: the site's access log, one JSON line per request. */
+export const SiteLog = Type.Object(
+  {
+    output: LogOutput,
+    format: Type.Literal('json', { description: 'Line format: json (Caddy-style access log lines)' }),
+  },
+  { additionalProperties: false },
+);
+export type SiteLog = Static<typeof SiteLog>;
+
 /** A site block: its addresses, site-wide options, directives and handle blocks. */
 export const Site = Type.Object(
   {
@@ -318,7 +395,11 @@ export const Site = Type.Object(
       description:
         'Local addresses the site answers on (`bind`); empty (default): the global default_bind. A connection that arrived at another address gets 404',
     }),
+    matchers: Type.Optional(
+      Type.Record(Type.String(), RequestMatcher, { description: 'Named matchers (`@name`), by name without @' }),
+    ),
     ...blockFields,
+    log: Type.Union([SiteLog, Type.Null()], { description: 'Access log of the site (default null: none)' }),
   },
   { additionalProperties: false },
 );
@@ -423,6 +504,10 @@ export const GlobalOptions = Type.Object(
       description:
         'How long a stop waits for requests, streams and WebSockets in flight before it cuts them, ms (default 30000)',
     }),
+    metrics: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Metrics listener host:port: GET /metrics without the admin token (default null: none; the Proxyfile writes `:port` as 127.0.0.1:port)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -492,6 +577,7 @@ export function defaultGlobalOptions(): GlobalOptions {
     docker: { enabled: true, host: null, network: null },
     default_bind: [],
     grace_period_ms: DEFAULTS.grace_period_ms,
+    metrics: null,
   };
 }
 
@@ -528,5 +614,6 @@ export function emptySite(addresses: SiteAddress[]): Site {
     basic_auth: null,
     redirects: [],
     handler: null,
+    log: null,
   };
 }
