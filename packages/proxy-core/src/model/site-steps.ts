@@ -8,7 +8,8 @@
  *   site answers on), `tls` (the HTTP→HTTPS redirect
  *   and the certificate) and `analytics` (its reserved `/_proxyd/*` paths
  *   answered by `hooks.intercept`; counting and injection apply to the
- *   response).
+ *   response), `log` (the site's access log: one line per request the
+ *   site answered, whatever step answered it).
  * - `headers`: the security headers and `header` ops, compiled once and
  *   applied to every response the site writes (its own answers included).
  * - `encode`: wraps the response, so every answer below (the site's own,
@@ -46,6 +47,7 @@ export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: S
   { name: 'bind', step: 'front_door' },
   { name: 'tls', step: 'front_door' },
   { name: 'analytics', step: 'front_door' },
+  { name: 'log', step: 'front_door' },
   { name: 'header', step: 'headers' },
   { name: 'encode', step: 'encode' },
   { name: 'under_attack', step: 'under_attack' },

@@ -8,6 +8,7 @@ import { encode } from './encode.js';
 import { fileServer, root } from './file-server.js';
 import { handle, handlePath } from './handle.js';
 import { header } from './header.js';
+import { log } from './log.js';
 import { rateLimit } from './rate-limit.js';
 import { redir } from './redir.js';
 import { respond } from './respond.js';
@@ -20,6 +21,7 @@ const PARSERS: readonly Directive[] = [
   bind,
   tls,
   analytics,
+  log,
   header,
   encode,
   underAttack,
