@@ -88,6 +88,66 @@ function exchange(target: NetConnectOpts, text: string, trickle?: { piece: strin
   });
 }
 
+/** A JSON request to the TCP admin listener with the token; resolves with the status and the parsed body. */
+function callJson(
+  target: NetConnectOpts,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(
+      {
+        ...(target as { host: string; port: number }),
+        method,
+        path,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(data) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+describe('the route limit through the admin API (issue 20)', () => {
+  it('a POST or snapshot past the limit is 409 route limit reached, and nothing of it is applied', async () => {
+    const { store } = await RouteStore.open({ stateFile: null, maxRoutes: 2 });
+    const { tcp } = await start({ store });
+    const route = (domain: string) => ({ domain, upstream: '127.0.0.1:9000', tls: false });
+    expect((await callJson(tcp, 'POST', '/routes', route('a.test'))).status).toBe(201);
+    expect((await callJson(tcp, 'POST', '/routes', route('b.test'))).status).toBe(201);
+    const refused = await callJson(tcp, 'POST', '/routes', route('c.test'));
+    expect(refused).toEqual({
+      status: 409,
+      body: {
+        error:
+          'route limit reached: the table holds at most 2 routes (this write would make it 3); delete routes first',
+      },
+    });
+    const snapshot = await callJson(tcp, 'PUT', '/routes/snapshot', {
+      source: 'deploy',
+      routes: [route('d.test'), route('e.test')],
+    });
+    expect(snapshot.status).toBe(409);
+    expect((snapshot.body as { error: string }).error).toMatch(/^route limit reached: /);
+    // Replacing a route is still accepted at the limit.
+    expect(
+      (await callJson(tcp, 'POST', '/routes', { domain: 'a.test', upstream: '127.0.0.1:9001', tls: false })).status,
+    ).toBe(201);
+    const listed = await callJson(tcp, 'GET', '/routes');
+    expect((listed.body as { domain: string }[]).map((r) => r.domain).sort()).toEqual(['a.test', 'b.test']);
+  });
+});
+
 describe('control plane listeners (issue 20)', () => {
   it('Expect: bogus is 417 with the envelope and the CORS header on TCP and on the Unix socket', async () => {
     const { tcp, unix } = await start();

@@ -1,5 +1,6 @@
 import {
   type AdminConnectionLimits,
+  AdminError,
   type AdminTimeouts,
   type AnalyticsPort,
   type AuditEvent,
@@ -9,10 +10,11 @@ import {
   type CertificatesPort,
   createAdminApp,
   type DiscoveryPort,
+  type RouteStorePort,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS } from '@proxyd/proxy-core';
 import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
-import type { RouteStore } from '@proxyd/route-store';
+import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
 import type { MetricsExposition } from './metrics.js';
@@ -24,6 +26,26 @@ import type { Reloader } from './reload.js';
  * gives 64). Wrong tokens are throttled per client, not across clients.
  */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+/**
+ * The route store as the admin API's port: a write refused for the route
+ * limit is `409 route limit reached: …` (the client can delete routes
+ * first), not an internal error.
+ */
+function routesPort(store: RouteStore): RouteStorePort {
+  const limited = (err: unknown): never => {
+    if (err instanceof StoreError && err.code === StoreErrorCode.ROUTE_LIMIT) {
+      throw new AdminError('ADMIN_ROUTE_LIMIT', err.message.replace(/^route limit reached: /, ''), { cause: err });
+    }
+    throw err;
+  };
+  return {
+    list: () => store.list(),
+    upsert: (route) => store.upsert(route).catch(limited),
+    remove: (domain) => store.remove(domain),
+    applySnapshot: (snapshot) => store.applySnapshot(snapshot).catch(limited),
+  };
+}
 
 /** The admin listeners and everything they drive. */
 export interface ControlPlane {
@@ -103,7 +125,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
   const timeouts = options.adminTimeouts ?? {};
   const app = createAdminApp({
-    routes: options.store,
+    routes: routesPort(options.store),
     timeouts,
     ...(options.adminConnectionLimits ? { connectionLimits: options.adminConnectionLimits } : {}),
     token: options.token,

@@ -31,6 +31,7 @@ export const ADMIN_ERRORS = {
   ADMIN_ANALYTICS_NOT_FOUND: { status: 404, message: 'no analytics for domain' },
   ADMIN_METRICS_DISABLED: { status: 404, message: 'metrics disabled' },
   ADMIN_METHOD_NOT_ALLOWED: { status: 405, message: 'method not allowed' },
+  ADMIN_ROUTE_LIMIT: { status: 409, message: 'route limit reached' },
   ADMIN_REQUEST_TIMEOUT: { status: 408, message: 'request timeout' },
   ADMIN_BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
   ADMIN_DOMAIN_TOO_LONG: { status: 414, message: 'domain segment too long' },
