@@ -127,6 +127,7 @@ function dockerHostProblem(text: string): string | null {
  *     https_port <port>             # default 443
  *     email <address>               # ACME account contact
  *     admin <host:port>             # admin API listener (default 127.0.0.1:6190)
+ *     metrics [<host>]:<port>       # GET /metrics without the admin token (default: none; no host: 127.0.0.1)
  *     auto_https off|disable_redirects|disable_certs   # default: on (certificates and redirects)
  *     acme_ca <directory_url>       # ACME directory; repeat for a fallback list (default: Let's Encrypt, the daemon's choice)
  *     acme_ca_root <pem_file>       # roots trusted for the CA's API endpoint
@@ -174,6 +175,15 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       throw d.unexpected(t, 'an admin address (host:port), e.g. 127.0.0.1:6190', ProxyfileErrorCode.INVALID_VALUE);
     }
     g.admin = t.text;
+  },
+  metrics(d, g) {
+    const expected = 'a metrics listener address ([host]:port), e.g. 127.0.0.1:9180 or :9180';
+    const t = single(d, expected);
+    // Caddy's `:port` form: no host is loopback here, so a scraper elsewhere needs it written out.
+    const parsed = parseHostPort(t.text.startsWith(':') ? `127.0.0.1${t.text}` : t.text);
+    if (!parsed.ok) throw d.unexpected(t, `${expected} (it ${parsed.problem})`, ProxyfileErrorCode.INVALID_VALUE);
+    const { host, port } = parsed.value;
+    g.metrics = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   },
   auto_https(d, g) {
     const hint = d.peekArg()?.text === 'on' ? ' (on is the default: leave auto_https out)' : '';
