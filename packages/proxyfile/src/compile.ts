@@ -1,4 +1,12 @@
-import { type Config, defaultGlobalOptions, emptySite, type Site, type SiteAddress } from '@proxyd/proxy-core/model';
+import {
+  CATCH_ALL_HOST,
+  type Config,
+  catchAllDomain,
+  defaultGlobalOptions,
+  emptySite,
+  type Site,
+  type SiteAddress,
+} from '@proxyd/proxy-core/model';
 import type { BlockState } from './directives/directive.js';
 import { DIRECTIVE_BY_NAME, DIRECTIVES } from './directives/index.js';
 import { Dispenser } from './dispenser.js';
@@ -117,6 +125,11 @@ function checkPorts(
           ProxyfileErrorCode.INVALID_SITE_ADDRESS,
           `site address ${show(token)}: ${why}`,
         );
+      if (address.host === CATCH_ALL_HOST && port === httpsPort) {
+        throw bad(
+          `a catch-all site is plain HTTP (no host name, so no certificate), and port ${port} is the https_port, which speaks HTTPS: name the host, or pick another port`,
+        );
+      }
       if (port === httpPort && !plain) {
         throw bad(`port ${port} is the http_port, which speaks plain HTTP: write http:// or pick another port`);
       }
@@ -153,6 +166,12 @@ export function compile(doc: Document): Config {
     const addresses: SiteAddress[] = [];
     const entries: { address: SiteAddress; token: Token }[] = [];
     for (const key of block.keys) {
+      if (block.braceless && DIRECTIVE_BY_NAME.has(key.text)) {
+        throw keys.unexpected(
+          key,
+          'a site address first: a directive stands inside a site (e.g. "example.com" on the line above it)',
+        );
+      }
       for (const entry of parseSiteAddresses(keys, key)) {
         const { address, token } = entry;
         // As in Caddy, an address on the HTTP port without a scheme is plain HTTP.
@@ -160,15 +179,22 @@ export function compile(doc: Document): Config {
           address.scheme = 'http';
         }
         entries.push(entry);
-        const first = hosts.get(address.host);
+        const catchAll = address.host === CATCH_ALL_HOST;
+        // One catch-all per listener: ":80" and "http://" are both the http_port's.
+        const key = catchAll ? catchAllDomain(address.port ?? config.global.http_port) : address.host;
+        const first = hosts.get(key);
         if (first) {
           throw keys.error(
             token,
             ProxyfileErrorCode.DUPLICATE_SITE_ADDRESS,
-            `duplicate site address ${show(token)}: host "${address.host}" is already served by the site at ${first.file}:${first.line}:${first.column}`,
+            `duplicate site address ${show(token)}: ${
+              catchAll
+                ? `port ${address.port ?? config.global.http_port} already has a catch-all, the site`
+                : `host "${address.host}" is already served by the site`
+            } at ${first.file}:${first.line}:${first.column}`,
           );
         }
-        hosts.set(address.host, token);
+        hosts.set(key, token);
         addresses.push(address);
       }
     }
@@ -177,21 +203,30 @@ export function compile(doc: Document): Config {
     }
     const site = emptySite(addresses);
     keyed.push({ site, entries });
+    const state: BlockState = {
+      scope: 'site',
+      target: site,
+      site,
+      global: config.global,
+      seen: new Map(),
+      handlerAt: null,
+      root: null,
+      fileServerAt: null,
+      handlePatterns: new Map(),
+      compileBlock,
+    };
     compileBlock(
       block.block.lines.map((l) => new Dispenser(l)),
-      {
-        scope: 'site',
-        target: site,
-        site,
-        global: config.global,
-        seen: new Map(),
-        handlerAt: null,
-        root: null,
-        fileServerAt: null,
-        handlePatterns: new Map(),
-        compileBlock,
-      },
+      state,
     );
+    const tlsAt = state.seen.get('tls');
+    if (tlsAt && site.tls.mode !== 'off' && addresses.every((a) => a.host === CATCH_ALL_HOST)) {
+      throw keys.error(
+        tlsAt,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        'a catch-all site has no host name to certify: it is served over plain HTTP (name the host for HTTPS)',
+      );
+    }
     config.sites.push(site);
   }
   checkPorts(config, keyed);

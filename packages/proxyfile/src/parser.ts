@@ -33,6 +33,12 @@ export interface Block {
 export interface SiteBlock {
   keys: Token[];
   block: Block;
+  /**
+   * Written without braces (Caddy allows it for a file's only site): the
+   * body is every line after the addresses; `block.open` and `block.close`
+   * are then the first address token.
+   */
+  braceless?: true;
 }
 
 /** A parsed Proxyfile (imports, snippets and env placeholders resolved). */
@@ -63,6 +69,7 @@ const MAX_DEPTH = 100;
 const ENV_PLACEHOLDER = /\{\$([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g;
 const SNIPPET_NAME = /^\((.+)\)$/;
 const SITE_LIKE = /^(?:https?:\/\/)?[\w*-]+(?:\.[\w-]+)+(?::\d+)?,?$/;
+const CATCH_ALL_LIKE = /^(?:https?:\/\/(?::\d+)?|:\d+),?$/;
 const GLOB_CHARS = /[*?[]/;
 
 interface Frame {
@@ -190,12 +197,12 @@ class Parser {
         this.#defineSnippet(snippet[1] as string, line);
         continue;
       }
-      doc.sites.push(this.#siteBlock(line));
+      doc.sites.push(this.#siteBlock(line, doc.sites.length === 0));
     }
     return doc;
   }
 
-  #siteBlock(line: Token[]): SiteBlock {
+  #siteBlock(line: Token[], first: boolean): SiteBlock {
     const keys = [...line];
     braceEndsLine(line);
     for (;;) {
@@ -218,10 +225,16 @@ class Parser {
       if (!last.quoted && last.raw.endsWith('{')) {
         throw unexpected(last, 'a space before "{" (write "<address> {")');
       }
+      // Caddy's single site without braces: the rest of the file is its body.
+      if (first) {
+        for (const k of keys) if (isClose(k)) throw unexpected(k, 'a site address');
+        const at = keys[0] as Token;
+        return { keys, block: this.#block(at, 1, true), braceless: true };
+      }
       throw new ProxyfileError(
         ProxyfileErrorCode.UNEXPECTED_END,
         positionAfter(last),
-        `unexpected end of line after ${show(last)}, expected "{" to open the site block`,
+        `unexpected end of line after ${show(last)}, expected "{" to open the site block (only a file's single site may go without braces)`,
       );
     }
     const open = keys.pop() as Token;
@@ -230,7 +243,11 @@ class Parser {
     return { keys, block: this.#block(open) };
   }
 
-  #block(open: Token, depth = 1): Block {
+  /**
+   * The lines of a block up to its `}`; `braceless`: up to the end of the
+   * file, for a site without braces (`open` is its first address).
+   */
+  #block(open: Token, depth = 1, braceless = false): Block {
     if (depth > MAX_DEPTH) {
       throw new ProxyfileError(
         ProxyfileErrorCode.TOO_LARGE,
@@ -241,6 +258,7 @@ class Parser {
     const lines: Line[] = [];
     for (;;) {
       const line = this.#nextLine();
+      if (line === null && braceless) return { open, lines, close: open };
       if (line === null) {
         throw new ProxyfileError(
           ProxyfileErrorCode.UNEXPECTED_END,
@@ -253,6 +271,12 @@ class Parser {
         );
       }
       const head = line[0] as Token;
+      if (braceless && isClose(head)) {
+        throw unexpected(
+          head,
+          `a directive: the site at ${open.file}:${at(open)} has no braces, so no block is open (write "{" after its address)`,
+        );
+      }
       if (isClose(head)) {
         const extra = line[1];
         if (extra) throw unexpected(extra, 'a new line after "}"');
@@ -271,6 +295,12 @@ class Parser {
         if (line.length === 1) {
           throw (
             vanishedError(vanished, 'a directive name before "{"') ?? unexpected(last, 'a directive name before "{"')
+          );
+        }
+        if (braceless && depth === 1 && (SITE_LIKE.test(head.text) || CATCH_ALL_LIKE.test(head.text))) {
+          throw unexpected(
+            head,
+            `a directive: the site at ${open.file}:${at(open)} has no braces, which only a file's single site may do (wrap each site's directives in "{ }")`,
           );
         }
         if (this.#suspect === null && SITE_LIKE.test(head.text)) this.#suspect = head;

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import { addressDomain, type Config, type RouteSpec } from '@proxyd/proxy-core/model';
 import type { RouteSink } from '@proxyd/route-store';
 import { parse } from './parse.js';
 
@@ -12,7 +12,7 @@ export function routesFromConfig(config: Config): RouteSpec[] {
   const byDomain = new Map<string, RouteSpec>();
   for (const site of config.sites) {
     for (const address of site.addresses) {
-      const domain = address.host.toLowerCase();
+      const domain = addressDomain(address);
       byDomain.set(domain, { domain, origin: 'proxyfile', source: null, site });
     }
   }

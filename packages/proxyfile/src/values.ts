@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import {
+  CATCH_ALL_HOST,
   parseBindAddress,
   parseDomain,
   parseHeaderName,
@@ -62,7 +63,7 @@ export function parseSiteAddresses(d: Dispenser, t: Token): { address: SiteAddre
 }
 
 const ADDRESS_FORMS =
-  'expected a site address: [http://|https://]host[:port] with a domain, *.domain, localhost or an IP (catch-all addresses such as ":8080" or "*" are not supported)';
+  'expected a site address: [http://|https://]host[:port] with a domain, *.domain, localhost or an IP, or a catch-all such as ":8080" or "http://"';
 
 function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   const bad = (why: string) =>
@@ -78,19 +79,28 @@ function parseSiteAddress(d: Dispenser, t: Token): SiteAddress {
   }
   const slash = rest.indexOf('/');
   if (slash !== -1) throw bad('a site address has no path (route paths with handle <path> inside the block)');
-  const m = HOST_PORT.exec(rest);
-  if (!m) {
-    if (rest.startsWith(':') || rest === '') {
+  // A catch-all (Caddy's ":8080", "http://"): any host on the port, plain HTTP (no name, no certificate).
+  if (rest === '' || rest.startsWith(':')) {
+    if (scheme === 'https') {
       throw bad(
-        'a site needs a host name: catch-all addresses (":8080", "http://") are not supported; name the host, e.g. example.com:8080, *.example.com:8080 or localhost:8080',
+        'a catch-all site has no host name to obtain a certificate for: write http:// or :<port> for plain HTTP, or name the host',
       );
     }
-    throw bad('expected [http://|https://]host[:port]');
+    if (rest === '') {
+      if (scheme === null) throw bad('expected [http://|https://]host[:port]');
+      return { scheme: 'http', host: CATCH_ALL_HOST, port: null };
+    }
+    const parsed = /^:\d{1,5}$/.test(rest) ? parsePort(rest.slice(1)) : null;
+    if (parsed === null) throw bad('expected a catch-all ":<port>" (1-65535)');
+    if (!parsed.ok) throw bad(`port "${rest.slice(1)}" ${parsed.problem}`);
+    return { scheme: 'http', host: CATCH_ALL_HOST, port: parsed.value };
   }
+  const m = HOST_PORT.exec(rest);
+  if (!m) throw bad('expected [http://|https://]host[:port]');
   let host = (m[1] as string).toLowerCase();
   if (host === '*') {
     throw bad(
-      'a site needs a host name: the catch-all "*" is not supported ("*." matches one label, as in *.example.com); name the hosts to serve',
+      'the host "*" is not a catch-all ("*." matches one label, as in *.example.com): write ":<port>" or "http://" for a site that answers any host',
     );
   }
   if (host.startsWith('[')) {
@@ -124,7 +134,11 @@ export interface ParsedUpstream {
 
 const UPSTREAM_EXPECTED = 'an upstream address (host:port)';
 
-/** Parses `host:port`, `[v6]:port`, or `http(s)://host[:port]` (default port 80 / 443). */
+/**
+ * Parses `host:port`, `[v6]:port`, or `http(s)://host[:port]` (default port
+ * 80 / 443); as in Caddy, `:port` is `localhost:port` and a bare
+ * `localhost` is `localhost:80`.
+ */
 export function parseUpstream(d: Dispenser, t: Token): ParsedUpstream {
   const fail = () => d.unexpected(t, UPSTREAM_EXPECTED, ProxyfileErrorCode.INVALID_UPSTREAM);
   let rest = t.text;
@@ -138,14 +152,17 @@ export function parseUpstream(d: Dispenser, t: Token): ParsedUpstream {
     rest = rest.slice(7);
   }
   if (rest.endsWith('/')) rest = rest.slice(0, -1);
+  // Caddy's ":9000": a port on this machine.
+  if (rest.startsWith(':')) rest = `localhost${rest}`;
   const m = HOST_PORT.exec(rest);
   if (!m) throw fail();
   const host = parseHost(m[1] as string);
   if (!host.ok) throw fail();
   let port: number;
   if (m[2] === undefined) {
-    if (tls === null) throw fail();
-    port = tls ? 443 : 80;
+    // Caddy's default port; only for localhost, where no other port is likely meant.
+    if (tls === null && host.value !== 'localhost') throw fail();
+    port = tls === true ? 443 : 80;
   } else {
     const parsed = parsePort(m[2]);
     if (!parsed.ok) {
