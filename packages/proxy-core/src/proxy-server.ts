@@ -22,7 +22,14 @@ import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import { normalizeHost, proxyHandlers, type RouteChanges, RouteTable, type TableChange } from './route-table.js';
+import {
+  normalizeHost,
+  proxyHandlers,
+  type Route,
+  type RouteChanges,
+  RouteTable,
+  type TableChange,
+} from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
@@ -498,7 +505,9 @@ export class ProxyServer {
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
-    const route = this.#table.matchHost(host);
+    let route = this.#table.matchHost(host);
+    // A catch-all (`:8080 {`) answers a plain-HTTP request that no named route of this listener serves.
+    if (!secure && this.#table.hasFallbacks) route = this.#fallback(req, route);
     if (route === undefined) {
       if (onRequest !== undefined) this.#track(res as ServerResponse, onRequest, host, null, false, path, clientIp);
       refuse(req, res, socket, 404);
@@ -568,6 +577,13 @@ export class ProxyServer {
       return;
     }
     upgradeSocket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  }
+
+  /** `route` when this listener serves it, else the listener's catch-all (or `route`, refused later). */
+  #fallback(req: IncomingMessage, route: Route | undefined): Route | undefined {
+    const localPort = req.socket.localPort;
+    if (route !== undefined && (!this.#pinning || servedOn(route.sitePort, localPort, this.#mainPorts))) return route;
+    return this.#table.fallback(localPort, localPort !== undefined && this.#mainPorts.has(localPort)) ?? route;
   }
 
   /** Asks the challenge responder; true when it answered (200, the key authorization as text). */

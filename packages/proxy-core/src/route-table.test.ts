@@ -199,3 +199,51 @@ describe('issue 20: a route change costs what changed, not the table', () => {
     }
   });
 });
+
+describe('catch-all routes (a Proxyfile `:8080 {` / `http:// {`)', () => {
+  const catchAll = (port: number | null): RouteSpec => ({
+    domain: port === null ? '*' : `*:${port}`,
+    origin: 'proxyfile',
+    source: null,
+    site: emptySite([{ scheme: 'http', host: '*', port }]),
+  });
+
+  it('never matches a host; fallback gives the catch-all of a listener', () => {
+    const main = catchAll(null);
+    const site = catchAll(8080);
+    const table = new RouteTable([route('a.test'), main, site], 0, undefined, new Map([['*:8080', 8080]]));
+    expect(table.match('*')).toBeUndefined();
+    expect(table.match('other.test')).toBeUndefined();
+    expect(table.size).toBe(3);
+    expect(table.hasFallbacks).toBe(true);
+    expect(table.fallback(80, true)?.site).toBe(main.site);
+    expect(table.fallback(8080, false)?.site).toBe(site.site);
+    expect(table.fallback(8080, false)?.sitePort).toBe(8080);
+    expect(table.fallback(9090, false)).toBeUndefined();
+    expect(table.get('*:8080')?.domain).toBe('*:8080');
+  });
+
+  it('drops a catch-all that leaves the routes, by changes or by comparison', () => {
+    const main = catchAll(null);
+    const table = new RouteTable([route('a.test'), main]);
+    table.update([route('a.test')], 1);
+    expect(table.hasFallbacks).toBe(false);
+    expect(table.fallback(80, true)).toBeUndefined();
+    const routes = [main];
+    table.update(routes, 2);
+    expect(table.fallback(80, true)?.domain).toBe('*');
+    const next = [route('b.test')];
+    table.update(next, 3, undefined, { base: new WeakRef(routes), upserted: next, removed: ['*'] });
+    expect(table.hasFallbacks).toBe(false);
+    expect(table.size).toBe(1);
+  });
+
+  it('keeps the other catch-all of a listener when one of two leaves (":80" and "http://" from different sources)', () => {
+    const a = catchAll(null);
+    const b = catchAll(80);
+    const table = new RouteTable([a, b]);
+    expect(table.fallback(80, true)?.domain).toBe('*:80');
+    table.update([a], 1);
+    expect(table.fallback(80, true)?.domain).toBe('*');
+  });
+});

@@ -1,4 +1,4 @@
-import type { ReverseProxyHandler, RouteSpec, Site } from './model/index.js';
+import { isCatchAllDomain, type ReverseProxyHandler, type RouteSpec, type Site } from './model/index.js';
 import type { CompiledSite } from './pipeline.js';
 import { isHttpsSite } from './redirect.js';
 
@@ -80,10 +80,15 @@ interface Changes {
   dropped: CompiledSite[];
 }
 
+/** Key of the catch-all served on the main listeners in {@link RouteTable}'s fallbacks. */
+const MAIN = -1;
+
 /**
  * The host → route map of the data plane. Exact hosts match in O(1);
  * `*.example.com` matches exactly one label; exact beats wildcard; case and
- * port are ignored. Sites are compiled once per Site object and kept while
+ * port are ignored. Catch-all routes (domain `*` or `*:<port>`, a Proxyfile's
+ * `:8080 {`) never match a host: {@link fallback} gives the one of a
+ * listener, for a request no named route on that listener serves. Sites are compiled once per Site object and kept while
  * a route uses the object. {@link update} changes the table in place: with
  * the route store's {@link RouteChanges} in O(changed routes), else by
  * comparing every route (O(n)); a request already matched keeps its
@@ -94,6 +99,10 @@ export class RouteTable {
   #routes: readonly RouteSpec[];
   readonly #exact = new Map<string, Route>();
   readonly #wildcard = new Map<string, Route>();
+  /** Catch-all routes by domain (`*`, `*:8080`). */
+  readonly #catchAll = new Map<string, Route>();
+  /** The catch-all of each site port ({@link MAIN}: the main listeners); the last put wins. */
+  readonly #fallbacks = new Map<number, Route>();
   readonly #sites = new Map<Site, SiteEntry>();
   /** Reverse-proxy handlers of the table's sites (a handler object shared by sites counts once per site). */
   readonly #handlers = new Set<ReverseProxyHandler>();
@@ -137,7 +146,22 @@ export class RouteTable {
 
   /** How many domains the table holds. */
   get size(): number {
-    return this.#exact.size + this.#wildcard.size;
+    return this.#exact.size + this.#wildcard.size + this.#catchAll.size;
+  }
+
+  /** Whether any catch-all route is in the table (else {@link fallback} is always undefined). */
+  get hasFallbacks(): boolean {
+    return this.#fallbacks.size > 0;
+  }
+
+  /**
+   * The catch-all route of a listener: the one pinned to `localPort` for a
+   * site port, the unpinned one for a main listener (`main`); undefined when
+   * there is none. Catch-alls are plain HTTP: the front door asks only for
+   * plain-HTTP requests.
+   */
+  fallback(localPort: number | undefined, main: boolean): Route | undefined {
+    return this.#fallbacks.get(main ? MAIN : (localPort ?? 0));
   }
 
   /**
@@ -166,6 +190,7 @@ export class RouteTable {
         const gone: string[] = [];
         for (const domain of this.#exact.keys()) if (!domains.has(domain)) gone.push(domain);
         for (const route of this.#wildcard.values()) if (!domains.has(route.domain)) gone.push(route.domain);
+        for (const domain of this.#catchAll.keys()) if (!domains.has(domain)) gone.push(domain);
         for (const domain of gone) this.#delete(domain, out);
       }
     }
@@ -187,9 +212,10 @@ export class RouteTable {
     return dot > 0 && this.#wildcard.size > 0 ? this.#wildcard.get(host.slice(dot + 1)) : undefined;
   }
 
-  /** The route of a lowercase domain (`*.example.com` for a wildcard route), or undefined. */
+  /** The route of a lowercase domain (`*.example.com` for a wildcard route, `*:8080` for a catch-all), or undefined. */
   get(domain: string): Route | undefined {
-    return domain.startsWith('*.') ? this.#wildcard.get(domain.slice(2)) : this.#exact.get(domain);
+    if (domain.charCodeAt(0) !== 42 /* * */) return this.#exact.get(domain);
+    return domain.startsWith('*.') ? this.#wildcard.get(domain.slice(2)) : this.#catchAll.get(domain);
   }
 
   /** The distinct compiled sites of this table. */
@@ -232,7 +258,11 @@ export class RouteTable {
       httpsSite: isHttpsSite(spec.site, domain),
       sitePort,
     };
-    if (domain.startsWith('*.')) this.#wildcard.set(domain.slice(2), route);
+    if (isCatchAllDomain(domain)) {
+      this.#catchAll.set(domain, route);
+      if (old !== undefined) this.#unsetFallback(old);
+      this.#fallbacks.set(sitePort ?? MAIN, route);
+    } else if (domain.startsWith('*.')) this.#wildcard.set(domain.slice(2), route);
     else this.#exact.set(domain, route);
     if (sitePort !== null) this.#pinned++;
     if (old !== undefined) this.#release(old, out);
@@ -242,9 +272,22 @@ export class RouteTable {
   #delete(domain: string, out: Changes): void {
     const old = this.get(domain);
     if (old === undefined) return;
-    if (domain.startsWith('*.')) this.#wildcard.delete(domain.slice(2));
+    if (isCatchAllDomain(domain)) {
+      this.#catchAll.delete(domain);
+      this.#unsetFallback(old);
+    } else if (domain.startsWith('*.')) this.#wildcard.delete(domain.slice(2));
     else this.#exact.delete(domain);
     this.#release(old, out);
+  }
+
+  /** Takes a catch-all out of its listener's slot; another catch-all of that listener, if any, takes it. */
+  #unsetFallback(route: Route): void {
+    const key = route.sitePort ?? MAIN;
+    if (this.#fallbacks.get(key) !== route) return;
+    this.#fallbacks.delete(key);
+    for (const other of this.#catchAll.values()) {
+      if (other !== route && (other.sitePort ?? MAIN) === key) this.#fallbacks.set(key, other);
+    }
   }
 
   #acquire(site: Site, out: Changes): CompiledSite | null {

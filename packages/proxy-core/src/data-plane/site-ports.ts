@@ -1,4 +1,4 @@
-import type { RouteSpec } from '../model/index.js';
+import { addressDomain, type RouteSpec } from '../model/index.js';
 
 /** A port a site names in its address (`http://intranet.example.com:8080`), other than http_port / https_port. */
 export interface SitePort {
@@ -59,7 +59,7 @@ export function sitePortsOf(routes: Iterable<RouteSpec>, httpPort: number, https
 export function sitePortOf(route: RouteSpec, httpPort: number, httpsPort: number): SitePort | null {
   const domain = route.domain.toLowerCase();
   for (const address of route.site.addresses) {
-    if (address.host.toLowerCase() !== domain) continue;
+    if (addressDomain(address) !== domain) continue;
     const port = address.port;
     if (port === null || port === httpPort || port === httpsPort) return null;
     return { port, tls: address.scheme !== 'http' && route.site.tls.mode !== 'off', domain };
