@@ -221,7 +221,14 @@ describe('admin API flags and logging', () => {
     try {
       const served = await adminCall(proxyd.adminPort, 'GET', '/openapi.json');
       expect(served.status).toBe(200);
-      expect(JSON.parse(served.body)).toEqual(doc);
+      // Issue 21: the printed servers is the default listener, the served one the listener it came from.
+      expect((doc as unknown as { servers: unknown }).servers).toEqual([
+        expect.objectContaining({ url: 'http://127.0.0.1:6190' }),
+      ]);
+      expect(JSON.parse(served.body)).toEqual({
+        ...doc,
+        servers: [expect.objectContaining({ url: `http://127.0.0.1:${proxyd.adminPort}` })],
+      });
     } finally {
       await proxyd.stop();
       await rm(stateDir, { recursive: true, force: true });

@@ -153,6 +153,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     },
     clientErrorHandler: writeClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // PURGE /cache/{host}/{path} (spec §4); DELETE on the same path is its alias for generated clients.
   app.addHttpMethod('PURGE');
   // Requests Node answers before the app sees them; clientError is Fastify's clientErrorHandler above.
   app.server.on('checkExpectation', writeExpectationFailed);
@@ -192,7 +193,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     now,
     startedAt: options.startedAt ?? now(),
     audit: (action, resource) => audit({ action, principal: 'admin', resource }),
-    openApiDocument,
+    openApiDocument: (servers) => openApiDocument({ servers }),
   };
 
   if (options.metricsRegistry !== undefined) {

@@ -10,6 +10,25 @@ import type {
   RouteStorePort,
 } from './ports.js';
 
+/** One entry of an OpenAPI document's `servers`. */
+export interface OpenApiServer {
+  /** Base URL, e.g. `http://127.0.0.1:6190`. */
+  url: string;
+  description: string;
+}
+
+/** The tags that group the operations in the OpenAPI document (one per endpoint). */
+export type AdminTag =
+  | 'health'
+  | 'routes'
+  | 'cache'
+  | 'config'
+  | 'metrics'
+  | 'analytics'
+  | 'certificates'
+  | 'discovery'
+  | 'openapi';
+
 /** The HTTP methods the admin API routes. */
 export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PURGE';
 
@@ -28,8 +47,8 @@ export interface AdminContext {
   startedAt: number;
   /** Records one audit event (principal "admin"). */
   audit(action: string, resource: string): void;
-  /** The OpenAPI document served at /openapi.json. */
-  openApiDocument(): unknown;
+  /** The OpenAPI document served at /openapi.json, naming `servers`. */
+  openApiDocument(servers: readonly OpenApiServer[]): unknown;
 }
 
 /** One documented response of an endpoint. */
@@ -50,6 +69,8 @@ export interface Endpoint {
   path: string;
   /** Fastify route URL, e.g. `/routes/:domain`. */
   url: string;
+  /** The OpenAPI tag of the operation. */
+  tag: AdminTag;
   operationId: string;
   summary: string;
   description: string;
@@ -61,7 +82,11 @@ export interface Endpoint {
   openApiParams?: TSchema;
   body?: TSchema;
   responses: Record<number, EndpointResponse>;
-  /** Error statuses this endpoint answers with the `{error}` envelope, besides 401/429 (documented in OpenAPI). */
+  /**
+   * Error statuses this endpoint answers with the `{error}` envelope, besides
+   * those every endpoint of its kind has (401/429 with `auth`; 400/413 for a
+   * method whose body is read), documented in OpenAPI.
+   */
   errors?: Record<number, string>;
   handler(ctx: AdminContext): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }

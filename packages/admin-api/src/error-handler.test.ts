@@ -193,7 +193,7 @@ describe('405 method not allowed and OPTIONS (spec §4, §5 rule 3)', () => {
     '/analytics/a.example': 'GET, HEAD',
     '/certificates': 'GET, HEAD',
     '/discovery': 'GET, HEAD',
-    '/cache/h/p': 'PURGE',
+    '/cache/h/p': 'DELETE, PURGE',
     '/reload': 'POST',
     '/openapi.json': 'GET, HEAD',
   };

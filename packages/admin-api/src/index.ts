@@ -3,11 +3,12 @@ export { type AuthEvent, type AuthThrottleOptions, DEFAULT_AUTH_THROTTLE } from 
 export { writeClientError } from './client-error.js';
 export { type AdminConnectionLimits, DEFAULT_ADMIN_CONNECTION_LIMITS } from './connection-limits.js';
 export { MAX_DOMAIN_BYTES } from './domain.js';
+export type { OpenApiServer } from './endpoint.js';
 export { METRICS_CONTENT_TYPE } from './endpoints/metrics.js';
 export { RELOAD_COOLDOWN_MS } from './endpoints/reload.js';
 export { ADMIN_ERRORS, AdminError, type AdminErrorCode, type AdminErrorSpec } from './errors.js';
 export { BODY_LIMIT_BYTES } from './json-body.js';
-export { ADMIN_API_VERSION, openApiDocument } from './openapi.js';
+export { ADMIN_API_VERSION, DEFAULT_SERVER, type OpenApiDocumentOptions, openApiDocument } from './openapi.js';
 export type {
   AdminRoute,
   AnalyticsPort,

@@ -311,7 +311,10 @@ export type DiscoveryResponse = Static<typeof DiscoveryResponse>;
 export const CachePurgeParams = Type.Object(
   {
     host: Type.String({ description: 'Host part of the cache key, case-insensitive' }),
-    path: Type.String({ description: 'Path part of the cache key (may contain "/"); a missing leading "/" is added' }),
+    path: Type.String({
+      description:
+        'Path part of the cache key, with its query string (may contain "/" and "?"); a missing leading "/" is added. Sent as is (/cache/h/a/b?v=1) or percent-encoded as one parameter (/cache/h/a%2Fb%3Fv%3D1, what generated clients send): the key as sent is tried first, then the decoded one',
+    }),
   },
   { description: 'Path parameters' },
 );

@@ -10,12 +10,15 @@ export const listAnalytics: Endpoint = {
   method: 'GET',
   path: '/analytics',
   url: '/analytics',
+  tag: 'analytics',
   operationId: 'listAnalytics',
   summary: 'Analytics of every domain',
   description: 'One snapshot per domain that had traffic since start, sorted by domain; [] when none.',
   auth: true,
   responses: { 200: { description: 'The snapshots', schema: AnalyticsList } },
-  errors: { 500: 'serialize error: a snapshot could not be serialized' },
+  errors: {
+    500: 'internal error: the analytics reader failed to answer; serialize error: a snapshot could not be serialized',
+  },
   handler: (ctx) => async () => {
     const list = (await ctx.analytics?.list()) ?? [];
     return [...list].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
@@ -27,6 +30,7 @@ export const getAnalytics: Endpoint = {
   method: 'GET',
   path: '/analytics/{domain}',
   url: '/analytics/:domain',
+  tag: 'analytics',
   operationId: 'getAnalytics',
   summary: 'Analytics of one domain',
   description:
@@ -34,7 +38,11 @@ export const getAnalytics: Endpoint = {
   auth: true,
   params: DomainParams,
   responses: { 200: { description: 'The snapshot', schema: AnalyticsSnapshot } },
-  errors: { 400: 'invalid domain (empty, too long or invalid characters)', 404: 'no analytics for domain' },
+  errors: {
+    400: 'invalid domain (empty, too long or invalid characters), invalid URL (malformed percent-encoding)',
+    404: 'no analytics for domain',
+    500: 'internal error: the analytics reader failed to answer; serialize error: the snapshot could not be serialized',
+  },
   handler: (ctx) => async (request) => {
     const raw = (request.params as DomainParams).domain;
     if (raw.length === 0) throw new AdminError('ADMIN_INVALID_DOMAIN', 'domain segment is empty');

@@ -29,6 +29,7 @@ export const listCertificates: Endpoint = {
   method: 'GET',
   path: '/certificates',
   url: '/certificates',
+  tag: 'certificates',
   operationId: 'listCertificates',
   summary: 'Managed certificates',
   description:

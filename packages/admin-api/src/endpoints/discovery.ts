@@ -42,6 +42,7 @@ export const getDiscovery: Endpoint = {
   method: 'GET',
   path: '/discovery',
   url: '/discovery',
+  tag: 'discovery',
   operationId: 'getDiscovery',
   summary: 'Container discovery',
   description:

@@ -6,6 +6,7 @@ export const health: Endpoint = {
   method: 'GET',
   path: '/health',
   url: '/health',
+  tag: 'health',
   operationId: 'getHealth',
   summary: 'Liveness',
   description:

@@ -1,6 +1,6 @@
 import type { Endpoint } from '../endpoint.js';
 import { getAnalytics, listAnalytics } from './analytics.js';
-import { purgeCache } from './cache-purge.js';
+import { deleteCacheEntry, purgeCache } from './cache-purge.js';
 import { listCertificates } from './certificates.js';
 import { getDiscovery } from './discovery.js';
 import { health } from './health.js';
@@ -25,6 +25,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   listCertificates,
   getDiscovery,
   purgeCache,
+  deleteCacheEntry,
   postReload,
   getOpenApi,
 ];

@@ -10,6 +10,7 @@ export const getMetrics: Endpoint = {
   method: 'GET',
   path: '/metrics',
   url: '/metrics',
+  tag: 'metrics',
   operationId: 'getMetrics',
   summary: 'Prometheus metrics',
   description: 'Prometheus text exposition format 0.0.4. 404 when metrics are disabled (--no-metrics).',
@@ -17,7 +18,7 @@ export const getMetrics: Endpoint = {
   responses: {
     200: { description: 'The exposition', schema: PlainText, contentType: METRICS_CONTENT_TYPE },
   },
-  errors: { 404: 'metrics disabled (--no-metrics)' },
+  errors: { 404: 'metrics disabled (--no-metrics)', 500: 'internal error: the metrics source failed to render' },
   handler: (ctx) => async (_request, reply) => {
     if (ctx.metrics === undefined) throw new AdminError('ADMIN_METRICS_DISABLED');
     const text = await ctx.metrics.render();

@@ -11,6 +11,7 @@ export const postReload: Endpoint = {
   method: 'POST',
   path: '/reload',
   url: '/reload',
+  tag: 'config',
   operationId: 'reload',
   summary: 'Reload the Proxyfile',
   description:
@@ -34,7 +35,10 @@ export const postReload: Endpoint = {
       },
     },
   },
-  errors: { 501: 'reload not supported — config watcher not active' },
+  errors: {
+    500: 'internal error: the config watcher failed to answer',
+    501: 'reload not supported — config watcher not active',
+  },
   handler: (ctx) => {
     let last = Number.NEGATIVE_INFINITY;
     return async (_request, reply) => {

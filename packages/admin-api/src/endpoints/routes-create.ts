@@ -9,6 +9,7 @@ export const createRoute: Endpoint = {
   method: 'POST',
   path: '/routes',
   url: '/routes',
+  tag: 'routes',
   operationId: 'createRoute',
   summary: 'Add or replace a route',
   description:
@@ -19,6 +20,7 @@ export const createRoute: Endpoint = {
   errors: {
     400: 'invalid JSON, invalid domain, invalid upstream address or invalid source',
     413: 'request body too large (over 64 KB)',
+    500: 'internal error: the route store failed to write',
   },
   handler: (ctx) => async (request, reply) => {
     const body = request.body as RouteCreate;

@@ -16,6 +16,7 @@ export const deleteRoute: Endpoint = {
   method: 'DELETE',
   path: '/routes/{domain}',
   url: '/routes/:domain',
+  tag: 'routes',
   operationId: 'deleteRoute',
   summary: 'Delete a route',
   description:
@@ -24,9 +25,10 @@ export const deleteRoute: Endpoint = {
   params: DomainParams,
   responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
   errors: {
-    400: 'missing domain (empty segment), invalid domain (a character outside ASCII)',
+    400: 'missing domain (empty segment), invalid domain (a character outside ASCII), invalid URL (malformed percent-encoding), invalid JSON (an invalid Content-Type header)',
     404: 'route not found',
     414: 'domain segment too long (over 253 bytes)',
+    500: 'internal error: the route store failed to write',
   },
   handler: (ctx) => async (request) => {
     const raw = (request.params as DomainParams).domain;

@@ -11,6 +11,7 @@ export const putSnapshot: Endpoint = {
   method: 'PUT',
   path: '/routes/snapshot',
   url: '/routes/snapshot',
+  tag: 'routes',
   operationId: 'putRouteSnapshot',
   summary: 'Reconcile the routes of one source',
   description:
@@ -21,6 +22,7 @@ export const putSnapshot: Endpoint = {
   errors: {
     400: 'invalid JSON, invalid source, invalid domain, invalid upstream address or duplicate domain',
     413: 'request body too large (over 64 KB)',
+    500: 'internal error: the route store failed to write',
   },
   handler: (ctx) => async (request) => {
     const body = request.body as SnapshotRequest;
