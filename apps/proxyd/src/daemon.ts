@@ -64,6 +64,8 @@ export interface Daemon {
   certDir: string;
   /** Re-reads the Proxyfile (SIGHUP); `undefined` when there is no Proxyfile. */
   reload: (() => Promise<ReloadResult>) | undefined;
+  /** Routes in the table now, from every source (the CLI says when there are none). */
+  routeCount(): number;
   /**
    * Stops: the listeners stop accepting, requests, streams and admin calls
    * in flight finish within `graceMs` (default the Proxyfile's
@@ -242,6 +244,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stateDir,
     certDir,
     reload: reloader ? () => reloader.reload() : undefined,
+    routeCount: () => store.routes.length,
     async close(graceMs = config.global.grace_period_ms) {
       // The data plane drains while the admin API finishes its calls in flight.
       const drained = serving.close(graceMs);
