@@ -1,0 +1,38 @@
+import type { RequestRecord } from '@proxyd/proxy-core';
+
+/** The `logger` of every site access line (Caddy names its access loggers `http.log.access…`). */
+export const SITE_LOG_LOGGER = 'http.log.access';
+
+/**
+ * One access line of a site's `log`, Caddy's JSON shape, ending in `\n`:
+ *
+ * ```json
+ * {"level":"info","ts":1764038852.123,"logger":"http.log.access","msg":"handled request",
+ *  "request":{"client_ip":"203.0.113.7","proto":"HTTP/1.1","method":"GET","host":"a.example.com",
+ *  "uri":"/path","headers":{"User-Agent":["curl/8.5.0"],"Referer":["https://b.example/"]}},
+ *  "duration":0.004,"size":512,"status":200,"resp_headers":{"Content-Type":["text/html"]}}
+ * ```
+ *
+ * - `ts`: when the response finished, seconds since the epoch (ms precision).
+ * - `client_ip`: the real client, after `trusted_proxies` (Caddy's
+ *   `remote_ip`, the peer address, is not written: the data plane's record
+ *   carries the client only).
+ * - `proto`: `HTTP/1.1` for any HTTP/1.x request, `HTTP/2.0` for HTTP/2.
+ * - `uri`: the path without the query string (queries often carry tokens).
+ * - `headers`: only `User-Agent` and `Referer`, when sent; never
+ *   `Authorization`, `Cookie` or any other header.
+ * - `duration`: seconds (ms precision); `size`: body bytes sent; `status`: 0
+ *   when the client went away before a header went out.
+ */
+export function formatSiteLogLine(r: RequestRecord): string {
+  let headers = '';
+  if (r.userAgent !== undefined) headers = `"User-Agent":[${JSON.stringify(r.userAgent)}]`;
+  if (r.referer !== undefined) headers += `${headers === '' ? '' : ','}"Referer":[${JSON.stringify(r.referer)}]`;
+  const resp = r.contentType === undefined ? '' : `,"resp_headers":{"Content-Type":[${JSON.stringify(r.contentType)}]}`;
+  return (
+    `{"level":"info","ts":${(r.startedAt + r.durationMs) / 1000},"logger":"${SITE_LOG_LOGGER}","msg":"handled request",` +
+    `"request":{"client_ip":${JSON.stringify(r.clientIp)},"proto":"${r.protocol === 'h2' ? 'HTTP/2.0' : 'HTTP/1.1'}",` +
+    `"method":${JSON.stringify(r.method)},"host":${JSON.stringify(r.host)},"uri":${JSON.stringify(r.path)},` +
+    `"headers":{${headers}}},"duration":${r.durationMs / 1000},"size":${r.bytesSent},"status":${r.status}${resp}}\n`
+  );
+}
