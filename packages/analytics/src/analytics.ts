@@ -1,6 +1,12 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
+import {
+  type DataPlaneHooks,
+  markRequest,
+  type RequestContext,
+  RequestEvent,
+  type RequestRecord,
+} from '@proxyd/proxy-core';
 import type { AnalyticsState } from './analytics-state.js';
 import {
   answer,
@@ -147,35 +153,42 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     res.end(req.method === 'HEAD' ? undefined : script.body);
   }
 
+  /** A beacon refused: the answer, and the request marked for `proxyd_analytics_beacons_total`. */
+  function refuse(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
+    markRequest(res, RequestEvent.BeaconRejected);
+    answer(res, status, message, headers);
+  }
+
   async function collect(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
     if (req.method !== 'POST') {
-      answer(res, 405, 'method not allowed', { allow: 'POST' });
+      refuse(res, 405, 'method not allowed', { allow: 'POST' });
       return;
     }
     if (!limiter.allow(ctx.clientIp, now())) {
-      answer(res, 429, 'too many requests', { 'retry-after': '1', connection: 'close' });
+      refuse(res, 429, 'too many requests', { 'retry-after': '1', connection: 'close' });
       return;
     }
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_BEACON_BYTES) {
-      answer(res, 413, 'payload too large', { connection: 'close' });
+      refuse(res, 413, 'payload too large', { connection: 'close' });
       return;
     }
     const text = await readBody(req, MAX_BEACON_BYTES);
     if (text === null) {
-      if (!res.headersSent) answer(res, 413, 'payload too large', { connection: 'close' });
+      if (!res.headersSent) refuse(res, 413, 'payload too large', { connection: 'close' });
       return;
     }
     const beacon = parseBeacon(text);
     if (beacon === null) {
-      answer(res, 400, 'invalid beacon');
+      refuse(res, 400, 'invalid beacon');
       return;
     }
     if (!tokens.verify(ctx.host, beacon.token, now())) {
-      answer(res, 403, 'forbidden');
+      refuse(res, 403, 'forbidden');
       return;
     }
     for (const o of beacon.observations) collector.observe(ctx.host, o.metric, o.value);
+    markRequest(res, RequestEvent.BeaconAccepted);
     res.writeHead(204, { 'cache-control': 'no-store' }).end();
   }
 

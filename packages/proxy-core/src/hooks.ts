@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import type { Site } from './model/index.js';
+import { kEvents } from './slots.js';
 
 /** What the data plane knows about a request once its route is matched. */
 export interface RequestContext {
@@ -33,7 +34,13 @@ export interface RequestRecord {
   readonly status: number;
   /** Body bytes actually written to the client. */
   readonly bytesSent: number;
-  /** Time from request start to the last byte, ms. */
+  /**
+   * Request body bytes as its `Content-Length` declares them (0 without
+   * one, a chunked body included: counting it would mean reading it).
+   * Always set by the data plane; absent reads as 0.
+   */
+  readonly bytesReceived?: number;
+  /** Time from request start to the response's close, ms, by the monotonic clock (`performance.now()`). */
   readonly durationMs: number;
   readonly clientIp: string;
   readonly referer: string | undefined;
@@ -48,6 +55,44 @@ export interface RequestRecord {
    * elsewhere (absent reads as `h1`).
    */
   readonly protocol?: 'h1' | 'h2';
+  /**
+   * What the data plane did to the request, as {@link RequestEvent} bits
+   * (0: none). Always set by the data plane; absent reads as 0.
+   */
+  readonly events?: number;
+}
+
+/**
+ * The bits of {@link RequestRecord.events}: what the site's steps and the
+ * hooks did to a request, so that one record carries it to the metrics.
+ */
+export const RequestEvent = Object.freeze({
+  /** Answered from the site's cache (`X-Cache: HIT`). */
+  CacheHit: 1,
+  /** A cacheable request the cache did not hold, forwarded (`X-Cache: MISS`). */
+  CacheMiss: 2,
+  /** Refused by the site's `rate_limit` (429). */
+  RateLimited: 4,
+  /** `under_attack`: answered with the challenge page. */
+  ChallengeIssued: 8,
+  /** `under_attack`: a solution accepted, the clearance cookie set. */
+  ChallengePassed: 16,
+  /** `under_attack`: a solution refused (wrong, expired, or for another client). */
+  ChallengeFailed: 32,
+  /** Analytics: a beacon counted. */
+  BeaconAccepted: 64,
+  /** Analytics: a beacon refused (method, rate, size, syntax or token). */
+  BeaconRejected: 128,
+});
+
+/**
+ * Adds `event` (a {@link RequestEvent} bit) to the record of the request
+ * `res` answers. O(1), no allocation; a response the data plane does not
+ * record keeps the bit unread.
+ */
+export function markRequest(res: ServerResponse, event: number): void {
+  const marked = res as ServerResponse & { [kEvents]?: number };
+  marked[kEvents] = (marked[kEvents] ?? 0) | event;
 }
 
 /**

@@ -9,7 +9,14 @@
  */
 export type { ChallengeResponder } from './challenge.js';
 export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
-export { composeHooks, type DataPlaneHooks, type RequestContext, type RequestRecord } from './hooks.js';
+export {
+  composeHooks,
+  type DataPlaneHooks,
+  markRequest,
+  type RequestContext,
+  RequestEvent,
+  type RequestRecord,
+} from './hooks.js';
 export { RateLimiter } from './middleware/rate-limiter.js';
 export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
 export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { RequestContext } from './hooks.js';
+import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
 import { HeaderPlan } from './middleware/header-plan.js';
@@ -197,6 +197,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       });
     const tooMany = canned(siteHeaders, 429, 'rate limit exceeded\n', { 'retry-after': '1' });
     const refuseRequest = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
+      markRequest(res, RequestEvent.RateLimited);
       if (res.destroyed) return;
       req.resume();
       send(res, tooMany, ctx.secure);

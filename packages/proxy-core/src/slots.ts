@@ -24,3 +24,10 @@ export interface ExchangeSlot {
   /** The response closed: abort the upstream request if it had not finished, release the member. */
   onResponseClose(res: object): void;
 }
+
+/**
+ * What the data plane did to a request, as `RequestEvent` bits set
+ * on its response (`markRequest` in hooks.ts) and read into
+ * `RequestRecord.events` when the response closes.
+ */
+export const kEvents = Symbol('proxyd.events');

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestContext } from '../hooks.js';
+import { markRequest, type RequestContext, RequestEvent } from '../hooks.js';
 import { acceptsCoding } from '../middleware/encode-negotiate.js';
 import type { ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions, ResponseObserver } from '../pipeline.js';
@@ -44,11 +44,13 @@ export function forwardThroughCache(
   if ((mode & RequestCacheMode.Refresh) === 0) {
     const entry = lookup(cache, key, req.headers['accept-encoding']);
     if (entry !== undefined && forwarder.deliver !== undefined) {
+      markRequest(res, RequestEvent.CacheHit);
       forwarder.deliver(req, res, ctx, options, entry.status, hitHeaders(entry), entry.body);
       return;
     }
   }
   res.setHeader('x-cache', 'MISS');
+  markRequest(res, RequestEvent.CacheMiss);
   if (req.method !== 'GET' || (mode & RequestCacheMode.NoStore) !== 0) {
     forwarder.forward(req, res, ctx, handler, options);
     return;

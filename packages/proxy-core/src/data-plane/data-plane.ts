@@ -273,6 +273,11 @@ export class DataPlane {
     return this.#proxy.forwarder.upstreamHealth();
   }
 
+  /** Requests in flight and connections open now (`proxyd_http_requests_in_flight`, `proxyd_open_connections`). */
+  stats(): { requestsInFlight: number; openConnections: number } {
+    return this.#proxy.stats();
+  }
+
   /**
    * Publishes a new route set; requests in flight finish on the route they
    * matched. Opens the site ports it names for the first time and, when it

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { RequestContext } from '../hooks.js';
+import { markRequest, type RequestContext, RequestEvent } from '../hooks.js';
 import { UNDER_ATTACK_MAX_DIFFICULTY } from '../model/index.js';
 import { challengePage } from './challenge-page.js';
 import type { HeaderEdit } from './header-plan.js';
@@ -85,6 +85,7 @@ export class UnderAttackGuard {
       'cache-control': 'no-store',
     };
     edit(headers, CHALLENGE_STATUS);
+    markRequest(res, RequestEvent.ChallengeIssued);
     res.writeHead(CHALLENGE_STATUS, headers).end(body);
     req.resume();
     return true;
@@ -169,11 +170,13 @@ export class UnderAttackGuard {
         return;
       }
       if (!this.verifySolution(token, counter, ctx)) {
+        markRequest(res, RequestEvent.ChallengeFailed);
         reply(res, 403, 'challenge failed\n', edit);
         return;
       }
       const headers: OutgoingHttpHeaders = { 'set-cookie': this.clearanceCookie(ctx), 'cache-control': 'no-store' };
       edit(headers, 204);
+      markRequest(res, RequestEvent.ChallengePassed);
       res.writeHead(204, headers).end();
     });
   }
