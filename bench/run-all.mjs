@@ -7,6 +7,7 @@
 //   pnpm bench h2         just bench/h2 (HTTP/2 vs HTTPS/1.1 keep-alive on proxyd's TLS listener, and vs Caddy's HTTP/2, by h2load)
 //   pnpm bench workers    just bench/workers (proxyd --workers <cores> vs --workers 1, nginx, Caddy, a Node cluster; nothing pinned)
 //   pnpm bench routes     just bench/routes (admin write latency and the worst data-plane stall at 1k, 10k, 100k routes; start and RSS)
+//   pnpm bench shutdown   just bench/shutdown (SIGTERM under wrk load: failed requests, a download in flight, time to exit)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';

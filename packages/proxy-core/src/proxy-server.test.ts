@@ -407,7 +407,9 @@ describe('drain (graceful stop)', () => {
     const started = Date.now();
     const drained = server.drain(5000);
     await idleClosed;
-    expect(Date.now() - started).toBeLessThan(200);
+    // Idle connections get 250 ms in which a client may still reuse them, then end.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+    expect(Date.now() - started).toBeLessThan(600);
     const reply = await inFlight;
     expect(reply.body).toBe('slow done');
     expect(reply.headers.connection).toBe('close');
@@ -415,6 +417,23 @@ describe('drain (graceful stop)', () => {
     // Done once the last response went out, not after the grace period.
     expect(Date.now() - started).toBeLessThan(1000);
     await expect(get(port, 'a.test', '/', {}, false)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('answers a request that reuses an idle keep-alive connection just after the drain began, as its last', async () => {
+    // The race of every keep-alive close: the client sends on a connection
+    // the server is about to end. wrk counted 31 read errors of it per
+    // SIGTERM (bench/shutdown) while idle connections were ended at once.
+    const up = await upstream((_req, res) => res.end('answered'));
+    const { server, port } = await proxy([site('a.test', [up.port])]);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    onCleanup(() => agent.destroy());
+    expect((await get(port, 'a.test', '/', {}, agent)).body).toBe('answered');
+    const drained = server.drain(5000);
+    await wait(20);
+    const reply = await get(port, 'a.test', '/again', {}, agent);
+    expect(reply.body).toBe('answered');
+    expect(reply.headers.connection).toBe('close');
+    await drained;
   });
 
   it('cuts what is still running when the grace period ends', async () => {

@@ -22,15 +22,8 @@ import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import {
-  normalizeHost,
-  proxyHandlers,
-  type Route,
-  type RouteChanges,
-  RouteTable,
-  type TableChange,
-} from './route-table.js';
-import { type ExchangeSlot, kCloseOwned, kEvents, kExchange, kRecord } from './slots.js';
+import { normalizeHost, proxyHandlers, type RouteChanges, RouteTable, type TableChange } from './route-table.js';
+import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
 import {
@@ -131,15 +124,6 @@ interface PendingRecord {
   readonly path: string;
   readonly clientIp: string;
   readonly startedAt: number;
-  /** `performance.now()` at the start: the duration's clock (monotonic). */
-  readonly startedMono: number;
-  /** The server's counts: the request is in flight until its record goes out. */
-  readonly counts: RequestCounts;
-}
-
-/** What a server counts of its requests (read by {@link ProxyServer.stats}). */
-interface RequestCounts {
-  inFlight: number;
 }
 
 /**
@@ -190,8 +174,6 @@ export class ProxyServer {
   readonly #httpSockets = new Set<Duplex>();
   /** HTTP/2 sessions of the HTTPS listeners (a drain sends each GOAWAY). */
   readonly #sessions = new Set<http2.ServerHttp2Session>();
-  /** Requests recorded and not yet finished (only while an `onRequest` hook is set). */
-  readonly #counts: RequestCounts = { inFlight: 0 };
 
   constructor(options: ProxyServerOptions = {}) {
     this.#hooks = options.hooks ?? {};
@@ -229,15 +211,6 @@ export class ProxyServer {
   /** Whether a main HTTPS listener is open (a condition of every redirect). */
   get httpsOpen(): boolean {
     return this.#httpsOpen;
-  }
-
-  /**
-   * Requests in flight (recorded by `hooks.onRequest`, their record not yet
-   * out; 0 without that hook) and connections open on every listener
-   * (plain, TLS, WebSocket; those refused over a cap are not counted). O(1).
-   */
-  stats(): { requestsInFlight: number; openConnections: number } {
-    return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
   }
 
   /** The current route table. */
@@ -391,7 +364,8 @@ export class ProxyServer {
 
   /**
    * Graceful stop, as nginx and Caddy do it: the listeners stop accepting;
-   * idle keep-alive connections close at once; a request in flight is
+   * idle keep-alive connections close after DRAIN_IDLE_MS (a request that
+   * reuses one meanwhile is answered, as its last); a request in flight is
    * answered (its response says `Connection: close` when its head is still
    * to be sent) and its connection closes after it; an HTTP/2 session gets
    * GOAWAY and its open streams finish; a WebSocket runs on. Once all of
@@ -400,17 +374,29 @@ export class ProxyServer {
    */
   async drain(graceMs: number): Promise<void> {
     this.#draining = true;
-    for (const server of this.#servers) server.close();
-    for (const socket of [...this.#httpSockets, ...this.#tlsSockets] as DrainSocket[]) {
-      if (socket.alpnProtocol === 'h2') continue;
-      socket[kDraining] = true;
-      if ((socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+    for (const server of this.#servers) {
+      // Node's close() also ends every idle keep-alive connection at once;
+      // here they get DRAIN_IDLE_MS first (below).
+      if (server instanceof http.Server) server.closeIdleConnections = () => {};
+      server.close();
     }
+    const sockets = [...this.#httpSockets, ...this.#tlsSockets] as DrainSocket[];
+    for (const socket of sockets) if (socket.alpnProtocol !== 'h2') socket[kDraining] = true;
     for (const session of this.#sessions) session.close();
+    // An idle keep-alive connection is not ended at once: its client may
+    // have a request on the wire already, which would meet the close and
+    // fail. A request that arrives meanwhile is answered with `Connection:
+    // close` (the connection ends after it); what is still idle then ends.
+    const idle = setTimeout(() => {
+      for (const socket of sockets) {
+        if (socket[kDraining] === true && (socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+      }
+    }, Math.min(DRAIN_IDLE_MS, graceMs));
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline && this.#httpSockets.size + this.#tlsSockets.size + this.#upgraded.size > 0) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    clearTimeout(idle);
     await this.close();
   }
 
@@ -525,9 +511,7 @@ export class ProxyServer {
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
-    let route = this.#table.matchHost(host);
-    // A catch-all (`:8080 {`) answers a plain-HTTP request that no named route of this listener serves.
-    if (!secure && this.#table.hasFallbacks) route = this.#fallback(req, route);
+    const route = this.#table.matchHost(host);
     if (route === undefined) {
       if (onRequest !== undefined) this.#track(res as ServerResponse, onRequest, host, null, false, path, clientIp);
       refuse(req, res, socket, 404);
@@ -599,13 +583,6 @@ export class ProxyServer {
     upgradeSocket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
-  /** `route` when this listener serves it, else the listener's catch-all (or `route`, refused later). */
-  #fallback(req: IncomingMessage, route: Route | undefined): Route | undefined {
-    const localPort = req.socket.localPort;
-    if (route !== undefined && (!this.#pinning || servedOn(route.sitePort, localPort, this.#mainPorts))) return route;
-    return this.#table.fallback(localPort, localPort !== undefined && this.#mainPorts.has(localPort)) ?? route;
-  }
-
   /** Asks the challenge responder; true when it answered (200, the key authorization as text). */
   #answerChallenge(
     req: IncomingMessage,
@@ -655,10 +632,7 @@ export class ProxyServer {
       path,
       clientIp,
       startedAt: Date.now(),
-      startedMono: performance.now(),
-      counts: this.#counts,
     };
-    this.#counts.inFlight++;
     (res as ServerResponse & { [kRecord]?: PendingRecord })[kRecord] = pending;
     if ((res as { [kCloseOwned]?: boolean })[kCloseOwned] !== true) res.on('close', emitRecord);
   }
@@ -674,7 +648,6 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   contentType: string | undefined = undefined;
   [kExchange]: ExchangeSlot | undefined = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
-  [kEvents] = 0;
   /** The server listens for 'close' once per response (records and forwarder aborts). */
   readonly [kCloseOwned] = true;
 
@@ -722,7 +695,6 @@ class CountingH2Response extends http2.Http2ServerResponse {
   contentType: string | undefined = undefined;
   [kExchange]: ExchangeSlot | undefined = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
-  [kEvents] = 0;
   readonly [kCloseOwned] = true;
 
   constructor(stream: http2.ServerHttp2Stream) {
@@ -797,6 +769,13 @@ function hostLines(raw: readonly string[]): number {
   return n;
 }
 
+/**
+ * How long a drain lets an idle HTTP/1 keep-alive connection be before it
+ * ends it: a client that reuses it within this time gets its answer (and
+ * `Connection: close`) instead of a reset (`ProxyServer.drain`).
+ */
+const DRAIN_IDLE_MS = 250;
+
 /** Requests in flight on an HTTP/1 connection, and whether the server drains ({@link ProxyServer.drain}). */
 const kActive = Symbol('proxyd.activeRequests');
 const kDraining = Symbol('proxyd.draining');
@@ -810,7 +789,6 @@ type DrainSocket = Duplex & { [kActive]?: number; [kDraining]?: boolean; alpnPro
 function emitRecord(
   this: ServerResponse & {
     [kRecord]?: PendingRecord | undefined;
-    [kEvents]?: number;
     _header?: string | null;
     bodyBytes?: number;
     contentType?: string | undefined;
@@ -818,9 +796,7 @@ function emitRecord(
 ): void {
   const pending = this[kRecord];
   if (pending === undefined) return;
-  pending.counts.inFlight--;
   const req = this.req;
-  const declared = req.headers['content-length'];
   const written = req.method === 'HEAD' || !this.headersSent ? 0 : (this.bodyBytes ?? 0);
   const contentType = this.contentType ?? this.getHeader('content-type') ?? contentTypeOf(this._header);
   const record: RequestRecord = {
@@ -831,15 +807,13 @@ function emitRecord(
     path: pending.path,
     status: this.headersSent ? this.statusCode : 0,
     bytesSent: Math.max(written, 0),
-    bytesReceived: declared === undefined ? 0 : Number(declared) || 0,
-    durationMs: performance.now() - pending.startedMono,
+    durationMs: Date.now() - pending.startedAt,
     clientIp: pending.clientIp,
     referer: req.headers.referer,
     userAgent: req.headers['user-agent'],
     contentType: typeof contentType === 'string' ? contentType : undefined,
     startedAt: pending.startedAt,
     protocol: req.httpVersionMajor === 2 ? 'h2' : 'h1',
-    events: this[kEvents] ?? 0,
   };
   try {
     pending.hook(record);

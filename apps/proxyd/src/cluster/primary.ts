@@ -8,6 +8,7 @@ import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
 import type { MetricsSnapshot } from '../metrics.js';
+import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -17,6 +18,7 @@ import {
   type WorkerReady,
 } from './protocol.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority } from './rate-limits.js';
+import { reusePortMigration } from './reuseport-migration.js';
 import { RoutePublisher } from './route-tables.js';
 import { CertificateSync } from './worker-certificates.js';
 
@@ -75,6 +77,8 @@ export interface WorkersOptions {
   /** Whether workers keep request metrics (false with `--no-metrics`). */
   metrics: boolean;
   logger: Logger;
+  /** Where workers' site log lines are written: this process owns every file. */
+  siteLogs: SiteLogOutputs;
 }
 
 /** The data plane of a multi-core daemon, as the primary drives it. */
@@ -146,6 +150,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     setup(channel, index, self) {
       channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
+      channel.handle<SiteLogBatch>(ToPrimary.siteLog, (batch) => {
+        options.siteLogs.writeBatch(batch);
+        return true;
+      });
       channel.handle<string>(ToPrimary.onDemandCertificate, async (name) => {
         if (manager === undefined) return null;
         const context = await manager.contextFor(name);
@@ -167,6 +175,12 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     },
   });
   options.challenges?.attach(pool);
+  if (options.count > 1 && reusePortMigration() === 'off') {
+    logger.info(
+      { sysctl: 'net.ipv4.tcp_migrate_req=1' },
+      'workers share each port with SO_REUSEPORT; set net.ipv4.tcp_migrate_req=1 so that a graceful stop hands the connections queued on a worker to the others instead of resetting them (packaging/sysctl.d/50-proxyd.conf)',
+    );
+  }
   return {
     httpAddress: {
       host: config.global.default_bind[0] ?? options.bindHost ?? '0.0.0.0',
