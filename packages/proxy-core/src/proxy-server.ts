@@ -22,8 +22,15 @@ import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import { normalizeHost, proxyHandlers, type RouteChanges, RouteTable, type TableChange } from './route-table.js';
-import { type ExchangeSlot, kCloseOwned, kExchange, kRecord } from './slots.js';
+import {
+  normalizeHost,
+  proxyHandlers,
+  type Route,
+  type RouteChanges,
+  RouteTable,
+  type TableChange,
+} from './route-table.js';
+import { type ExchangeSlot, kCloseOwned, kEvents, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
 import {
@@ -124,6 +131,15 @@ interface PendingRecord {
   readonly path: string;
   readonly clientIp: string;
   readonly startedAt: number;
+  /** `performance.now()` at the start: the duration's clock (monotonic). */
+  readonly startedMono: number;
+  /** The server's counts: the request is in flight until its record goes out. */
+  readonly counts: RequestCounts;
+}
+
+/** What a server counts of its requests (read by {@link ProxyServer.stats}). */
+interface RequestCounts {
+  inFlight: number;
 }
 
 /**
@@ -174,6 +190,8 @@ export class ProxyServer {
   readonly #httpSockets = new Set<Duplex>();
   /** HTTP/2 sessions of the HTTPS listeners (a drain sends each GOAWAY). */
   readonly #sessions = new Set<http2.ServerHttp2Session>();
+  /** Requests recorded and not yet finished (only while an `onRequest` hook is set). */
+  readonly #counts: RequestCounts = { inFlight: 0 };
 
   constructor(options: ProxyServerOptions = {}) {
     this.#hooks = options.hooks ?? {};
@@ -211,6 +229,15 @@ export class ProxyServer {
   /** Whether a main HTTPS listener is open (a condition of every redirect). */
   get httpsOpen(): boolean {
     return this.#httpsOpen;
+  }
+
+  /**
+   * Requests in flight (recorded by `hooks.onRequest`, their record not yet
+   * out; 0 without that hook) and connections open on every listener
+   * (plain, TLS, WebSocket; those refused over a cap are not counted). O(1).
+   */
+  stats(): { requestsInFlight: number; openConnections: number } {
+    return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
   }
 
   /** The current route table. */
@@ -511,7 +538,9 @@ export class ProxyServer {
     const clientIp = this.#clientIp.enabled
       ? this.#clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for'])
       : this.#peerIp(req);
-    const route = this.#table.matchHost(host);
+    let route = this.#table.matchHost(host);
+    // A catch-all (`:8080 {`) answers a plain-HTTP request that no named route of this listener serves.
+    if (!secure && this.#table.hasFallbacks) route = this.#fallback(req, route);
     if (route === undefined) {
       if (onRequest !== undefined) this.#track(res as ServerResponse, onRequest, host, null, false, path, clientIp);
       refuse(req, res, socket, 404);
@@ -583,6 +612,13 @@ export class ProxyServer {
     upgradeSocket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
+  /** `route` when this listener serves it, else the listener's catch-all (or `route`, refused later). */
+  #fallback(req: IncomingMessage, route: Route | undefined): Route | undefined {
+    const localPort = req.socket.localPort;
+    if (route !== undefined && (!this.#pinning || servedOn(route.sitePort, localPort, this.#mainPorts))) return route;
+    return this.#table.fallback(localPort, localPort !== undefined && this.#mainPorts.has(localPort)) ?? route;
+  }
+
   /** Asks the challenge responder; true when it answered (200, the key authorization as text). */
   #answerChallenge(
     req: IncomingMessage,
@@ -632,7 +668,10 @@ export class ProxyServer {
       path,
       clientIp,
       startedAt: Date.now(),
+      startedMono: performance.now(),
+      counts: this.#counts,
     };
+    this.#counts.inFlight++;
     (res as ServerResponse & { [kRecord]?: PendingRecord })[kRecord] = pending;
     if ((res as { [kCloseOwned]?: boolean })[kCloseOwned] !== true) res.on('close', emitRecord);
   }
@@ -648,6 +687,7 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
   contentType: string | undefined = undefined;
   [kExchange]: ExchangeSlot | undefined = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
+  [kEvents] = 0;
   /** The server listens for 'close' once per response (records and forwarder aborts). */
   readonly [kCloseOwned] = true;
 
@@ -695,6 +735,7 @@ class CountingH2Response extends http2.Http2ServerResponse {
   contentType: string | undefined = undefined;
   [kExchange]: ExchangeSlot | undefined = undefined;
   [kRecord]: PendingRecord | undefined = undefined;
+  [kEvents] = 0;
   readonly [kCloseOwned] = true;
 
   constructor(stream: http2.ServerHttp2Stream) {
@@ -789,6 +830,7 @@ type DrainSocket = Duplex & { [kActive]?: number; [kDraining]?: boolean; alpnPro
 function emitRecord(
   this: ServerResponse & {
     [kRecord]?: PendingRecord | undefined;
+    [kEvents]?: number;
     _header?: string | null;
     bodyBytes?: number;
     contentType?: string | undefined;
@@ -796,7 +838,9 @@ function emitRecord(
 ): void {
   const pending = this[kRecord];
   if (pending === undefined) return;
+  pending.counts.inFlight--;
   const req = this.req;
+  const declared = req.headers['content-length'];
   const written = req.method === 'HEAD' || !this.headersSent ? 0 : (this.bodyBytes ?? 0);
   const contentType = this.contentType ?? this.getHeader('content-type') ?? contentTypeOf(this._header);
   const record: RequestRecord = {
@@ -807,13 +851,15 @@ function emitRecord(
     path: pending.path,
     status: this.headersSent ? this.statusCode : 0,
     bytesSent: Math.max(written, 0),
-    durationMs: Date.now() - pending.startedAt,
+    bytesReceived: declared === undefined ? 0 : Number(declared) || 0,
+    durationMs: performance.now() - pending.startedMono,
     clientIp: pending.clientIp,
     referer: req.headers.referer,
     userAgent: req.headers['user-agent'],
     contentType: typeof contentType === 'string' ? contentType : undefined,
     startedAt: pending.startedAt,
     protocol: req.httpVersionMajor === 2 ? 'h2' : 'h1',
+    events: this[kEvents] ?? 0,
   };
   try {
     pending.hook(record);
