@@ -6,7 +6,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from '@proxyd/proxyfile';
-import { startDaemon } from './daemon.js';
+import { type Daemon, startDaemon } from './daemon.js';
 import type { Logging } from './logging.js';
 
 const DEMO_PAGE = `<!doctype html>
@@ -20,8 +20,20 @@ const DEMO_PAGE = `<!doctype html>
 </html>
 `;
 
-/** Resolves `preferred` when it is free on 127.0.0.1, else another free port. */
-async function pickPort(preferred: number): Promise<number> {
+/** How many ports after the preferred one the demo tries before taking any free port. */
+const NEXT_PORTS = 10;
+
+/** A port the demo binds, and whether it is the one it wanted. */
+export interface PickedPort {
+  preferred: number;
+  port: number;
+}
+
+/**
+ * Resolves `preferred` when it is free on 127.0.0.1, else the first free one
+ * of the {@link NEXT_PORTS} after it, else any free port.
+ */
+export async function pickPort(preferred: number): Promise<PickedPort> {
   const tryListen = (port: number) =>
     new Promise<number>((resolve, reject) => {
       const probe = net.createServer();
@@ -31,33 +43,27 @@ async function pickPort(preferred: number): Promise<number> {
         probe.close(() => resolve(bound));
       });
     });
-  return tryListen(preferred).catch(() => tryListen(0));
+  for (let port = preferred; port <= Math.min(preferred + NEXT_PORTS, 65535); port++) {
+    try {
+      return { preferred, port: await tryListen(port) };
+    } catch {
+      // Busy: try the next one.
+    }
+  }
+  return { preferred, port: await tryListen(0) };
 }
 
-/**
- * `proxyd demo`: an upstream page and proxyd in front of it, on unprivileged
- * loopback ports (8080 and 6190 when free). It keeps its state in a fresh
- * temporary directory, removed on exit, so it never touches the user's state
- * directory and works whatever `HOME` is. Without `PROXY_ADMIN_TOKEN` it makes
- * a random admin token and prints it.
- */
-export async function runDemo(logging: Logging): Promise<void> {
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-demo-'));
-  // Synchronous: an `exit` listener cannot wait, and this also covers a failed start.
-  process.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
+/** `port 8080 is busy, using 8081` for each port that fell back; empty when none did. */
+export function fallbackLines(picked: Record<string, PickedPort>): string {
+  return Object.entries(picked)
+    .filter(([, p]) => p.port !== p.preferred)
+    .map(([what, p]) => `${what} port ${p.preferred} is busy, using ${p.port}\n`)
+    .join('');
+}
 
-  const envToken = process.env.PROXY_ADMIN_TOKEN;
-  const adminToken = envToken || randomBytes(24).toString('base64url');
-  const [httpPort, adminPort] = [await pickPort(8080), await pickPort(6190)];
-  // The page names the admin address, known once the daemon is up.
-  let page = DEMO_PAGE;
-  const upstream = http.createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamPort = (upstream.address() as net.AddressInfo).port;
-
-  const proxyfile = `{
+/** The demo's Proxyfile: the site on both loopback names, in front of the demo page. */
+export function demoProxyfile(httpPort: number, adminPort: number, upstreamPort: number): string {
+  return `{
 \thttp_port ${httpPort}
 \tadmin 127.0.0.1:${adminPort}
 }
@@ -66,6 +72,55 @@ http://localhost, http://127.0.0.1 {
 \treverse_proxy 127.0.0.1:${upstreamPort}
 }
 `;
+}
+
+/** How long the demo lets requests in flight finish after Ctrl-C, in ms (a `run` waits `grace_period`). */
+const DEMO_GRACE_MS = 1_000;
+
+/**
+ * `proxyd demo`: an upstream page and proxyd in front of it, on unprivileged
+ * loopback ports (8080 and 6190, else the next free ones, saying so). It
+ * prints the Proxyfile it runs, keeps its state in a fresh temporary
+ * directory, removed on exit, so it never touches the user's state directory
+ * and works whatever `HOME` is. Without `PROXY_ADMIN_TOKEN` it makes a random
+ * admin token and prints it. Ctrl-C (SIGINT) or SIGTERM stops it with exit
+ * status 0, after at most one second for requests in flight; a second one
+ * exits at once, also 0.
+ */
+export async function runDemo(logging: Logging): Promise<void> {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-demo-'));
+  // Synchronous: an `exit` listener cannot wait, and this also covers a failed start.
+  process.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
+
+  // From the start: Ctrl-C while the demo is still starting also exits 0.
+  let running: { daemon: Daemon; upstream: http.Server } | null = null;
+  let stopping = false;
+  const stop = () => {
+    // Ctrl-C again while stopping: the user wants out now, and nothing failed.
+    if (stopping || running === null) process.exit(0);
+    stopping = true;
+    running.upstream.close();
+    running.upstream.closeAllConnections();
+    void running.daemon.close(DEMO_GRACE_MS).then(() => process.exit(0));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+
+  const envToken = process.env.PROXY_ADMIN_TOKEN;
+  const adminToken = envToken || randomBytes(24).toString('base64url');
+  const picked = { HTTP: await pickPort(8080), 'admin API': await pickPort(6190) };
+  const [httpPort, adminPort] = [picked.HTTP.port, picked['admin API'].port];
+  // The page names the admin address, known once the daemon is up.
+  let page = DEMO_PAGE;
+  const upstream = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const upstreamPort = (upstream.address() as net.AddressInfo).port;
+
+  const proxyfile = demoProxyfile(httpPort, adminPort, upstreamPort);
+  const indented = proxyfile.replace(/^(?=.)/gm, '    ').replaceAll('\t', '    ');
+  process.stdout.write(`${fallbackLines(picked)}proxyd demo runs this Proxyfile:\n\n${indented}\n`);
   const daemon = await startDaemon({
     config: parse(proxyfile, { filename: 'demo Proxyfile' }),
     logger: logging.root,
@@ -87,10 +142,5 @@ http://localhost, http://127.0.0.1 {
       `Try: curl -H "Authorization: Bearer ${bearer}" http://${admin}/routes\n` +
       'Ctrl-C stops.\n\n',
   );
-  const stop = () => {
-    upstream.close();
-    void daemon.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  running = { daemon, upstream };
 }

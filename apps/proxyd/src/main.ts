@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { buildProgram } from '@proxyd/cli';
+import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, UsageError } from '@proxyd/cli';
 import { defaultGlobalOptions } from '@proxyd/proxy-core';
 import { DEFAULT_ADMIN_SOCKET } from './admin-socket.js';
+import { watchProxyfile } from './config-watch.js';
 import { loadProxyfile, startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
 import { tuneHeapForStreaming } from './heap-tuning.js';
-import { createLogging } from './logging.js';
+import { createLogging, type Logging } from './logging.js';
 import { trustLocalRoot, untrustLocalRoot } from './trust.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -15,11 +16,57 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 };
 // Before any traffic: Node 24 reclaims socket Buffers with major GCs otherwise.
 tuneHeapForStreaming();
-const logging = createLogging(process.env.PROXY_LOG);
-const logger = logging.root;
+
+/**
+ * The daemon's loggers from `PROXY_LOG`, read when a command starts (after
+ * `--envfile`); a bad value is a usage error, one line naming the levels.
+ */
+function loggingFromEnv(): Logging {
+  try {
+    return createLogging(process.env.PROXY_LOG);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/**
+ * `--pidfile`: writes the pid now (an unwritable path fails before anything
+ * starts) and removes the file when the process exits, if it still holds
+ * this pid.
+ */
+function writePidfile(file: string): void {
+  try {
+    writeFileSync(file, `${process.pid}\n`);
+  } catch (err) {
+    throw new Error(`cannot write pidfile ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  process.once('exit', () => {
+    try {
+      if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file, { force: true });
+    } catch {
+      // Already gone.
+    }
+  });
+}
+
+/** The line `run` prints when it has nothing to serve, and what the user can do. */
+function nothingToServe(options: RunOptions, admin: string): string {
+  const docker = options.docker !== false;
+  return (
+    'proxyd: nothing to serve yet: no Proxyfile (--config, PROXY_CONFIG or ./Proxyfile) and no saved routes' +
+    `${docker ? '' : ', container discovery off'}. Running anyway: add routes through the admin API at http://${admin}/routes` +
+    `${docker ? ' or with proxy.* container labels' : ''}; or try \`proxyd demo\`, or \`proxyd run --config <Proxyfile>\`.\n`
+  );
+}
 
 const program = buildProgram(version, {
   async run(options) {
+    const logging = loggingFromEnv();
+    const logger = logging.root;
+    if (options.pidfile !== undefined) writePidfile(options.pidfile);
+    if (options.configFrom === 'default') {
+      logging.forTarget('proxy::config').info({ path: options.config }, 'using the Proxyfile in the current directory');
+    }
     // Without a Proxyfile the daemon starts with default global options, no
     // Proxyfile routes and no config watcher (POST /reload answers 501).
     const config = options.config ? await loadProxyfile(options.config) : { global: defaultGlobalOptions(), sites: [] };
@@ -41,6 +88,17 @@ const program = buildProgram(version, {
       // One data-plane worker per CPU this process may use, unless told otherwise.
       workers: options.workers ?? availableParallelism(),
     });
+    if (options.config === undefined && daemon.routeCount() === 0) {
+      process.stderr.write(nothingToServe(options, `${daemon.adminAddress.host}:${daemon.adminAddress.port}`));
+    }
+    const watch =
+      options.watch && options.config !== undefined && daemon.reload
+        ? watchProxyfile({
+            configPath: options.config,
+            reload: daemon.reload,
+            logger: logging.forTarget('proxy::config'),
+          })
+        : undefined;
     const serverLog = logging.forTarget('proxy::server');
     let stopping = false;
     const stop = (signal: string) => {
@@ -50,6 +108,7 @@ const program = buildProgram(version, {
         process.exit(1);
       }
       stopping = true;
+      watch?.close();
       serverLog.info(
         { signal, grace_period_ms: config.global.grace_period_ms },
         'shutting down: finishing requests in flight (send the signal again to exit now)',
@@ -60,13 +119,13 @@ const program = buildProgram(version, {
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGHUP', () => {
       if (!daemon.reload) {
-        logging.forTarget('proxy::config').warn('SIGHUP ignored: no Proxyfile to reload (started without --config)');
+        logging.forTarget('proxy::config').warn('SIGHUP ignored: no Proxyfile to reload (started without one)');
         return;
       }
       void daemon.reload();
     });
   },
-  demo: () => runDemo(logging),
+  demo: () => runDemo(loggingFromEnv()),
   // The real stores: Debian's system locations and $HOME/.pki/nssdb.
   trust: ({ certDir, system, nss }) =>
     trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} }),
@@ -75,6 +134,8 @@ const program = buildProgram(version, {
 });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(`proxyd: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  // Commander already printed its one line (or the help, or the version).
+  if (isReported(err)) process.exit(err.exitCode);
+  process.stderr.write(`${errorLine(err)}\n`);
+  process.exit(exitCodeOf(err));
 });
