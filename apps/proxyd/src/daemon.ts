@@ -17,6 +17,7 @@ import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
 import { createMetrics, type MetricsSnapshot, type ProxydMetrics, type UpstreamHealth } from './metrics.js';
 import { createReloader, type ReloadResult } from './reload.js';
+import { SITE_LOG_TARGET, SiteLogOutputs, SiteLogRecorder } from './site-log.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -104,6 +105,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const stateDir = resolveStateDir(options.stateDir, config.global.state_dir);
   const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
   await ensureStateDir(stateDir, storeLog);
+  // Sites' `log` files, owned by this process: opened before anything serves (and before a reload publishes).
+  const siteLogs = new SiteLogOutputs({ logger: logging.forTarget(SITE_LOG_TARGET) });
+  await siteLogs.prepare(config.sites);
   const { store, recovered } = await RouteStore.open({
     stateFile: path.join(stateDir, 'routes.json'),
     proxyfileRoutes: routesFromConfig(config),
@@ -150,6 +154,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           redirects,
           metrics: metrics !== undefined,
           logger: serverLog,
+          siteLogs,
         })
       : await serveHere(
           config,
@@ -160,6 +165,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           manager,
           redirects,
           options.bindHost,
+          siteLogs,
         );
   if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
   const unwatchCertificates = manager?.onChange((change) => serving.certificatesChanged(change.name));
@@ -176,6 +182,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const unsubscribe = store.subscribe((routes, version) => {
     void followRoutes(routes);
     metrics?.setRouteCounts(store.countByOrigin());
+    siteLogs.retain(routes.map((r) => r.site));
     return serving.setRoutes(routes, version);
   });
   const docker = await startDockerDiscovery({
@@ -193,6 +200,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         store,
         running: config,
         logger: logging.forTarget('proxy::config'),
+        prepare: (next) => siteLogs.prepare(next.sites),
       })
     : undefined;
 
@@ -256,6 +264,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unwatchCertificates?.();
       certificates?.close();
       await drained;
+      await siteLogs.close();
     },
   };
 }
@@ -290,6 +299,7 @@ async function serveHere(
   manager: CertificateManager | undefined,
   redirects: boolean,
   bindHost: string | undefined,
+  siteLogs: SiteLogOutputs,
 ): Promise<Serving> {
   const serverLog = logging.forTarget('proxy::server');
   const tlsLog = logging.forTarget('proxy::tls');
@@ -298,10 +308,13 @@ async function serveHere(
     logger: logging.forTarget(ANALYTICS_TARGET),
   });
   const accessLog = createAccessLog(logging);
+  const siteLog = new SiteLogRecorder((batch) => siteLogs.writeBatch(batch));
+  siteLog.setRoutes(store.routes);
   const hooks = composeHooks(
     analytics.hooks,
     metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
     accessLog ? { onRequest: accessLog } : {},
+    { onRequest: siteLog.onRequest },
   );
   let dataPlane: DataPlane;
   try {
@@ -324,7 +337,10 @@ async function serveHere(
   }
   return {
     httpAddress: dataPlane.httpAddress,
-    setRoutes: (routes, version) => dataPlane.setRoutes(routes, version),
+    setRoutes: (routes, version) => {
+      siteLog.setRoutes(routes);
+      return dataPlane.setRoutes(routes, version);
+    },
     certificatesChanged: () => dataPlane.certificatesChanged(),
     cache: dataPlane.cache,
     analytics: analytics.reader,
@@ -332,6 +348,7 @@ async function serveHere(
     analyticsDropped: () => analytics.droppedRequests(),
     async close(graceMs = 0) {
       await dataPlane.drain(graceMs);
+      siteLog.flush();
       await analytics.close();
     },
   };

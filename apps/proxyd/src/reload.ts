@@ -21,6 +21,8 @@ export interface ReloaderOptions {
   running: Config;
   /** Logger of target `proxy::config`. */
   logger: Logger;
+  /** Checks a parsed config before its routes are written (the sites' log files); a rejection fails the reload. */
+  prepare?: (config: Config) => Promise<void>;
 }
 
 /**
@@ -33,7 +35,12 @@ export interface ReloaderOptions {
  */
 export function createReloader(options: ReloaderOptions): Reloader {
   const { configPath, store, logger } = options;
-  const source = createProxyfileSource({ path: configPath, sink: store, running: options.running });
+  const source = createProxyfileSource({
+    path: configPath,
+    sink: store,
+    running: options.running,
+    ...(options.prepare === undefined ? {} : { prepare: options.prepare }),
+  });
   return {
     async reload() {
       const result = await source.reload();

@@ -57,6 +57,12 @@ describe('site log line', () => {
     expect(onlyReferer.request.headers).toEqual({ Referer: ['https://ref.example/'] });
   });
 
+  it('rounds times to the microsecond (a monotonic duration carries float noise)', () => {
+    const line = formatSiteLogLine({ ...record, durationMs: 0.3261720000000423 });
+    expect(line).toContain('"ts":1700000000.000326,');
+    expect(line).toContain('"duration":0.000326,');
+  });
+
   it('escapes control characters a request path may carry', () => {
     const line = formatSiteLogLine({ ...record, path: '/a\nb\u0000' });
     expect(line.split('\n')).toHaveLength(2);

@@ -13,7 +13,7 @@ export const SITE_LOG_LOGGER = 'http.log.access';
  *  "duration":0.004,"size":512,"status":200,"resp_headers":{"Content-Type":["text/html"]}}
  * ```
  *
- * - `ts`: when the response finished, seconds since the epoch (ms precision).
+ * - `ts`: when the response finished, seconds since the epoch (µs precision).
  * - `client_ip`: the real client, after `trusted_proxies` (Caddy's
  *   `remote_ip`, the peer address, is not written: the data plane's record
  *   carries the client only).
@@ -21,7 +21,7 @@ export const SITE_LOG_LOGGER = 'http.log.access';
  * - `uri`: the path without the query string (queries often carry tokens).
  * - `headers`: only `User-Agent` and `Referer`, when sent; never
  *   `Authorization`, `Cookie` or any other header.
- * - `duration`: seconds (ms precision); `size`: body bytes sent; `status`: 0
+ * - `duration`: seconds (µs precision); `size`: body bytes sent; `status`: 0
  *   when the client went away before a header went out.
  */
 export function formatSiteLogLine(r: RequestRecord): string {
@@ -30,9 +30,14 @@ export function formatSiteLogLine(r: RequestRecord): string {
   if (r.referer !== undefined) headers += `${headers === '' ? '' : ','}"Referer":[${JSON.stringify(r.referer)}]`;
   const resp = r.contentType === undefined ? '' : `,"resp_headers":{"Content-Type":[${JSON.stringify(r.contentType)}]}`;
   return (
-    `{"level":"info","ts":${(r.startedAt + r.durationMs) / 1000},"logger":"${SITE_LOG_LOGGER}","msg":"handled request",` +
+    `{"level":"info","ts":${micros(r.startedAt + r.durationMs)},"logger":"${SITE_LOG_LOGGER}","msg":"handled request",` +
     `"request":{"client_ip":${JSON.stringify(r.clientIp)},"proto":"${r.protocol === 'h2' ? 'HTTP/2.0' : 'HTTP/1.1'}",` +
     `"method":${JSON.stringify(r.method)},"host":${JSON.stringify(r.host)},"uri":${JSON.stringify(r.path)},` +
-    `"headers":{${headers}}},"duration":${r.durationMs / 1000},"size":${r.bytesSent},"status":${r.status}${resp}}\n`
+    `"headers":{${headers}}},"duration":${micros(r.durationMs)},"size":${r.bytesSent},"status":${r.status}${resp}}\n`
   );
+}
+
+/** Milliseconds as seconds, rounded to the microsecond (no float noise such as 0.0003261720000000423). */
+function micros(ms: number): number {
+  return Math.round(ms * 1000) / 1e6;
 }

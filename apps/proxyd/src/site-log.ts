@@ -16,6 +16,9 @@ import { formatSiteLogLine } from './site-log-line.js';
 //   never interleaved or torn, and a roll is a rename between two batches,
 //   with no line lost or written to a file already rolled.
 
+/** The log target of sites' log failures (a file that cannot be written, rolled or opened; lines dropped). */
+export const SITE_LOG_TARGET = 'proxy::site_log';
+
 /** `[output key, lines]` pairs, each `lines` whole lines ending in `\n`. */
 export type SiteLogBatch = [key: string, lines: string][];
 
@@ -88,6 +91,13 @@ export class SiteLogRecorder {
 
   /** Hands what is collected to `deliver` now (nothing when empty); returns the batch. */
   flush(): SiteLogBatch | null {
+    const batch = this.take();
+    if (batch !== null) this.#deliver(batch);
+    return batch;
+  }
+
+  /** What is collected, taken out without `deliver` (null when empty). */
+  take(): SiteLogBatch | null {
     if (this.#timer !== null) {
       clearTimeout(this.#timer);
       this.#timer = null;
@@ -96,7 +106,6 @@ export class SiteLogRecorder {
     const batch: SiteLogBatch = [...this.#pending];
     this.#pending = new Map();
     this.#bytes = 0;
-    this.#deliver(batch);
     return batch;
   }
 }

@@ -52,6 +52,12 @@ export interface ProxyfileSourceOptions {
   sink: RouteSink;
   /** The config the process started with (to tell when global options change). */
   running: Config;
+  /**
+   * Runs after a successful parse, before any route is written (e.g. the
+   * daemon opens the files of sites' `log`). A rejection fails the reload
+   * with its message as the error text; nothing is written.
+   */
+  prepare?: (config: Config) => Promise<void>;
 }
 
 /** The Proxyfile as a route source: re-read on demand, its routes written through a {@link RouteSink}. */
@@ -76,6 +82,11 @@ export function createProxyfileSource(options: ProxyfileSourceOptions): Proxyfil
     let config: Config;
     try {
       config = await loadProxyfile(path);
+    } catch (err) {
+      return { ok: false, errorText: err instanceof Error ? err.message : String(err) };
+    }
+    try {
+      await options.prepare?.(config);
     } catch (err) {
       return { ok: false, errorText: err instanceof Error ? err.message : String(err) };
     }

@@ -70,6 +70,8 @@ export const ToPrimary = {
   onDemandCertificate: 'certificates.on-demand',
   /** (one way) A {@link HealthEvent} this worker saw (worker 0's probes, anyone's passive failures): passed to the others. */
   health: 'health',
+  /** A `SiteLogBatch` of sites' access lines for the primary to write (one way; a request when a drain flushes, answered once handed to the files). */
+  siteLog: 'site-log',
 } as const;
 
 export type { CertificatePem, CertificateUpdate, HealthEvent, RouteTableMessage };

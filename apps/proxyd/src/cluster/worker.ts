@@ -10,6 +10,7 @@ import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '.
 import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { createLogging } from '../logging.js';
 import { createMetrics } from '../metrics.js';
+import { SiteLogRecorder } from '../site-log.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -33,6 +34,7 @@ process.on('SIGTERM', () => {});
 process.on('SIGINT', () => {});
 let plane: DataPlane | undefined;
 let analytics: AnalyticsWiring | undefined;
+let flushSiteLog: (() => Promise<unknown>) | undefined;
 
 connectToPrimary<WorkerInit>({
   async init(init, channel): Promise<WorkerReady> {
@@ -46,10 +48,13 @@ connectToPrimary<WorkerInit>({
     });
     const accessLog = createAccessLog(logging);
     const metrics = init.metrics ? createMetrics({ role: 'worker' }) : undefined;
+    // The primary writes every site log file; this worker sends it its lines in batches.
+    const siteLog = new SiteLogRecorder((batch) => channel.notify(ToPrimary.siteLog, batch));
     const hooks = composeHooks(
       analytics.hooks,
       metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
       accessLog ? { onRequest: accessLog } : {},
+      { onRequest: siteLog.onRequest },
     );
     const certificates =
       init.certificates === null
@@ -67,6 +72,12 @@ connectToPrimary<WorkerInit>({
     const rateLimits = new RemoteRateLimits(channel);
     const tables = new WorkerRoutes();
     const first = tables.apply(init.table) as { routes: RouteSpec[]; version: number };
+    siteLog.setRoutes(first.routes);
+    // At a drain, the last lines go as a request: the primary has them before this worker exits.
+    flushSiteLog = async () => {
+      const batch = siteLog.take();
+      if (batch !== null) await channel.request(ToPrimary.siteLog, batch, 5000).catch(() => {});
+    };
     const dataPlane = await DataPlane.start(init.config, first.routes, hooks, {
       reusePort: true,
       secret: init.secret,
@@ -90,7 +101,10 @@ connectToPrimary<WorkerInit>({
     if (first.version !== 1) dataPlane.setRoutes(first.routes, first.version);
     channel.handle<RouteTableMessage>(ToWorker.routes, (message) => {
       const next = tables.apply(message);
-      if (next !== null) dataPlane.setRoutes(next.routes, next.version);
+      if (next !== null) {
+        siteLog.setRoutes(next.routes);
+        dataPlane.setRoutes(next.routes, next.version);
+      }
       return true;
     });
     channel.handle<CertificateUpdate>(ToWorker.certificates, (update) => {
@@ -122,6 +136,7 @@ connectToPrimary<WorkerInit>({
   },
   async drain({ graceMs }) {
     await plane?.drain(graceMs);
+    await flushSiteLog?.();
     await analytics?.close();
   },
 });
