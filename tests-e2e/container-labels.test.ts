@@ -181,7 +181,8 @@ describe.each(RUNTIMES)('container labels through a real %s API service (built d
   it('killing and restarting the runtime service loses no route, and a container started meanwhile is picked up', async () => {
     const domain = `survivor-${seq}.test`;
     const survivor = await runtime.run({ name: name('survivor'), labels: web(domain) });
-    await waitUntil(async () => (await via(domain)).status === 200, 5_000);
+    // A bound for a loaded machine (the container's start and its first answer), not a speed check.
+    await waitUntil(async () => (await via(domain)).status === 200, 20_000);
     events.close();
     await runtime.kill();
     await waitUntil(async () => !(await discovery()).connected, 10_000);
