@@ -51,6 +51,33 @@ describe('routesFromConfig', () => {
 });
 
 describe('createProxyfileSource', () => {
+  it('runs prepare on the parsed config first; a rejection fails the reload and writes nothing', async () => {
+    await writeFile(file, site('a.test', 1));
+    const running = await loadProxyfile(file);
+    const sink = recordingSink();
+    const seen: string[][] = [];
+    let refuse = true;
+    const source = createProxyfileSource({
+      path: file,
+      sink,
+      running,
+      async prepare(config) {
+        seen.push(config.sites.map((s) => s.addresses[0]?.host ?? ''));
+        if (refuse) throw new Error('site "b.test": log file "/x" cannot be opened: EACCES');
+      },
+    });
+    await writeFile(file, site('b.test', 2));
+    expect(await source.reload()).toEqual({
+      ok: false,
+      errorText: 'site "b.test": log file "/x" cannot be opened: EACCES',
+    });
+    expect(sink.calls).toEqual([]);
+    refuse = false;
+    expect((await source.reload()).ok).toBe(true);
+    expect(sink.calls).toEqual([['proxyfile', ['b.test']]]);
+    expect(seen).toEqual([['b.test'], ['b.test']]);
+  });
+
   it('writes the Proxyfile routes through the sink as origin proxyfile', async () => {
     await writeFile(file, site('a.test', 1));
     const running = await loadProxyfile(file);
