@@ -28,8 +28,11 @@ describe('PROXY_LOG', () => {
     expect(parseLogFilter('off').level).toBe('silent');
   });
 
-  it('rejects an unknown level', () => {
-    expect(() => parseLogFilter('loud')).toThrow(/unknown level "loud"/);
+  it('rejects an unknown level with one line naming the valid ones', () => {
+    expect(() => parseLogFilter('loud')).toThrow(
+      new Error('PROXY_LOG: unknown level "loud" (expected trace, debug, info, warn, error, fatal or off)'),
+    );
+    expect(() => parseLogFilter('info,proxy::admin=chatty')).toThrow('PROXY_LOG: unknown level "chatty"');
   });
 
   it('warn,proxy::admin::audit=info shows audit events and warnings only', async () => {

@@ -36,8 +36,13 @@ export function resolveConfigPath(
  * As {@link resolveConfigPath}, for commands that cannot do without a
  * Proxyfile: throws a {@link UsageError} naming the three ways to give one.
  */
-export function requireConfigPath(command: string, flag: string | undefined, env?: NodeJS.ProcessEnv): string {
-  const found = resolveConfigPath(flag, env);
+export function requireConfigPath(
+  command: string,
+  flag: string | undefined,
+  env?: NodeJS.ProcessEnv,
+  cwd?: string,
+): string {
+  const found = resolveConfigPath(flag, env, cwd);
   if (found) return found.path;
   throw new UsageError(
     `${command} needs a Proxyfile: --config <path>, PROXY_CONFIG, or a file named ${DEFAULT_PROXYFILE} in the current directory`,
