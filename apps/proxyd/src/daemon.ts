@@ -12,10 +12,18 @@ import { createAccessLog } from './access-log.js';
 import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { createCertificateWiring } from './certificates.js';
 import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
-import { startControlPlane } from './control-plane.js';
+import { splitHostPort, startControlPlane } from './control-plane.js';
 import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
-import { createMetrics, type MetricsSnapshot, type ProxydMetrics, type UpstreamHealth } from './metrics.js';
+import {
+  countReloads,
+  createMetrics,
+  type DataPlaneStats,
+  type MetricsSnapshot,
+  type ProxydMetrics,
+  type UpstreamHealth,
+} from './metrics.js';
+import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
 import { createReloader, type ReloadResult } from './reload.js';
 import { SITE_LOG_TARGET, SiteLogOutputs, SiteLogRecorder } from './site-log.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
@@ -60,6 +68,8 @@ export interface DaemonOptions {
 export interface Daemon {
   httpAddress: { host: string; port: number };
   adminAddress: { host: string; port: number };
+  /** The metrics listener's address (global option `metrics`), or null without one. */
+  metricsAddress: { host: string; port: number } | null;
   socketPath: string | null;
   stateDir: string;
   certDir: string;
@@ -176,6 +186,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   if (metrics?.role === 'single') {
     if (serving.upstreamHealth) metrics.setUpstreamHealthSource(serving.upstreamHealth);
     if (serving.analyticsDropped) metrics.setAnalyticsDroppedSource(serving.analyticsDropped);
+    if (serving.stats) metrics.setDataPlaneStatsSource(serving.stats);
   }
   if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
   // With workers, a route write resolves once every worker swapped (the store waits for the promise).
@@ -194,7 +205,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     logger: logging.forTarget('proxy::docker'),
   });
   const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
-  const reloader = options.configPath
+  const proxyfileReloader = options.configPath
     ? createReloader({
         configPath: options.configPath,
         store,
@@ -203,6 +214,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         prepare: (next) => siteLogs.prepare(next.sites),
       })
     : undefined;
+  // Every reload (POST /reload, SIGHUP) counted in the metrics.
+  const reloader = proxyfileReloader && metrics ? countReloads(proxyfileReloader, metrics) : proxyfileReloader;
 
   let control: Awaited<ReturnType<typeof startControlPlane>>;
   try {
@@ -231,13 +244,36 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     throw err;
   }
 
+  // The metrics listener (global option `metrics`): GET /metrics without the admin token.
+  let metricsListener: MetricsListener | null = null;
+  if (config.global.metrics !== null) {
+    if (metrics === undefined) {
+      serverLog.warn({ metrics: config.global.metrics }, 'metrics listener not opened: metrics are off (--no-metrics)');
+    } else {
+      try {
+        metricsListener = await startMetricsListener({ address: splitHostPort(config.global.metrics), metrics });
+      } catch (err) {
+        await control.close();
+        unwatchShadowed();
+        await docker.close();
+        unsubscribe();
+        unwatchCertificates?.();
+        certificates?.close();
+        await serving.close();
+        throw err;
+      }
+    }
+  }
+
   const { httpAddress } = serving;
   const { adminAddress } = control;
+  const metricsAddress = metricsListener?.address ?? null;
   serverLog.info(
     {
       http: `${httpAddress.host}:${httpAddress.port}`,
       admin: `${adminAddress.host}:${adminAddress.port}`,
       ...(control.socketPath ? { admin_socket: control.socketPath } : {}),
+      ...(metricsAddress ? { metrics: `${metricsAddress.host}:${metricsAddress.port}` } : {}),
       routes: store.routes.length,
       workers: workerCount,
       state_dir: stateDir,
@@ -248,6 +284,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   return {
     httpAddress,
     adminAddress,
+    metricsAddress,
     socketPath: control.socketPath,
     stateDir,
     certDir,
@@ -256,7 +293,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     async close(graceMs = config.global.grace_period_ms) {
       // The data plane drains while the admin API finishes its calls in flight.
       const drained = serving.close(graceMs);
-      await control.close();
+      await Promise.all([control.close(), metricsListener?.close()]);
       unwatchShadowed();
       await docker.close();
       await store.close();
@@ -285,6 +322,8 @@ interface Serving {
   close(graceMs?: number): Promise<void>;
   upstreamHealth?: () => Iterable<UpstreamHealth>;
   analyticsDropped?: () => number;
+  /** Requests in flight and connections open (one process). */
+  stats?: () => DataPlaneStats;
   /** With workers: their metrics, one snapshot per worker that answered. */
   metricsSnapshots?: () => Promise<readonly MetricsSnapshot[]>;
 }
@@ -346,6 +385,7 @@ async function serveHere(
     analytics: analytics.reader,
     upstreamHealth: () => dataPlane.upstreamHealth(),
     analyticsDropped: () => analytics.droppedRequests(),
+    stats: () => dataPlane.stats(),
     async close(graceMs = 0) {
       await dataPlane.drain(graceMs);
       siteLog.flush();

@@ -8,6 +8,7 @@ import {
   toSnapshot,
 } from './cluster/metrics-merge.js';
 import { replaceEventLoopDelayGauges } from './event-loop-metrics.js';
+import type { Reloader } from './reload.js';
 import { RequestMetrics } from './request-metrics.js';
 
 /** Label value of requests no route matched. */
@@ -51,6 +52,28 @@ export interface CertificateMetricsSource {
   orders: Readonly<Record<'valid' | 'invalid' | 'error', number>>;
 }
 
+/**
+ * `reloader` with each reload counted in `metrics`
+ * (`proxyd_config_reloads_total`, `proxyd_config_last_reload_*`): every
+ * caller (POST /reload, SIGHUP) reloads through it.
+ */
+export function countReloads(reloader: Reloader, metrics: { recordReload(ok: boolean): void }): Reloader {
+  return {
+    ...reloader,
+    async reload() {
+      const result = await reloader.reload();
+      metrics.recordReload(result.ok);
+      return result;
+    },
+  };
+}
+
+/** What `proxyd_requests_in_flight` and `proxyd_open_connections` read at each scrape (`DataPlane.stats()`). */
+export interface DataPlaneStats {
+  requestsInFlight: number;
+  openConnections: number;
+}
+
 /** What the admin app needs of any role: `GET /metrics` and the registry it adds its own histogram to. */
 export interface MetricsExposition {
   /** The process's registry (the admin app may add its own series to it). */
@@ -72,6 +95,10 @@ export interface ProxydMetrics extends MetricsExposition {
   setAnalyticsDroppedSource(source: () => number): void;
   /** Where `proxyd_certificate_not_after_seconds` and `proxyd_acme_orders_total` read at each scrape. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** Where `proxyd_requests_in_flight` and `proxyd_open_connections` read at each scrape. */
+  setDataPlaneStatsSource(source: () => DataPlaneStats): void;
+  /** Counts a config reload (`proxyd_config_reloads_total`, `proxyd_config_last_reload_*`). */
+  recordReload(ok: boolean): void;
 }
 
 /** A data-plane worker's metrics: its traffic, its pools' health, its analytics drops, its process. */
@@ -83,6 +110,8 @@ export interface WorkerMetrics extends MetricsExposition {
   setUpstreamHealthSource(source: () => Iterable<UpstreamHealth>): void;
   /** As {@link ProxydMetrics.setAnalyticsDroppedSource}. */
   setAnalyticsDroppedSource(source: () => number): void;
+  /** As {@link ProxydMetrics.setDataPlaneStatsSource}. */
+  setDataPlaneStatsSource(source: () => DataPlaneStats): void;
   /** The registry as plain data (`getMetricsAsJSON()`, structured-clone safe): the answer to the primary's scrape. */
   snapshot(): Promise<MetricsSnapshot>;
 }
@@ -94,6 +123,8 @@ export interface PrimaryMetrics extends MetricsExposition {
   setRouteCounts(counts: Record<RouteOrigin, number>): void;
   /** As {@link ProxydMetrics.setCertificateSource}. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** As {@link ProxydMetrics.recordReload}. */
+  recordReload(ok: boolean): void;
   /**
    * Where `render()` reads the workers' metrics at each scrape: one
    * {@link WorkerMetrics.snapshot} per worker that answered. A worker that
@@ -105,16 +136,34 @@ export interface PrimaryMetrics extends MetricsExposition {
 }
 
 /**
- * Builds the metrics:
+ * Builds the metrics (names after Prometheus' conventions: base units,
+ * `_total` counters, no series of zeros for values never seen but where
+ * said):
  * - `proxyd_requests_total{domain,status_class}` — requests per matched
  *   route domain (the route's pattern, e.g. `*.example.com`; `_unrouted`
  *   when none matched) and status class (`1xx`…`5xx`, `other` for a client
  *   that left before the status). At most `maxDomains` domain values; the
- *   rest are counted under `_other`.
- * - `proxyd_request_duration_seconds{status_class}` — request start to last
- *   byte (no domain label, to keep the bucket series bounded).
+ *   rest are counted under `_other`, which appears only then.
+ * - `proxyd_request_duration_seconds{status_class}` — request start to the
+ *   response closing, by the monotonic clock, buckets from 100 µs to 30 s
+ *   (no domain label, to keep the bucket series bounded).
  * - `proxyd_requests_by_protocol_total{protocol}` — requests per client
  *   protocol, `h1` (HTTP/1.x) or `h2` (HTTP/2); both series from the start.
+ * - `proxyd_requests_by_method_total{method}` — per method, `OTHER` for
+ *   one outside RFC 9110 and PATCH.
+ * - `proxyd_request_size_bytes`, `proxyd_response_size_bytes` — histograms
+ *   of the declared request body and of the response body bytes written.
+ * - `proxyd_requests_in_flight`, `proxyd_open_connections` — gauges read
+ *   from the data plane at each scrape.
+ * - `proxyd_rate_limited_total{domain}` — requests `rate_limit` refused.
+ * - `proxyd_cache_requests_total{result}` (`hit`, `miss`),
+ *   `proxyd_under_attack_challenges_total{result}` (`issued`, `passed`,
+ *   `failed`), `proxyd_analytics_beacons_total{result}` (`accepted`,
+ *   `rejected`) — a family's series appear together with its first event.
+ * - `proxyd_config_reloads_total{result}` (`success`, `failure`; both from
+ *   the start), `proxyd_config_last_reload_successful` (1 from the start)
+ *   and `proxyd_config_last_reload_success_timestamp_seconds` (the start,
+ *   then each successful reload), as Prometheus names its own.
  * - `proxyd_routes{origin}` — routes in the table per origin.
  * - `proxyd_upstream_healthy{upstream}` — 1 when the upstream is in rotation,
  *   0 when out (in any pool); read from the data plane at each scrape, at
@@ -133,10 +182,10 @@ export interface PrimaryMetrics extends MetricsExposition {
  *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
  *   scrape with no delay sampled since the previous one, never `Nan`.
  *
- * By role: a `worker` has neither `proxyd_routes` nor the certificate
- * metrics (the primary's); the `primary` has all but `proxyd_upstream_healthy`,
- * its request counters staying 0 (so that each family is there when no
- * worker answers), and renders its own metrics merged with its workers'
+ * By role: a `worker` has neither `proxyd_routes`, the certificate metrics
+ * nor the reload metrics (the primary's); the `primary` has all but
+ * `proxyd_upstream_healthy`, its request families staying empty and its
+ * gauges 0 (so that each family is there when no worker answers), and renders its own metrics merged with its workers'
  * ({@link mergeSnapshots}: counters and histograms summed, the domain cap
  * applied again, the other aggregators as `AGGREGATORS` says).
  */
@@ -150,26 +199,45 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   const servesTraffic = role !== 'primary';
   const controls = role !== 'worker';
   const registry = new Registry();
-  const requests = new RequestMetrics({
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    maxDomains,
-    otherDomain: OTHER_DOMAIN,
-  });
+  const requests = new RequestMetrics({ maxDomains, otherDomain: OTHER_DOMAIN });
   requests.register(registry);
-  // Plain counts, turned into the two series at scrape: a labelled
-  // prom-client child hashes its label set on every increment.
-  const byProtocol = { h1: 0, h2: 0 };
-  new Counter({
-    name: 'proxyd_requests_by_protocol_total',
-    help: 'Finished requests by client protocol (h1: HTTP/1.x, h2: HTTP/2).',
-    labelNames: ['protocol'] as const,
+  let statsSource: (() => DataPlaneStats) | null = null;
+  new Gauge({
+    name: 'proxyd_requests_in_flight',
+    help: 'Requests the data plane has begun and not yet answered in full.',
     registers: [registry],
     collect() {
-      this.reset();
-      this.labels('h1').inc(byProtocol.h1);
-      this.labels('h2').inc(byProtocol.h2);
+      this.set(statsSource?.().requestsInFlight ?? 0);
     },
   });
+  new Gauge({
+    name: 'proxyd_open_connections',
+    help: "Client connections open on the data plane's listeners (HTTP, HTTPS, WebSocket).",
+    registers: [registry],
+    collect() {
+      this.set(statsSource?.().openConnections ?? 0);
+    },
+  });
+  const reloads = new Counter({
+    name: 'proxyd_config_reloads_total',
+    help: 'Proxyfile reloads (admin POST /reload, SIGHUP), by result: success, failure (the running config kept).',
+    labelNames: ['result'] as const,
+    registers: controls ? [registry] : [],
+  });
+  const lastReloadOk = new Gauge({
+    name: 'proxyd_config_last_reload_successful',
+    help: 'Whether the last Proxyfile reload succeeded (1) or failed (0); 1 from the start.',
+    registers: controls ? [registry] : [],
+  });
+  const lastReloadAt = new Gauge({
+    name: 'proxyd_config_last_reload_success_timestamp_seconds',
+    help: 'When the running config was last loaded successfully (at start, then each successful reload), Unix seconds.',
+    registers: controls ? [registry] : [],
+  });
+  reloads.labels('success').inc(0);
+  reloads.labels('failure').inc(0);
+  lastReloadOk.set(1);
+  lastReloadAt.set(Math.floor(Date.now() / 1000));
   const routes = new Gauge({
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
@@ -246,9 +314,15 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   }
 
   const onRequest = (record: RequestRecord) => {
-    requests.observe(record.domain ?? UNROUTED_DOMAIN, record.status, record.durationMs / 1000);
-    if (record.protocol === 'h2') byProtocol.h2++;
-    else byProtocol.h1++;
+    requests.observe(record.domain ?? UNROUTED_DOMAIN, record);
+  };
+  const setDataPlaneStatsSource = (source: () => DataPlaneStats) => {
+    statsSource = source;
+  };
+  const recordReload = (ok: boolean) => {
+    reloads.labels(ok ? 'success' : 'failure').inc();
+    lastReloadOk.set(ok ? 1 : 0);
+    if (ok) lastReloadAt.set(Math.floor(Date.now() / 1000));
   };
   const setUpstreamHealthSource = (source: () => Iterable<UpstreamHealth>) => {
     healthSource = source;
@@ -271,6 +345,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       onRequest,
       setUpstreamHealthSource,
       setAnalyticsDroppedSource,
+      setDataPlaneStatsSource,
       snapshot: async () => toSnapshot(await registry.getMetricsAsJSON()),
       render,
     };
@@ -283,6 +358,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       registry,
       setRouteCounts,
       setCertificateSource,
+      recordReload,
       setWorkerSource(source) {
         workerSource = source;
       },
@@ -300,6 +376,8 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     setAnalyticsDroppedSource,
     setCertificateSource,
     setRouteCounts,
+    setDataPlaneStatsSource,
+    recordReload,
     render,
   };
 }

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
-import { Registry } from 'prom-client';
+import { type Metric, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../metrics.js';
 import { RequestMetrics } from '../request-metrics.js';
@@ -206,12 +206,23 @@ describe('firstLabelValues', () => {
 describe('toSnapshot and renderSnapshot', () => {
   it("makes getMetricsAsJSON's answer structured-clone safe (a custom metric's get() is in it)", async () => {
     const registry = new Registry();
-    new RequestMetrics({ buckets: [0.1], maxDomains: 10, otherDomain: '_other' }).register(registry);
+    new RequestMetrics({ durationBuckets: [0.1], maxDomains: 10, otherDomain: '_other' }).register(registry);
+    // A custom metric that answers get() with itself spread, its get() included.
+    const custom = { name: 'custom_total', help: 'h', type: 'counter', aggregator: 'sum', get: async () => custom };
+    Object.assign(custom, { values: [{ value: 1, labels: {} }] });
+    registry.registerMetric(custom as unknown as Metric);
     const raw = await registry.getMetricsAsJSON();
     expect(() => v8.serialize(raw)).toThrow(/could not be cloned/);
     const snapshot = toSnapshot(raw);
     expect(v8.deserialize(v8.serialize(snapshot))).toStrictEqual(snapshot);
     expect(snapshot[0]).toMatchObject({ name: 'proxyd_requests_total', type: 'counter', aggregator: 'sum' });
+    expect(snapshot.at(-1)).toEqual({
+      name: 'custom_total',
+      help: 'h',
+      type: 'counter',
+      aggregator: 'sum',
+      values: [{ value: 1, labels: {} }],
+    });
   });
 
   it('prints one HELP and TYPE per family, and passes promtool', async () => {

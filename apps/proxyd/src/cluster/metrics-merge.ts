@@ -43,6 +43,16 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   proxyd_requests_total: 'sum',
   proxyd_request_duration_seconds: 'sum',
   proxyd_requests_by_protocol_total: 'sum',
+  proxyd_requests_by_method_total: 'sum',
+  proxyd_request_size_bytes: 'sum',
+  proxyd_response_size_bytes: 'sum',
+  proxyd_rate_limited_total: 'sum',
+  proxyd_cache_requests_total: 'sum',
+  proxyd_under_attack_challenges_total: 'sum',
+  proxyd_analytics_beacons_total: 'sum',
+  // Each worker's own requests and connections (the primary's are 0): the daemon's are the sum.
+  proxyd_requests_in_flight: 'sum',
+  proxyd_open_connections: 'sum',
   // Each worker's analytics collector drops its own requests.
   proxyd_analytics_dropped_requests_total: 'sum',
   // Each worker checks its pools itself: an upstream is in rotation (1) only
@@ -53,6 +63,9 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   proxyd_routes: 'first',
   proxyd_certificate_not_after_seconds: 'first',
   proxyd_acme_orders_total: 'first',
+  proxyd_config_reloads_total: 'first',
+  proxyd_config_last_reload_successful: 'first',
+  proxyd_config_last_reload_success_timestamp_seconds: 'first',
   proxyd_admin_http_request_duration_seconds: 'first',
   // Process resources: the daemon's total, every process's included.
   process_cpu_user_seconds_total: 'sum',
@@ -93,7 +106,11 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
 
 /** Where the primary and its workers' metrics pass through {@link mergeSnapshots}. */
 export interface MergeOptions {
-  /** Bounds `proxyd_requests_total{domain}` after summing (see {@link DomainCap}). */
+  /**
+   * Bounds `proxyd_requests_total{domain}` after summing (see
+   * {@link DomainCap}), and `proxyd_rate_limited_total{domain}` to the
+   * same domains.
+   */
   domains?: DomainCap;
   /** At most this many `proxyd_upstream_healthy{upstream}` series, as each process keeps (default: no bound). */
   maxUpstreams?: number;
@@ -187,11 +204,18 @@ export function mergeSnapshots(snapshots: readonly MetricsSnapshot[], options: M
       labels: { ...sample.labels },
       value: reduce(values),
     }));
-    if (name === 'proxyd_requests_total' && options.domains) values = options.domains.apply(values);
     if (name === 'proxyd_upstream_healthy' && options.maxUpstreams !== undefined) {
       values = firstLabelValues(values, 'upstream', options.maxUpstreams);
     }
     merged.push({ name, help: head.help, type: head.type, aggregator, values });
+  }
+  const { domains } = options;
+  if (domains) {
+    // Requests first: the domains it admits are those the other family keeps.
+    const requests = merged.find((m) => m.name === 'proxyd_requests_total');
+    if (requests) requests.values = domains.apply(requests.values);
+    const limited = merged.find((m) => m.name === 'proxyd_rate_limited_total');
+    if (limited) limited.values = domains.fold(limited.values);
   }
   return merged;
 }
@@ -237,6 +261,15 @@ export class DomainCap {
     this.#otherDomain = options.otherDomain;
   }
 
+  /**
+   * Another family's summed samples with a `domain` label: those of the
+   * domains {@link apply} admitted kept, the rest folded into
+   * `otherDomain`; admits none.
+   */
+  fold(values: readonly MetricSample[]): MetricSample[] {
+    return this.#fold(values);
+  }
+
   /** `proxyd_requests_total`'s summed samples, the domains past the cap folded into `otherDomain`. */
   apply(values: readonly MetricSample[]): MetricSample[] {
     const other = this.#otherDomain;
@@ -251,6 +284,11 @@ export class DomainCap {
       const busiest = [...candidates].sort(([a, n], [b, m]) => m - n || (a < b ? -1 : a > b ? 1 : 0));
       for (const [domain] of busiest.slice(0, room)) this.#admitted.add(domain);
     }
+    return this.#fold(values);
+  }
+
+  #fold(values: readonly MetricSample[]): MetricSample[] {
+    const other = this.#otherDomain;
     const out: MetricSample[] = [];
     const folded = new Map<string, MetricSample>();
     for (const sample of values) {

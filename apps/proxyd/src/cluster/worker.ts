@@ -126,6 +126,7 @@ connectToPrimary<WorkerInit>({
       const collectorsForMetrics = analytics;
       metrics.setUpstreamHealthSource(() => dataPlane.upstreamHealth());
       metrics.setAnalyticsDroppedSource(() => collectorsForMetrics.droppedRequests());
+      metrics.setDataPlaneStatsSource(() => dataPlane.stats());
       channel.handle(ToWorker.metrics, () => metrics.snapshot());
     }
     const collectors = analytics;
