@@ -320,7 +320,7 @@ await addTarget('node floor', floorPort, floor);
 // proxyd, and optionally a second build of it (BASELINE=<checkout>, run by
 // BASELINE_NODE, default this node) measured in the same alternation: an A/B
 // of two commits or two Node versions in one run.
-async function addProxyd(name, main, node) {
+async function addProxyd(name, main, node, siteLines = '') {
   const proxydPort = await freePort();
   const adminPort = await freePort();
   const confDir = mkdtempSync(path.join(dir, 'proxyd-'));
@@ -332,7 +332,7 @@ async function addProxyd(name, main, node) {
 }
 
 http://${HOST} {
-\treverse_proxy 127.0.0.1:${upPort}
+${siteLines}\treverse_proxy 127.0.0.1:${upPort}
 }
 `,
   );
@@ -356,6 +356,11 @@ http://${HOST} {
   await addTarget(name, proxydPort, child);
 }
 await addProxyd('proxyd', PROXYD, process.env.PROXYD_NODE ?? process.execPath);
+// SITE_LOG=1: the same build with the site's `log` to a file (rolled at the defaults), in the same alternation.
+if (process.env.SITE_LOG === '1') {
+  const logFile = path.join(dir, 'site-log', 'access.log');
+  await addProxyd('proxyd log', PROXYD, process.env.PROXYD_NODE ?? process.execPath, `\tlog {\n\t\toutput file ${logFile}\n\t}\n`);
+}
 if (process.env.BASELINE) {
   const main = path.resolve(process.env.BASELINE, 'apps/proxyd/dist/main.js');
   if (!existsSync(main)) {
