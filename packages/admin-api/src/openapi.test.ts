@@ -7,16 +7,7 @@ import { ENDPOINTS } from './endpoints/index.js';
 import { AUTH, MemoryCache, ScriptedReload, TOKEN, testApp } from './memory-ports.test-helpers.js';
 import { DEFAULT_SERVER, openApiDocument } from './openapi.js';
 
-type Node = Record<string, unknown>;
-type Operation = Node & { operationId: string; tags: string[]; responses: Record<string, Node> };
-type Document = {
-  openapi: string;
-  info: Node & { license: Node };
-  servers: Node[];
-  tags: Array<{ name: string; description: string }>;
-  paths: Record<string, Record<string, Node>>;
-  components: { schemas: Record<string, Node>; headers: Record<string, Node>; responses: Record<string, Node> };
-};
+import { type Document, type Node, type Operation, operationsOf } from './openapi.test-helpers.js';
 
 /** Every property schema of every object schema in the document, with where it is. */
 function properties(node: unknown, at: string, out: Array<[string, Node]> = []): Array<[string, Node]> {
@@ -30,17 +21,6 @@ function properties(node: unknown, at: string, out: Array<[string, Node]> = []):
     for (const [key, value] of Object.entries(node)) properties(value, `${at}.${key}`, out);
   }
   return out;
-}
-
-/** Every operation of the document as `METHOD /path`, PURGE from `x-additionalOperations` included. */
-export function operationsOf(doc: Document): Array<{ method: string; path: string; op: Operation }> {
-  return Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.entries(item).flatMap(([key, value]) =>
-      key === 'x-additionalOperations'
-        ? Object.entries(value as Record<string, Operation>).map(([method, op]) => ({ method, path, op }))
-        : [{ method: key.toUpperCase(), path, op: value as Operation }],
-    ),
-  );
 }
 
 /** A response with its `$ref` (to `components.responses`) resolved. */
