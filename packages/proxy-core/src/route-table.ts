@@ -327,11 +327,13 @@ export class RouteTable {
   }
 }
 
-/** The reverse-proxy handlers of a site: its own and its `handle` blocks'. */
+/** The reverse-proxy handlers of a site: its own and its `handle` blocks', `reverse_proxy @name …` included. */
 export function proxyHandlers(site: Site): ReverseProxyHandler[] {
   const handlers: ReverseProxyHandler[] = [];
-  if (site.handler?.kind === 'reverse_proxy') handlers.push(site.handler);
-  for (const block of site.handles) if (block.handler?.kind === 'reverse_proxy') handlers.push(block.handler);
+  for (const block of [site, ...site.handles]) {
+    if (block.handler?.kind === 'reverse_proxy') handlers.push(block.handler);
+    if (block.matched_proxies !== undefined) for (const p of block.matched_proxies) handlers.push(p.handler);
+  }
   return handlers;
 }
 

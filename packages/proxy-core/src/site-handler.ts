@@ -7,12 +7,13 @@ import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
+import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
 import type { HandleBlock, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
-import { type Block, deny, redirect, strippedUrl } from './site/block.js';
+import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { canned, send } from './site/canned.js';
-import { compileTerminal } from './site/terminal.js';
+import { compileTerminal, type Terminal } from './site/terminal.js';
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
@@ -110,15 +111,37 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   const forwarder = deps.forwarder;
   // The `cache` step stands in front of `reverse_proxy` when the site caches.
   const caches = site.cache === null ? undefined : forwarder.caches;
+  // Named matchers (`@name`), compiled once; a site without any pays nothing per request.
+  const matchers = compileMatchers(site.matchers);
 
   const compileBlock = (
     pattern: string | null,
     strip: boolean,
     ops: readonly HeaderOp[],
-    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler'>,
+    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler' | 'matched_proxies'>,
+    match: RequestMatch | null,
   ): Block => {
-    const headers = new HeaderPlan(ops);
+    const headers = new HeaderPlan(ops, matchers);
     const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
+    const proxies = (fields.matched_proxies ?? []).map((p) => ({
+      match: matcherOf(matchers, p.matcher) as RequestMatch,
+      handler: p.handler,
+      terminal: compileTerminal(p.handler, headers, forwarder, caches),
+    }));
+    const own = compileTerminal(fields.handler, headers, forwarder, caches);
+    // `reverse_proxy @name …`: the first whose matcher matches answers, else the block's own handler.
+    const terminal: Terminal =
+      proxies.length === 0
+        ? own
+        : (req, res, ctx, path) => {
+            for (const p of proxies) {
+              if (p.match.matches(req, ctx)) {
+                p.terminal(req, res, ctx, path);
+                return;
+              }
+            }
+            own(req, res, ctx, path);
+          };
     return {
       pattern: new PathPattern(pattern),
       strip,
@@ -126,25 +149,32 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       auth,
       unauthorized:
         auth === null ? null : canned(headers, 401, 'unauthorized\n', { 'www-authenticate': auth.challenge }),
-      redirects: fields.redirects.map((r) => new CompiledRedirect(r)),
+      redirects: fields.redirects.map((r) => new CompiledRedirect(r, matchers)),
       handler: fields.handler,
-      terminal: compileTerminal(fields.handler, headers, forwarder, caches),
+      terminal,
+      match,
+      proxies,
     };
   };
 
   // `headers`: compiled into every block and canned answer.
-  const siteBlock = compileBlock(null, false, site.header, site);
+  const siteBlock = compileBlock(null, false, site.header, site, null);
   const siteHeaders = siteBlock.headers;
+  // Most specific first (Caddy's sort): path patterns, then `handle @name` (by its first path, else
+  // after every pattern) in file order, then the fallback.
   const blocks: Block[] = site.handles
-    .map((h: HandleBlock, index) => ({ h, index, spec: new PathPattern(h.path).specificity() }))
+    .map((h: HandleBlock, index) => {
+      const match = matcherOf(matchers, h.matcher);
+      return { h, index, match, spec: match === null ? new PathPattern(h.path).specificity() : match.specificity };
+    })
     .sort((a, b) => b.spec - a.spec || a.index - b.index)
-    .map(({ h }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h));
+    .map(({ h, match }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h, match));
   const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });
   /** The bcrypt gate is full: nothing was checked, so neither 401 nor access; the client retries. */
   const busy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
     if (res.destroyed) return;
     req.resume();
-    send(res, authBusy, ctx.secure);
+    send(req, res, authBusy, ctx);
   };
 
   const steps: SiteStep[] = [];
@@ -178,7 +208,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     const guard = new UnderAttackGuard({ secret: deps.secret, difficulty: site.under_attack.difficulty, now });
     steps.push({
       name: 'under_attack',
-      request: (req, res, ctx) => guard.intercept(req, res, ctx, siteHeaders.edit(ctx.secure)),
+      request: (req, res, ctx) => guard.intercept(req, res, ctx, siteHeaders.editFor(req, ctx)),
       upgrade: (req, socket, _head, ctx) => {
         if (guard.cleared(req.headers.cookie, ctx)) return false;
         refuse(socket, '403 Forbidden');
@@ -200,7 +230,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       markRequest(res, RequestEvent.RateLimited);
       if (res.destroyed) return;
       req.resume();
-      send(res, tooMany, ctx.secure);
+      send(req, res, tooMany, ctx);
     };
     steps.push({
       name: 'rate_limit',
@@ -305,7 +335,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
             if (res.destroyed) return true;
             const mp = matchablePath(ctx.path);
             for (const block of blocks) {
-              if (block.pattern.matches(mp)) {
+              if (block.pattern.matches(mp) && (block.match === null || block.match.matches(req, ctx, mp))) {
                 runBlock(req, res, ctx, block, mp);
                 return true;
               }
@@ -315,8 +345,9 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
           },
     upgrade: (req, socket, head, ctx) => {
       const mp = matchablePath(ctx.path);
-      const block = blocks.find((b) => b.pattern.matches(mp)) ?? siteBlock;
-      const handler = block.handler;
+      const block =
+        blocks.find((b) => b.pattern.matches(mp) && (b.match === null || b.match.matches(req, ctx, mp))) ?? siteBlock;
+      const handler = handlerFor(block, req, ctx, mp);
       if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
         refuse(socket, '403 Forbidden');
         return true;
@@ -351,7 +382,8 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     steps: [
       'headers',
       ...steps.map((step) => step.name),
-      ...(caches !== undefined && [siteBlock, ...blocks].some((b) => b.handler?.kind === 'reverse_proxy')
+      ...(caches !== undefined &&
+      [siteBlock, ...blocks].some((b) => b.handler?.kind === 'reverse_proxy' || b.proxies.length > 0)
         ? (['cache'] as const)
         : []),
       'terminal',

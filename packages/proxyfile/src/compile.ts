@@ -14,6 +14,7 @@ import { ProxyfileErrorCode } from './errors.js';
 import { compileGlobal } from './global-options.js';
 import { setHandler } from './handler.js';
 import { show, type Token } from './lexer.js';
+import { defineMatcher, isMatcherLine, type MatcherDefinitions } from './matchers.js';
 import { checkModel } from './model-check.js';
 import type { Document } from './parser.js';
 import { nearest } from './suggest.js';
@@ -25,6 +26,15 @@ const KNOWN = [...DIRECTIVE_NAMES].sort().join(', ');
 function compileBlock(lines: Dispenser[], state: BlockState): void {
   for (const d of lines) {
     const name = d.name;
+    if (isMatcherLine(d)) {
+      // Site-level definitions were read before the directives (a matcher may be used above its definition).
+      if (state.scope === 'site') continue;
+      throw d.error(
+        name,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        `matcher ${show(name)} is defined inside a handle block: define named matchers in the site block (they serve the whole site)`,
+      );
+    }
     // A quoted name is a directive too, as in Caddy: only braces depend on quoting.
     const directive = DIRECTIVE_BY_NAME.get(name.text);
     if (directive === undefined) {
@@ -203,6 +213,12 @@ export function compile(doc: Document): Config {
     }
     const site = emptySite(addresses);
     keyed.push({ site, entries });
+    const lines = block.block.lines.map((l) => new Dispenser(l));
+    const definitions: MatcherDefinitions = new Map();
+    for (const d of lines) if (isMatcherLine(d)) defineMatcher(d, definitions);
+    if (definitions.size > 0) {
+      site.matchers = Object.fromEntries([...definitions].map(([n, { matcher }]) => [n, matcher]));
+    }
     const state: BlockState = {
       scope: 'site',
       target: site,
@@ -213,12 +229,10 @@ export function compile(doc: Document): Config {
       root: null,
       fileServerAt: null,
       handlePatterns: new Map(),
+      matchers: new Map([...definitions].map(([n, { at }]) => [n, at])),
       compileBlock,
     };
-    compileBlock(
-      block.block.lines.map((l) => new Dispenser(l)),
-      state,
-    );
+    compileBlock(lines, state);
     const tlsAt = state.seen.get('tls');
     if (tlsAt && site.tls.mode !== 'off' && addresses.every((a) => a.host === CATCH_ALL_HOST)) {
       throw keys.error(

@@ -21,6 +21,8 @@ export const ProxyfileErrorCode = {
   INVALID_VALUE: 'PROXYFILE_INVALID_VALUE',
   /** A site address that is not `[scheme://]host[:port]` with a valid domain. */
   INVALID_SITE_ADDRESS: 'PROXYFILE_INVALID_SITE_ADDRESS',
+  /** A `@name` that the site block does not define. */
+  UNKNOWN_MATCHER: 'PROXYFILE_UNKNOWN_MATCHER',
   /** The same host in two site addresses. */
   DUPLICATE_SITE_ADDRESS: 'PROXYFILE_DUPLICATE_SITE_ADDRESS',
   /** An upstream that is not `host:port` (or `http(s)://host[:port]`). */

@@ -153,3 +153,101 @@ http:// {
     expect(await request(main, 'app.test', '/x?y=1')).toMatchObject({ status: 200, body: 'app GET /x?y=1' });
   });
 });
+
+describe('request placeholders', () => {
+  it('fills {host}, {path}, {query}, {uri}, {remote_host} in respond, header, redir and header_up', async () => {
+    const { http: main, global } = await mainPorts();
+    const up = await upstream('up');
+    await serve(`${global}
+http://p.test {
+	header X-Was "{http.request.host}{path}"
+	redir /old/* /new/{http.request.uri.path.remainder}?{query} 301
+	redir /moved https://elsewhere.test{uri} 308
+	handle /up/* {
+		reverse_proxy 127.0.0.1:${up} {
+			header_up X-Up-Host {host}
+			header_up X-Up-Uri {uri}
+			header_up X-Up-Peer {remote_host}
+		}
+	}
+	respond "hello {host} at {path} q={query} from {remote_host} json {\\"a\\":1}"
+}
+`);
+    const hello = await request(main, 'P.test:81', '/a%20b?x=1');
+    expect(hello).toMatchObject({ status: 200, body: 'hello p.test at /a%20b q=x=1 from 127.0.0.1 json {"a":1}' });
+    expect(hello.headers['x-was']).toBe('p.test/a%20b');
+    expect(hello.headers['content-length']).toBe(String(Buffer.byteLength(hello.body)));
+    const old = await request(main, 'p.test', '/old/a/b?k=v');
+    expect(old.status).toBe(301);
+    expect(old.headers.location).toBe('/new/a/b?k=v');
+    expect(old.headers['x-was']).toBe('p.test/old/a/b');
+    expect((await request(main, 'p.test', '/moved?z=1')).headers.location).toBe('https://elsewhere.test/moved?z=1');
+    const proxied = await request(main, 'p.test', '/up/x?y=2');
+    expect(proxied.body).toBe('up GET /up/x?y=2');
+    expect(JSON.parse(String(proxied.headers['x-seen']))).toEqual({
+      'x-up-host': 'p.test',
+      'x-up-uri': '/up/x?y=2',
+      'x-up-peer': '127.0.0.1',
+    });
+    expect(proxied.headers['x-was']).toBe('p.test/up/x');
+  });
+});
+
+describe('named matchers', () => {
+  it('route handle, redir, header and reverse_proxy by path, method and header; every condition must hold', async () => {
+    const { http: main, global } = await mainPorts();
+    const [api, forms, site] = [await upstream('api'), await upstream('forms'), await upstream('site')];
+    await serve(`${global}
+http://m.test {
+	@api path /api/* /v1/*
+	@post {
+		method POST
+		path /forms/*
+		header Content-Type application/x-www-form-urlencoded multipart/*
+	}
+	@legacy header X-Legacy *yes*
+	@anonymous header !Authorization
+	@ghost method DELETE
+
+	redir @legacy /modern{uri} 308
+	header @anonymous X-Anonymous yes
+	header @ghost X-Never here
+	handle @post {
+		reverse_proxy 127.0.0.1:${forms}
+	}
+	handle /static/* {
+		respond "static"
+	}
+	reverse_proxy @api 127.0.0.1:${api}
+	reverse_proxy 127.0.0.1:${site}
+}
+`);
+    // reverse_proxy @api: any of its paths; the rest goes to the site's own upstream.
+    expect((await request(main, 'm.test', '/api/x')).body).toBe('api GET /api/x');
+    expect((await request(main, 'm.test', '/V1/y')).body).toBe('api GET /V1/y');
+    expect((await request(main, 'm.test', '/other')).body).toBe('site GET /other');
+    // handle @post: method, path and header must all hold.
+    const form = { 'content-type': 'multipart/form-data; boundary=x' };
+    expect((await request(main, 'm.test', '/forms/a', { method: 'POST', headers: form })).body).toBe(
+      'forms POST /forms/a',
+    );
+    expect((await request(main, 'm.test', '/forms/a', { method: 'PUT', headers: form })).body).toBe(
+      'site PUT /forms/a',
+    );
+    expect((await request(main, 'm.test', '/forms/a', { method: 'POST' })).body).toBe('site POST /forms/a');
+    expect((await request(main, 'm.test', '/static/x', { method: 'POST', headers: form })).body).toBe('static');
+    // redir @legacy: a substring of the header value.
+    const legacy = await request(main, 'm.test', '/p?q=1', { headers: { 'x-legacy': 'oh yes please' } });
+    expect(legacy.status).toBe(308);
+    expect(legacy.headers.location).toBe('/modern/p?q=1');
+    expect((await request(main, 'm.test', '/p', { headers: { 'x-legacy': 'no' } })).status).toBe(200);
+    // header @anonymous: only without Authorization; header @ghost never (GET requests).
+    const anonymous = await request(main, 'm.test', '/static/x');
+    expect(anonymous.headers['x-anonymous']).toBe('yes');
+    expect(anonymous.headers['x-never']).toBeUndefined();
+    const signed = await request(main, 'm.test', '/static/x', { headers: { authorization: 'Basic eDp5' } });
+    expect(signed.headers['x-anonymous']).toBeUndefined();
+    // The default security headers are still there.
+    expect(signed.headers['x-content-type-options']).toBe('nosniff');
+  });
+});

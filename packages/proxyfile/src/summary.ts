@@ -15,8 +15,10 @@ export function summarize(config: Config): ConfigSummary {
     if (h?.kind === 'reverse_proxy') for (const u of h.upstreams) upstreams.add(`${u.host}|${u.port}`);
   };
   for (const site of config.sites) {
-    add(site.handler);
-    for (const h of site.handles) add(h.handler);
+    for (const block of [site, ...site.handles]) {
+      add(block.handler);
+      for (const p of block.matched_proxies ?? []) add(p.handler);
+    }
   }
   return { sites: config.sites.length, upstreams: upstreams.size };
 }

@@ -183,7 +183,7 @@ export class HttpForwarder implements Forwarder {
       pool,
       member,
       this.hooks,
-      buildUpstreamHeaders(req, forwardedFor(req, ctx, this.#clientIp), compiled.headers),
+      buildUpstreamHeaders(req, forwardedFor(req, ctx, this.#clientIp), compiled.headers, ctx),
       requestHasBody(req),
       options.observer ?? null,
     );
@@ -202,7 +202,7 @@ export class HttpForwarder implements Forwarder {
       return;
     }
     const forwarded = forwardedFor(req, ctx, this.#clientIp);
-    forwardUpgrade(this.#proxy, req, socket, head, member, handler, compiled.headers, forwarded);
+    forwardUpgrade(this.#proxy, req, socket, head, member, handler, compiled.headers, forwarded, ctx);
   }
 
   deliver(

@@ -1,18 +1,24 @@
 import type { IncomingMessage } from 'node:http';
+import type { RequestContext } from '../hooks.js';
+import { Template } from '../middleware/placeholders.js';
 import type { HeaderOp } from '../model/index.js';
 import { HOP_BY_HOP_NAMES, isHopByHop, stripHopByHop } from './hop-by-hop.js';
 
 /** How the request head sent upstream is built for one `reverse_proxy` handler. */
 export interface UpstreamHeaderPlan {
-  /** `header_up` operations, names lowercase. */
-  readonly ops: readonly HeaderOp[];
+  /** `header_up` operations, names lowercase, with their value's placeholders (`{host}`, …; null: none). */
+  readonly ops: readonly (HeaderOp & { readonly template: Template | null })[];
   /** Lowercase names that a `set` or `delete` op replaces: the client's lines are not copied. */
   readonly replaced: ReadonlySet<string>;
 }
 
 /** Precomputes the header plan of a handler's `header_up` ops. */
 export function upstreamHeaderPlan(headerUp: readonly HeaderOp[]): UpstreamHeaderPlan {
-  const ops = headerUp.map((op) => ({ ...op, name: op.name.toLowerCase() }));
+  const ops = headerUp.map((op) => ({
+    ...op,
+    name: op.name.toLowerCase(),
+    template: op.op === 'delete' ? null : Template.of(op.value ?? ''),
+  }));
   return { ops, replaced: new Set(ops.filter((op) => op.op !== 'add').map((op) => op.name)) };
 }
 
@@ -64,6 +70,7 @@ export function buildUpstreamHeaders(
   req: IncomingMessage,
   forwarded: ForwardedFor,
   plan: UpstreamHeaderPlan,
+  ctx?: RequestContext,
 ): string[] {
   const raw = req.rawHeaders;
   const out: string[] = [];
@@ -115,9 +122,18 @@ export function buildUpstreamHeaders(
   if (!proto) out.push('x-forwarded-proto', forwarded.proto);
   if (!host) out.push('x-forwarded-host', forwarded.host);
   for (const op of plan.ops) {
-    if (op.op === 'set' || op.op === 'add') out.push(op.name, op.value ?? '');
+    if (op.op === 'set' || op.op === 'add') out.push(op.name, opValue(op, req, ctx));
   }
   return out;
+}
+
+/** A `header_up` value for this request: its placeholders filled when the request context is known. */
+function opValue(
+  op: HeaderOp & { readonly template: Template | null },
+  req: IncomingMessage,
+  ctx: RequestContext | undefined,
+): string {
+  return op.template === null || ctx === undefined ? (op.value ?? '') : op.template.render(req, ctx);
 }
 
 const SIMPLE_CONNECTION = new Set(['keep-alive', 'close', 'upgrade']);
@@ -169,7 +185,12 @@ function connectionTokens(value: string): ReadonlySet<string> | null {
  * a chunked body stays chunked, `X-Forwarded-*` from `forwarded`, then
  * `header_up`.
  */
-export function editUpstreamHeaders(req: IncomingMessage, forwarded: ForwardedFor, plan: UpstreamHeaderPlan): void {
+export function editUpstreamHeaders(
+  req: IncomingMessage,
+  forwarded: ForwardedFor,
+  plan: UpstreamHeaderPlan,
+  ctx?: RequestContext,
+): void {
   const headers = req.headers;
   const chunked = headers['transfer-encoding'] !== undefined;
   stripHopByHop(headers, req.rawHeaders);
@@ -185,10 +206,11 @@ export function editUpstreamHeaders(req: IncomingMessage, forwarded: ForwardedFo
   if (!forwarded.trusted || headers['x-forwarded-host'] === undefined) headers['x-forwarded-host'] = forwarded.host;
   for (const op of plan.ops) {
     if (op.op === 'delete') delete headers[op.name];
-    else if (op.op === 'set') headers[op.name] = op.value ?? '';
+    else if (op.op === 'set') headers[op.name] = opValue(op, req, ctx);
     else {
       const prev = headers[op.name];
-      headers[op.name] = prev === undefined ? (op.value ?? '') : `${prev}, ${op.value ?? ''}`;
+      const value = opValue(op, req, ctx);
+      headers[op.name] = prev === undefined ? value : `${prev}, ${value}`;
     }
   }
 }

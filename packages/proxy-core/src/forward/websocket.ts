@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProxyServer as HttpProxy } from 'http-proxy-3';
+import type { RequestContext } from '../hooks.js';
 import type { ReverseProxyHandler } from '../model/index.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { TEXT } from './exchange.js';
@@ -21,10 +22,11 @@ export function forwardUpgrade(
   handler: ReverseProxyHandler,
   plan: UpstreamHeaderPlan,
   forwarded: ForwardedFor,
+  ctx?: RequestContext,
 ): void {
   const connection = req.headers.connection;
   const upgrade = req.headers.upgrade;
-  editUpstreamHeaders(req, forwarded, plan);
+  editUpstreamHeaders(req, forwarded, plan, ctx);
   if (connection !== undefined) req.headers.connection = connection;
   if (upgrade !== undefined) req.headers.upgrade = upgrade;
   proxy.ws(req, socket, head, {

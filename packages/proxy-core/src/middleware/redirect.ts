@@ -1,93 +1,41 @@
+import type { IncomingMessage } from 'node:http';
+import type { RequestContext } from '../hooks.js';
 import type { Redirect } from '../model/index.js';
 import { PathPattern } from './path-pattern.js';
+import { Template } from './placeholders.js';
+import { matcherOf, type RequestMatch } from './request-matcher.js';
 
-/** Placeholders `redir` expands in its target. */
-const PLACEHOLDERS = {
-  '{http.request.uri.path.remainder}': 1,
-  '{uri}': 2,
-  '{path}': 3,
-  '{query}': 4,
-  '{host}': 5,
-} as const;
-
-type Part = string | 1 | 2 | 3 | 4 | 5;
-
-/** What a redirect target may refer to. */
-export interface RedirectInput {
-  /** Raw request path (no query). */
-  readonly path: string;
-  /** Raw query string without `?` ('' when none). */
-  readonly query: string;
-  /** Request host without port. */
-  readonly host: string;
-}
+const NO_MATCHERS: ReadonlyMap<string, RequestMatch> = new Map();
 
 /**
- * `redir <from> <to> <status>`, compiled once. `to` may hold
+ * `redir [<from>|@name] <to> <status>`, compiled once. `to` may hold
  * `{http.request.uri.path.remainder}` (the path after the literal prefix of
- * `from`, e.g. `/old/*` and `/old/a/b` give `a/b`), `{uri}` (path and query),
- * `{path}`, `{query}` (without `?`) and `{host}`. Unknown `{…}` text is kept
- * as written. The query string is not carried over unless `to` says so.
+ * `from`, e.g. `/old/*` and `/old/a/b` give `a/b`; the whole path without a
+ * `from`) and the request placeholders (`{uri}` — path and query —,
+ * `{path}`, `{query}` without `?`, `{host}`, `{remote_host}`, and Caddy's
+ * long forms). Other `{…}` text is kept as written. The query string is not
+ * carried over unless `to` says so.
  */
 export class CompiledRedirect {
   readonly pattern: PathPattern;
   readonly status: Redirect['status'];
-  readonly #parts: readonly Part[];
-  /** The target when it holds no placeholder (no work per request). */
-  readonly #fixed: string | null;
+  /** `redir @name …`: the site matcher that must match too (null: none). */
+  readonly match: RequestMatch | null;
+  readonly #to: string;
+  /** The target's placeholders (null: `#to` as is, no work per request). */
+  readonly #template: Template | null;
 
-  constructor(redirect: Redirect) {
+  constructor(redirect: Redirect, matchers: ReadonlyMap<string, RequestMatch> = NO_MATCHERS) {
     this.pattern = new PathPattern(redirect.from);
     this.status = redirect.status;
-    const parts: Part[] = [];
-    let rest = redirect.to;
-    for (;;) {
-      let at = -1;
-      let which: keyof typeof PLACEHOLDERS | null = null;
-      for (const key of Object.keys(PLACEHOLDERS) as (keyof typeof PLACEHOLDERS)[]) {
-        const i = rest.indexOf(key);
-        if (i >= 0 && (at < 0 || i < at)) {
-          at = i;
-          which = key;
-        }
-      }
-      if (which === null) {
-        if (rest !== '') parts.push(rest);
-        break;
-      }
-      if (at > 0) parts.push(rest.slice(0, at));
-      parts.push(PLACEHOLDERS[which]);
-      rest = rest.slice(at + which.length);
-    }
-    this.#parts = parts;
-    this.#fixed = parts.every((p) => typeof p === 'string') ? parts.join('') : null;
+    this.match = matcherOf(matchers, redirect.matcher);
+    this.#to = redirect.to;
+    this.#template = Template.of(redirect.to, true);
   }
 
   /** The Location for a request this redirect matched. */
-  location(input: RedirectInput): string {
-    if (this.#fixed !== null) return this.#fixed;
-    let out = '';
-    for (const part of this.#parts) {
-      switch (part) {
-        case 1:
-          out += this.pattern.remainder(input.path);
-          break;
-        case 2:
-          out += input.query === '' ? input.path : `${input.path}?${input.query}`;
-          break;
-        case 3:
-          out += input.path;
-          break;
-        case 4:
-          out += input.query;
-          break;
-        case 5:
-          out += input.host;
-          break;
-        default:
-          out += part;
-      }
-    }
-    return out;
+  location(req: IncomingMessage, ctx: RequestContext): string {
+    if (this.#template === null) return this.#to;
+    return this.#template.render(req, ctx, this.pattern);
   }
 }

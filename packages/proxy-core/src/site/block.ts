@@ -4,7 +4,8 @@ import type { BasicAuthenticator } from '../middleware/basic-auth.js';
 import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
-import type { Handler } from '../model/index.js';
+import type { RequestMatch } from '../middleware/request-matcher.js';
+import type { Handler, ReverseProxyHandler } from '../model/index.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
 
@@ -19,13 +20,23 @@ export interface Block {
   readonly redirects: readonly CompiledRedirect[];
   readonly handler: Handler | null;
   readonly terminal: Terminal;
+  /** `handle @name`: the site matcher that must match too (null: the pattern decides). */
+  readonly match: RequestMatch | null;
+  /** `reverse_proxy @name …`: the first that matches answers instead of `handler` (in `terminal`). */
+  readonly proxies: readonly { readonly match: RequestMatch; readonly handler: ReverseProxyHandler }[];
+}
+
+/** The handler that answers a request in the block: a matching `reverse_proxy @name`, else the block's own. */
+export function handlerFor(block: Block, req: IncomingMessage, ctx: RequestContext, mp: string): Handler | null {
+  for (const p of block.proxies) if (p.match.matches(req, ctx, mp)) return p.handler;
+  return block.handler;
 }
 
 /** Answers 401 with the block's challenge. */
 export function deny(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block): void {
   if (res.destroyed) return;
   req.resume();
-  send(res, block.unauthorized as Canned, ctx.secure);
+  send(req, res, block.unauthorized as Canned, ctx);
 }
 
 /** Answers with the first of the block's redirects whose `from` matches; false when none does. */
@@ -37,12 +48,9 @@ export function redirect(
   mp: string,
 ): boolean {
   for (const r of block.redirects) {
-    if (!r.pattern.matches(mp)) continue;
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const location = r.location({ path: ctx.path, query: q < 0 ? '' : url.slice(q + 1), host: ctx.host });
-    const headers: OutgoingHttpHeaders = { location, 'content-length': 0 };
-    block.headers.edit(ctx.secure)(headers, r.status);
+    if (!r.pattern.matches(mp) || (r.match !== null && !r.match.matches(req, ctx, mp))) continue;
+    const headers: OutgoingHttpHeaders = { location: r.location(req, ctx), 'content-length': 0 };
+    block.headers.editFor(req, ctx)(headers, r.status);
     req.resume();
     res.writeHead(r.status, headers).end();
     return true;

@@ -4,9 +4,10 @@ import type { CacheRegistry } from '../cache/response-cache.js';
 import type { RequestContext } from '../hooks.js';
 import { FileServer } from '../middleware/file-server.js';
 import type { HeaderEdit, HeaderPlan } from '../middleware/header-plan.js';
+import { Template } from '../middleware/placeholders.js';
 import type { Handler } from '../model/index.js';
 import type { Forwarder } from '../pipeline.js';
-import { canned, send } from './canned.js';
+import { answerHead, canned, send } from './canned.js';
 
 /** The terminal step of a block. */
 export type Terminal = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, path: string) => void;
@@ -26,7 +27,7 @@ export function compileTerminal(
     const notFound = canned(plan, 404, 'not found\n');
     return (req, res, ctx) => {
       req.resume();
-      send(res, notFound, ctx.secure);
+      send(req, res, notFound, ctx);
     };
   }
   switch (handler.kind) {
@@ -37,17 +38,31 @@ export function compileTerminal(
         return (req, res, ctx, path) =>
           forwardThroughCache(forwarder, caches, req, res, ctx, handler, {
             path,
-            editResponseHeaders: ctx.secure ? secure : plain,
+            editResponseHeaders: plan.dynamic ? plan.editFor(req, ctx) : ctx.secure ? secure : plain,
           });
+      }
+      if (plan.dynamic) {
+        return (req, res, ctx, path) =>
+          forwarder.forward(req, res, ctx, handler, { path, editResponseHeaders: plan.editFor(req, ctx) });
       }
       return (req, res, ctx, path) =>
         forwarder.forward(req, res, ctx, handler, { path, editResponseHeaders: ctx.secure ? secure : plain });
     }
     case 'respond': {
+      const template = Template.of(handler.body);
       const answer = canned(plan, handler.status, handler.body);
+      if (template === null) {
+        return (req, res, ctx) => {
+          req.resume();
+          send(req, res, answer, ctx);
+        };
+      }
+      // `respond "Hello {host}"`: the body is built per request.
       return (req, res, ctx) => {
         req.resume();
-        send(res, answer, ctx.secure);
+        const { bytes, base } = answerHead(handler.status, template.render(req, ctx));
+        plan.editFor(req, ctx)(base, handler.status);
+        res.writeHead(handler.status, base).end(bytes);
       };
     }
     case 'file_server': {
@@ -65,7 +80,7 @@ export function compileTerminal(
             urlPath: ctx.path,
             query: uq < 0 ? '' : url.slice(uq + 1),
           },
-          plan.edit(ctx.secure),
+          plan.editFor(req, ctx),
         );
       };
     }

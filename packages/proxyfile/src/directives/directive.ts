@@ -20,8 +20,10 @@ export interface BlockState {
   root: { dir: string; at: Token } | null;
   /** `file_server` of this block, waiting for a root. */
   fileServerAt: Token | null;
-  /** `handle` patterns of the site, to reject duplicates. */
+  /** `handle` patterns of the site (`@name` for `handle @name`), to reject duplicates. */
   readonly handlePatterns: Map<string, Token>;
+  /** The site's named matchers (`@name`, by name without @) and where each is defined. */
+  readonly matchers: ReadonlyMap<string, Token>;
   /** Compiles the lines of a nested block into another state (used by `handle`). */
   readonly compileBlock: (lines: Dispenser[], state: BlockState) => void;
 }

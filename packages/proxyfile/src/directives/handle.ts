@@ -2,12 +2,22 @@ import type { HandleBlock } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { quoteText, type Token } from '../lexer.js';
+import { readMatcherRef } from '../matchers.js';
 import type { BlockState, Directive } from './directive.js';
 import { checkPathPattern } from './redir.js';
 
 function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockState): void {
   let pattern: Token | null = null;
-  const arg = d.nextArg();
+  const matcherAt = d.peekArg();
+  const matcher = readMatcherRef(d, state.matchers);
+  if (matcher !== null && kind === 'handle_path') {
+    throw d.unexpected(
+      matcherAt as Token,
+      'a path prefix such as /api/* (handle_path strips the prefix it matched; use handle @name for a named matcher)',
+      ProxyfileErrorCode.INVALID_VALUE,
+    );
+  }
+  const arg = matcher === null ? d.nextArg() : null;
   if (arg !== null) pattern = arg;
   if (kind === 'handle_path' && pattern === null) throw d.missing('a path pattern such as /api/*');
   d.end();
@@ -20,8 +30,8 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     );
   }
   if (!d.hasBlock()) throw d.missing(`"{" to open the ${kind} block`);
-  const key = path === null || path === '*' ? '' : path;
-  const where = pattern ?? d.name;
+  const key = matcher !== null ? `@${matcher}` : path === null || path === '*' ? '' : path;
+  const where = matcherAt !== null && matcher !== null ? matcherAt : (pattern ?? d.name);
   const first = state.handlePatterns.get(key);
   if (first) {
     throw d.error(
@@ -33,7 +43,15 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     );
   }
   state.handlePatterns.set(key, where);
-  const block: HandleBlock = { kind, path, header: [], basic_auth: null, redirects: [], handler: null };
+  const block: HandleBlock = {
+    kind,
+    path,
+    ...(matcher === null ? {} : { matcher }),
+    header: [],
+    basic_auth: null,
+    redirects: [],
+    handler: null,
+  };
   state.compileBlock(d.blockLines(), {
     scope: 'handle',
     target: block,
@@ -44,6 +62,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     root: null,
     fileServerAt: null,
     handlePatterns: state.handlePatterns,
+    matchers: state.matchers,
     compileBlock: state.compileBlock,
   });
   state.site.handles.push(block);
@@ -51,13 +70,15 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
 
 /**
  * ```
- * handle [<path-pattern>] {
+ * handle [<path-pattern>|@name] {
  *     <directives...>
  * }
  * ```
- * Routes by path: `/exact`, `/prefix/*`, `*.suffix`. The most specific
- * pattern wins; a `handle` without a pattern is the fallback. Blocks do not
- * nest; site-level directives (header, basic_auth, redir) apply first.
+ * Routes by path: `/exact`, `/prefix/*`, `*.suffix`, or by a named matcher.
+ * The most specific pattern wins, then `handle @name` blocks (ranked by
+ * their matcher's first path, else after every pattern) in file order; a
+ * `handle` without either is the fallback. Blocks do not nest; site-level
+ * directives (header, basic_auth, redir) apply first.
  */
 export const handle: Directive = {
   name: 'handle',

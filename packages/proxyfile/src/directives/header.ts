@@ -2,6 +2,8 @@ import type { HeaderOp } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';
+import { readMatcherRef } from '../matchers.js';
+import { checkPlaceholders } from '../placeholders.js';
 import { checkHeaderName } from '../values.js';
 import type { Directive } from './directive.js';
 
@@ -9,7 +11,12 @@ import type { Directive } from './directive.js';
  * One header operation from a field token and its value token:
  * `Name value` sets, `+Name value` adds a value, `-Name` removes the header.
  */
-function headerOp(d: Dispenser, field: Token, value: Token | null): HeaderOp {
+function headerOp(d: Dispenser, field: Token, value: Token | null, matcher: string | null = null): HeaderOp {
+  const op = headerOpOf(d, field, value);
+  return matcher === null ? op : { ...op, matcher };
+}
+
+function headerOpOf(d: Dispenser, field: Token, value: Token | null): HeaderOp {
   const first = field.text[0];
   if (first === '-') {
     const name = field.text.slice(1);
@@ -24,6 +31,7 @@ function headerOp(d: Dispenser, field: Token, value: Token | null): HeaderOp {
   if (value === null) {
     throw d.missing(`a value for ${name} (or write -${name} to remove the header)`);
   }
+  checkPlaceholders(value, `the value of ${name}`);
   return { op: add ? 'add' : 'set', name, value: value.text };
 }
 
@@ -39,8 +47,8 @@ export function readHeaderOp(d: Dispenser): HeaderOp[] {
 
 /**
  * ```
- * header [+|-]<name> [<value>]
- * header {
+ * header [@name] [+|-]<name> [<value>]
+ * header [@name] {
  *     <name> <value>      # set (replaces a default security header too)
  *     +<name> <value>     # add a value
  *     -<name>             # remove (also a default security header)
@@ -48,6 +56,8 @@ export function readHeaderOp(d: Dispenser): HeaderOp[] {
  * ```
  * Response headers, applied after the default security headers
  * (Strict-Transport-Security, X-Content-Type-Options, X-Frame-Options).
+ * Values may hold request placeholders (`{host}`, …); with `@name`, the
+ * ops apply only to requests the matcher matches.
  */
 export const header: Directive = {
   name: 'header',
@@ -55,6 +65,7 @@ export const header: Directive = {
   once: false,
   parse(d, state) {
     const ops: HeaderOp[] = [];
+    const matcher = readMatcherRef(d, state.matchers);
     if (d.peekArg() !== null) {
       const field = d.arg('a header name');
       const value = d.nextArg();
@@ -66,7 +77,7 @@ export const header: Directive = {
           'the end of the line (write either "header <name> <value>" or a header block)',
         );
       }
-      ops.push(headerOp(d, field, value));
+      ops.push(headerOp(d, field, value, matcher));
     } else if (!d.hasBlock()) {
       throw d.missing('a header name or "{" to open a header block');
     }
@@ -81,7 +92,7 @@ export const header: Directive = {
           `unexpected "{", expected the end of the line (header ${show(sub.name)} takes no block)`,
         );
       }
-      ops.push(headerOp(sub, sub.name, value));
+      ops.push(headerOp(sub, sub.name, value, matcher));
     }
     state.target.header.push(...ops);
   },

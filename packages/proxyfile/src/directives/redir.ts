@@ -1,7 +1,9 @@
 import type { Redirect } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
-import { quoteText, show, type Token } from '../lexer.js';
+import { show, type Token } from '../lexer.js';
+import { readMatcherRef } from '../matchers.js';
+import { checkPlaceholders } from '../placeholders.js';
 import type { Directive } from './directive.js';
 
 const STATUSES: Record<string, Redirect['status']> = {
@@ -13,8 +15,6 @@ const STATUSES: Record<string, Redirect['status']> = {
   permanent: 301,
   temporary: 302,
 };
-const PLACEHOLDER = /\{[^}]*\}/g;
-const REMAINDER = '{http.request.uri.path.remainder}';
 
 function looksLikeStatus(t: Token): boolean {
   return /^\d+$/.test(t.text) || t.text in STATUSES;
@@ -50,9 +50,12 @@ export function checkPathPattern(d: Dispenser, t: Token): string {
  * redir <from> <to> <status>
  * redir <from> <to>          # 302
  * redir <to> [<status>]      # every path
+ * redir @name <to> [<status>]
  * ```
  * `<from>` is a path pattern (`/old`, `/old/*`); `<to>` a path or URL that
- * may hold `{http.request.uri.path.remainder}` (what `*` matched); status
+ * may hold `{http.request.uri.path.remainder}` (what `*` matched) and the
+ * request placeholders (`{uri}`, `{host}`, `{path}`, `{query}`,
+ * `{remote_host}`); status
  * 301, 302 (default), 303, 307, 308, or `permanent` (301) / `temporary` (302).
  */
 export const redir: Directive = {
@@ -60,14 +63,24 @@ export const redir: Directive = {
   scope: 'any',
   once: false,
   parse(d, state) {
+    const matcher = readMatcherRef(d, state.matchers);
     const args = d.remainingArgs();
     d.noBlock();
-    if (args.length === 0) throw d.missing('a target: redir [<from>] <to> [<status>]');
-    if (args.length > 3) throw d.unexpected(args[3] as Token, 'the end of the line (redir [<from>] <to> [<status>])');
+    if (args.length === 0) throw d.missing('a target: redir [<from>|@name] <to> [<status>]');
+    const most = matcher === null ? 3 : 2;
+    if (args.length > most) {
+      throw d.unexpected(
+        args[most] as Token,
+        `the end of the line (redir ${matcher === null ? '[<from>]' : `@${matcher}`} <to> [<status>])`,
+      );
+    }
     let from: Token | null = null;
     let to: Token;
     let status: Redirect['status'] = 302;
-    if (args.length === 3) {
+    if (matcher !== null) {
+      to = args[0] as Token;
+      if (args.length === 2) status = readStatus(d, args[1] as Token);
+    } else if (args.length === 3) {
       [from, to] = args as [Token, Token];
       status = readStatus(d, args[2] as Token);
     } else if (args.length === 2 && looksLikeStatus(args[1] as Token)) {
@@ -77,16 +90,13 @@ export const redir: Directive = {
       [from, to] = args as [Token, Token];
     } else to = args[0] as Token;
     if (from !== null) checkPathPattern(d, from);
-    for (const m of to.text.matchAll(PLACEHOLDER)) {
-      if (m[0] !== REMAINDER) {
-        throw d.error(
-          to,
-          ProxyfileErrorCode.INVALID_VALUE,
-          `unknown placeholder ${quoteText(m[0])} in redirect target: the supported placeholder is ${REMAINDER}`,
-        );
-      }
-    }
+    checkPlaceholders(to, 'redirect target', true);
     if (to.text === '') throw d.unexpected(to, 'a redirect target (a path or URL)', ProxyfileErrorCode.INVALID_VALUE);
-    state.target.redirects.push({ from: from?.text ?? null, to: to.text, status });
+    state.target.redirects.push({
+      from: from?.text ?? null,
+      to: to.text,
+      status,
+      ...(matcher === null ? {} : { matcher }),
+    });
   },
 };

@@ -1,6 +1,7 @@
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import type { Token } from '../lexer.js';
+import { checkPlaceholders } from '../placeholders.js';
 import type { Directive } from './directive.js';
 
 const STATUS = /^[1-9]\d\d$/;
@@ -37,6 +38,7 @@ export const respond: Directive = {
       if (!t.quoted && STATUS.test(t.text)) status = Number(t.text);
       else body = t.text;
     }
+    if (args.length > 0) checkPlaceholders(args[0] as Token, 'response body');
     setHandler(d, state, { kind: 'respond', body, status });
   },
 };

@@ -3,6 +3,7 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import { quoteText, type Token } from '../lexer.js';
+import { readMatcherRef } from '../matchers.js';
 import { nearest } from '../suggest.js';
 import { parseUpstream, readDuration } from '../values.js';
 import type { Directive } from './directive.js';
@@ -22,7 +23,7 @@ const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random',
 
 /**
  * ```
- * reverse_proxy [<upstream>...] {
+ * reverse_proxy [@name] [<upstream>...] {
  *     to <upstream>...
  *     lb_policy round_robin|least_conn|random|ip_hash|first
  *     health_uri <path>
@@ -39,13 +40,16 @@ const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random',
  * ```
  * `<upstream>` is `host:port`, `[::1]:port`, or `http(s)://host[:port]`
  * (`https://` connects with TLS; default ports 80 / 443). Several upstreams
- * form one pool.
+ * form one pool; `:port` is localhost. With `@name`, it answers only the
+ * requests that matcher matches (the first such line), before the block's
+ * own handler; `header_up` values may hold request placeholders.
  */
 export const reverseProxy: Directive = {
   name: 'reverse_proxy',
   scope: 'any',
   once: false,
   parse(d, state) {
+    const matcher = readMatcherRef(d, state.matchers);
     const upstreams: UpstreamAddress[] = [];
     let scheme: { tls: boolean; at: Token } | null = null;
     const addUpstream = (sub: Dispenser, t: Token) => {
@@ -196,6 +200,12 @@ export const reverseProxy: Directive = {
     }
     handler.tls.enabled = schemeTls || transportTls;
     handler.header_up = headerUp;
+    if (matcher !== null) {
+      // Not the block's handler: it answers, in file order, the requests its matcher matches.
+      state.target.matched_proxies ??= [];
+      state.target.matched_proxies.push({ matcher, handler });
+      return;
+    }
     setHandler(d, state, handler);
   },
 };
