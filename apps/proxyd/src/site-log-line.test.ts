@@ -11,6 +11,7 @@ const record: RequestRecord = {
   status: 200,
   bytesSent: 42,
   durationMs: 7,
+  bytesReceived: 11,
   clientIp: '203.0.113.9',
   referer: 'https://ref.example/',
   userAgent: 'curl/8 "x"',
@@ -37,6 +38,7 @@ describe('site log line', () => {
         uri: '/a/"quoted"/ü',
         headers: { 'User-Agent': ['curl/8 "x"'], Referer: ['https://ref.example/'] },
       },
+      bytes_read: 11,
       duration: 0.007,
       size: 42,
       status: 200,
@@ -53,6 +55,8 @@ describe('site log line', () => {
     expect(parsed.request.proto).toBe('HTTP/1.1');
     expect(parsed.resp_headers).toBeUndefined();
     expect(parsed.status).toBe(0);
+    const { bytesReceived: _b, ...noBody } = record;
+    expect(JSON.parse(formatSiteLogLine(noBody)).bytes_read).toBe(0);
     const onlyReferer = JSON.parse(formatSiteLogLine({ ...record, userAgent: undefined }));
     expect(onlyReferer.request.headers).toEqual({ Referer: ['https://ref.example/'] });
   });

@@ -10,7 +10,7 @@ export const SITE_LOG_LOGGER = 'http.log.access';
  * {"level":"info","ts":1764038852.123,"logger":"http.log.access","msg":"handled request",
  *  "request":{"client_ip":"203.0.113.7","proto":"HTTP/1.1","method":"GET","host":"a.example.com",
  *  "uri":"/path","headers":{"User-Agent":["curl/8.5.0"],"Referer":["https://b.example/"]}},
- *  "duration":0.004,"size":512,"status":200,"resp_headers":{"Content-Type":["text/html"]}}
+ *  "bytes_read":0,"duration":0.004,"size":512,"status":200,"resp_headers":{"Content-Type":["text/html"]}}
  * ```
  *
  * - `ts`: when the response finished, seconds since the epoch (µs precision).
@@ -21,6 +21,8 @@ export const SITE_LOG_LOGGER = 'http.log.access';
  * - `uri`: the path without the query string (queries often carry tokens).
  * - `headers`: only `User-Agent` and `Referer`, when sent; never
  *   `Authorization`, `Cookie` or any other header.
+ * - `bytes_read`: the request body's `Content-Length` (0 without one, a
+ *   chunked body included: the data plane does not count a body it streams).
  * - `duration`: seconds (µs precision); `size`: body bytes sent; `status`: 0
  *   when the client went away before a header went out.
  */
@@ -33,7 +35,7 @@ export function formatSiteLogLine(r: RequestRecord): string {
     `{"level":"info","ts":${micros(r.startedAt + r.durationMs)},"logger":"${SITE_LOG_LOGGER}","msg":"handled request",` +
     `"request":{"client_ip":${JSON.stringify(r.clientIp)},"proto":"${r.protocol === 'h2' ? 'HTTP/2.0' : 'HTTP/1.1'}",` +
     `"method":${JSON.stringify(r.method)},"host":${JSON.stringify(r.host)},"uri":${JSON.stringify(r.path)},` +
-    `"headers":{${headers}}},"duration":${micros(r.durationMs)},"size":${r.bytesSent},"status":${r.status}${resp}}\n`
+    `"headers":{${headers}}},"bytes_read":${r.bytesReceived ?? 0},"duration":${micros(r.durationMs)},"size":${r.bytesSent},"status":${r.status}${resp}}\n`
   );
 }
 
