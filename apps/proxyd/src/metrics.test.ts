@@ -5,10 +5,17 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import v8 from 'node:v8';
 import { createAdminApp } from '@proxyd/admin-api';
-import type { RequestRecord } from '@proxyd/proxy-core';
+import { RequestEvent, type RequestRecord } from '@proxyd/proxy-core';
 import { RouteStore } from '@proxyd/route-store';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, type MetricsSnapshot, OTHER_DOMAIN, UNROUTED_DOMAIN, type WorkerMetrics } from './metrics.js';
+import {
+  countReloads,
+  createMetrics,
+  type MetricsSnapshot,
+  OTHER_DOMAIN,
+  UNROUTED_DOMAIN,
+  type WorkerMetrics,
+} from './metrics.js';
 
 const record = (domain: string | null, status: number, durationMs = 5): RequestRecord => ({
   host: domain ?? 'unknown.test',
@@ -366,5 +373,181 @@ describe('metrics with workers (--workers N)', () => {
     expect(sampleValue(text, `proxyd_requests_total{domain="${OTHER_DOMAIN}",status_class="2xx"}`)).toBeGreaterThan(
       other,
     );
+  });
+});
+
+// Issue 21: one test per new series, fed the records the data plane hands the hook.
+describe('metrics of issue 21', () => {
+  const text = async (metrics: { render(): Promise<string> }) => await metrics.render();
+
+  it('proxyd_request_duration_seconds: sub-millisecond buckets', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    metrics.onRequest(record('a.test', 200, 0.08));
+    metrics.onRequest(record('a.test', 200, 0.4));
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_request_duration_seconds_bucket{le="0.0001",status_class="2xx"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_request_duration_seconds_bucket{le="0.00025",status_class="2xx"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_request_duration_seconds_bucket{le="0.0005",status_class="2xx"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_request_duration_seconds_sum{status_class="2xx"}')).toBeCloseTo(0.00048, 9);
+    // Classes without a request have no series.
+    expect(t).not.toMatch(/^proxyd_request_duration_seconds_\w+\{[^}]*status_class="5xx"/m);
+  });
+
+  it('proxyd_requests_by_method_total: each method seen, unknown ones as OTHER', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    for (const method of ['GET', 'GET', 'POST', 'PROPFIND', 'get'])
+      metrics.onRequest({ ...record('a.test', 200), method });
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="GET"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="POST"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="OTHER"}')).toBe(2);
+    expect(t).not.toContain('method="DELETE"');
+  });
+
+  it('proxyd_request_size_bytes and proxyd_response_size_bytes', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    metrics.onRequest({ ...record('a.test', 200), bytesReceived: 1000, bytesSent: 100 });
+    metrics.onRequest({ ...record('a.test', 200), bytesSent: 5_000_000 });
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="256"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="1024"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_sum')).toBe(1000);
+    expect(sampleValue(t, 'proxyd_response_size_bytes_bucket{le="256"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_response_size_bytes_bucket{le="4194304"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_response_size_bytes_bucket{le="+Inf"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_response_size_bytes_count')).toBe(2);
+  });
+
+  it('proxyd_requests_in_flight and proxyd_open_connections: read from the data plane at each scrape', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(sampleValue(await text(metrics), 'proxyd_requests_in_flight')).toBe(0);
+    let stats = { requestsInFlight: 3, openConnections: 7 };
+    metrics.setDataPlaneStatsSource(() => stats);
+    let t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_requests_in_flight')).toBe(3);
+    expect(sampleValue(t, 'proxyd_open_connections')).toBe(7);
+    stats = { requestsInFlight: 0, openConnections: 1 };
+    t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_requests_in_flight')).toBe(0);
+    expect(sampleValue(t, 'proxyd_open_connections')).toBe(1);
+  });
+
+  it('proxyd_rate_limited_total: per domain, once a request was refused', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    metrics.onRequest(record('a.test', 200));
+    expect(await text(metrics)).not.toContain('proxyd_rate_limited_total{');
+    metrics.onRequest({ ...record('a.test', 429), events: RequestEvent.RateLimited });
+    metrics.onRequest({ ...record('a.test', 429), events: RequestEvent.RateLimited });
+    metrics.onRequest(record('b.test', 429)); // an upstream's own 429
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_rate_limited_total{domain="a.test"}')).toBe(2);
+    expect(t).not.toContain('proxyd_rate_limited_total{domain="b.test"}');
+  });
+
+  it('proxyd_cache_requests_total: hit and miss, both once either happened', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(await text(metrics)).not.toContain('proxyd_cache_requests_total{');
+    metrics.onRequest({ ...record('a.test', 200), events: RequestEvent.CacheMiss });
+    let t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_cache_requests_total{result="miss"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_cache_requests_total{result="hit"}')).toBe(0);
+    metrics.onRequest({ ...record('a.test', 200), events: RequestEvent.CacheHit });
+    metrics.onRequest({ ...record('a.test', 200), events: RequestEvent.CacheHit });
+    t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_cache_requests_total{result="hit"}')).toBe(2);
+  });
+
+  it('proxyd_under_attack_challenges_total: issued, passed and failed', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(await text(metrics)).not.toContain('proxyd_under_attack_challenges_total{');
+    metrics.onRequest({ ...record('a.test', 503), events: RequestEvent.ChallengeIssued });
+    metrics.onRequest({ ...record('a.test', 503), events: RequestEvent.ChallengeIssued });
+    metrics.onRequest({ ...record('a.test', 403), events: RequestEvent.ChallengeFailed });
+    metrics.onRequest({ ...record('a.test', 204), events: RequestEvent.ChallengePassed });
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_under_attack_challenges_total{result="issued"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_under_attack_challenges_total{result="failed"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_under_attack_challenges_total{result="passed"}')).toBe(1);
+  });
+
+  it('proxyd_analytics_beacons_total: accepted and rejected', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(await text(metrics)).not.toContain('proxyd_analytics_beacons_total{');
+    metrics.onRequest({ ...record('a.test', 204), events: RequestEvent.BeaconAccepted });
+    metrics.onRequest({ ...record('a.test', 403), events: RequestEvent.BeaconRejected });
+    metrics.onRequest({ ...record('a.test', 400), events: RequestEvent.BeaconRejected });
+    const t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_analytics_beacons_total{result="accepted"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_analytics_beacons_total{result="rejected"}')).toBe(2);
+  });
+
+  it('proxyd_config_reloads_total and proxyd_config_last_reload_*: from the start, then per reload', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const metrics = createMetrics({ processMetrics: false });
+    let t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_config_reloads_total{result="success"}')).toBe(0);
+    expect(sampleValue(t, 'proxyd_config_reloads_total{result="failure"}')).toBe(0);
+    expect(sampleValue(t, 'proxyd_config_last_reload_successful')).toBe(1);
+    const started = sampleValue(t, 'proxyd_config_last_reload_success_timestamp_seconds') ?? 0;
+    expect(started).toBeGreaterThanOrEqual(before);
+    let ok = false;
+    const reloader = countReloads(
+      { reload: async () => (ok ? { ok: true, message: 'reloaded' } : { ok: false, errorText: 'Proxyfile:1:1: …' }) },
+      metrics,
+    );
+    expect(await reloader.reload()).toEqual({ ok: false, errorText: 'Proxyfile:1:1: …' });
+    t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_config_reloads_total{result="failure"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_config_last_reload_successful')).toBe(0);
+    expect(sampleValue(t, 'proxyd_config_last_reload_success_timestamp_seconds')).toBe(started);
+    ok = true;
+    await reloader.reload();
+    t = await text(metrics);
+    expect(sampleValue(t, 'proxyd_config_reloads_total{result="success"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_config_last_reload_successful')).toBe(1);
+    // A worker has none of them: reloads are the primary's.
+    const worker = createMetrics({ role: 'worker', processMetrics: false });
+    expect(await text(worker)).not.toContain('proxyd_config_');
+  });
+
+  it('the primary sums the new series over its workers and bounds rate_limited to the admitted domains', async () => {
+    // Each worker keeps up to 3 domains; the primary, after summing, 2.
+    const workers = [
+      createMetrics({ role: 'worker', processMetrics: false, maxDomains: 3 }),
+      createMetrics({ role: 'worker', processMetrics: false, maxDomains: 3 }),
+    ];
+    const primary = createMetrics({ role: 'primary', processMetrics: false, maxDomains: 2 });
+    primary.setWorkerSource(() => overIpc(workers));
+    const [one, two] = workers as [WorkerMetrics, WorkerMetrics];
+    one.setDataPlaneStatsSource(() => ({ requestsInFlight: 2, openConnections: 5 }));
+    two.setDataPlaneStatsSource(() => ({ requestsInFlight: 1, openConnections: 4 }));
+    for (const w of workers) {
+      w.onRequest({ ...record('a.test', 200), method: 'POST', bytesReceived: 300, events: RequestEvent.CacheHit });
+      w.onRequest({ ...record('a.test', 429), events: RequestEvent.RateLimited });
+      w.onRequest({ ...record('a.test', 503), events: RequestEvent.ChallengeIssued });
+      w.onRequest({ ...record('a.test', 204), events: RequestEvent.BeaconAccepted });
+    }
+    // The primary has room for a and one of b and c: c, the busier.
+    two.onRequest({ ...record('b.test', 429), events: RequestEvent.RateLimited });
+    for (let i = 0; i < 3; i++) two.onRequest({ ...record('c.test', 429), events: RequestEvent.RateLimited });
+    primary.recordReload(false);
+    const t = await primary.render();
+    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="POST"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="256"}')).toBe(10);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="1024"}')).toBe(12);
+    expect(sampleValue(t, 'proxyd_request_size_bytes_sum')).toBe(600);
+    expect(sampleValue(t, 'proxyd_requests_in_flight')).toBe(3);
+    expect(sampleValue(t, 'proxyd_open_connections')).toBe(9);
+    expect(sampleValue(t, 'proxyd_cache_requests_total{result="hit"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_under_attack_challenges_total{result="issued"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_analytics_beacons_total{result="accepted"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_rate_limited_total{domain="a.test"}')).toBe(2);
+    expect(sampleValue(t, 'proxyd_rate_limited_total{domain="c.test"}')).toBe(3);
+    expect(sampleValue(t, `proxyd_rate_limited_total{domain="${OTHER_DOMAIN}"}`)).toBe(1); // b.test's
+    expect(t).not.toContain('domain="b.test"');
+    expect(sampleValue(t, 'proxyd_config_reloads_total{result="failure"}')).toBe(1);
+    expect(sampleValue(t, 'proxyd_config_last_reload_successful')).toBe(0);
+    expect([...headerCounts(t).values()].every((n) => n === 1)).toBe(true);
+    expect(promtool(t)).toBe('');
   });
 });
