@@ -9,6 +9,20 @@ import { fileURLToPath } from 'node:url';
 /** The built daemon entry. */
 export const PROXYD_MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
 
+/**
+ * An installed `proxyd` executable to test instead of the built entry: the
+ * npm package's bin or the single executable (`tests-e2e/install-*.test.ts`
+ * set it). Empty or unset: `node apps/proxyd/dist/main.js`.
+ */
+export const PROXYD_BIN = process.env.PROXYD_BIN || undefined;
+
+/** The program and arguments that run `proxyd <args>`: {@link PROXYD_BIN} when set, else node on the built entry. */
+export function proxydCommand(args: readonly string[]): { file: string; args: string[] } {
+  return PROXYD_BIN === undefined
+    ? { file: process.execPath, args: [PROXYD_MAIN, ...args] }
+    : { file: PROXYD_BIN, args: [...args] };
+}
+
 /** A free TCP port on 127.0.0.1 (listen on 0, read it, release it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -82,10 +96,10 @@ export interface StartOptions {
 }
 
 /**
- * Writes a Proxyfile in a fresh directory, starts the built proxyd on free
- * ports and waits until it logs "proxyd ready". Unless `args` names them,
- * `--state-dir` and `--cert-dir` point into that directory, which `stop()`
- * removes.
+ * Writes a Proxyfile in a fresh directory, starts the built proxyd (or
+ * {@link PROXYD_BIN}) on free ports and waits until it logs "proxyd ready".
+ * Unless `args` names them, `--state-dir` and `--cert-dir` point into that
+ * directory, which `stop()` removes.
  */
 export async function startProxyd(options: StartOptions): Promise<RunningProxyd> {
   const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-'));
@@ -107,7 +121,8 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
   ];
   const viaEnv = options.configVia === 'env';
   const configArgs = viaEnv ? [] : ['--config', configPath];
-  const child = spawn(process.execPath, [PROXYD_MAIN, 'run', ...configArgs, ...isolation, ...args], {
+  const command = proxydCommand(['run', ...configArgs, ...isolation, ...args]);
+  const child = spawn(command.file, command.args, {
     env: { ...process.env, ...options.env, ...(viaEnv ? { PROXY_CONFIG: configPath } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
