@@ -157,7 +157,7 @@ http://app.localhost {
   it('GET /routes lists the catch-alls in the documented route shape', async () => {
     const r = await adminCall(proxyd.adminPort, 'GET', '/routes');
     expect(r.status).toBe(200);
-    const routes = JSON.parse(r.body) as { domain: string }[];
+    const routes = JSON.parse(r.body) as { domain: string; upstream: string | null }[];
     const byDomain = new Map(routes.map((route) => [route.domain, route]));
     expect(byDomain.get(`*:${proxyd.httpPort}`)).toEqual({
       domain: `*:${proxyd.httpPort}`,
