@@ -2,14 +2,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, UsageError } from '@proxyd/cli';
-import { defaultGlobalOptions } from '@proxyd/proxy-core';
-import { DEFAULT_ADMIN_SOCKET } from './admin-socket.js';
-import { watchProxyfile } from './config-watch.js';
-import { loadProxyfile, startDaemon } from './daemon.js';
-import { runDemo } from './demo.js';
 import { tuneHeapForStreaming } from './heap-tuning.js';
 import { createLogging, type Logging } from './logging.js';
-import { trustLocalRoot, untrustLocalRoot } from './trust.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -49,6 +43,17 @@ function writePidfile(file: string): void {
   });
 }
 
+/** Loads the Proxyfile; a file that cannot be read says which (a Proxyfile error says where). */
+async function readProxyfile(file: string) {
+  const { loadProxyfile } = await import('./daemon.js');
+  try {
+    return await loadProxyfile(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).syscall === undefined) throw err;
+    throw new Error(`cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
 /** The line `run` prints when it has nothing to serve, and what the user can do. */
 function nothingToServe(options: RunOptions, admin: string): string {
   const docker = options.docker !== false;
@@ -59,9 +64,14 @@ function nothingToServe(options: RunOptions, admin: string): string {
   );
 }
 
+// The daemon's modules load only for the commands that need them: `proxyd
+// fmt`, `validate` or `version` start in a fraction of the time.
 const program = buildProgram(version, {
   async run(options) {
     const logging = loggingFromEnv();
+    const [{ defaultGlobalOptions }, { DEFAULT_ADMIN_SOCKET }, { watchProxyfile }, { startDaemon }] = await Promise.all(
+      [import('@proxyd/proxy-core'), import('./admin-socket.js'), import('./config-watch.js'), import('./daemon.js')],
+    );
     const logger = logging.root;
     if (options.pidfile !== undefined) writePidfile(options.pidfile);
     if (options.configFrom === 'default') {
@@ -69,7 +79,7 @@ const program = buildProgram(version, {
     }
     // Without a Proxyfile the daemon starts with default global options, no
     // Proxyfile routes and no config watcher (POST /reload answers 501).
-    const config = options.config ? await loadProxyfile(options.config) : { global: defaultGlobalOptions(), sites: [] };
+    const config = options.config ? await readProxyfile(options.config) : { global: defaultGlobalOptions(), sites: [] };
     const adminToken = process.env.PROXY_ADMIN_TOKEN;
     const adminSocket = options.adminSocket === true ? DEFAULT_ADMIN_SOCKET : options.adminSocket;
     const daemon = await startDaemon({
@@ -125,12 +135,20 @@ const program = buildProgram(version, {
       void daemon.reload();
     });
   },
-  demo: () => runDemo(loggingFromEnv()),
+  async demo() {
+    const logging = loggingFromEnv();
+    const { runDemo } = await import('./demo.js');
+    await runDemo(logging);
+  },
   // The real stores: Debian's system locations and $HOME/.pki/nssdb.
-  trust: ({ certDir, system, nss }) =>
-    trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} }),
-  untrust: ({ certDir, system, nss }) =>
-    untrustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} }),
+  async trust({ certDir, system, nss }) {
+    const { trustLocalRoot } = await import('./trust.js');
+    return trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
+  },
+  async untrust({ certDir, system, nss }) {
+    const { untrustLocalRoot } = await import('./trust.js');
+    return untrustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
+  },
 });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
