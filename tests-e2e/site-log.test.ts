@@ -1,10 +1,12 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
-import { type RunningProxyd, request, startProxyd } from './support/proxyd.js';
+import { proxydCommand, type RunningProxyd, request, startProxyd } from './support/proxyd.js';
 
 // A site's `log` (Caddy's directive) against the built daemon: JSON lines in
 // the file, from one process and from two workers (whose lines the primary
@@ -203,5 +205,34 @@ describe('site log and reload (--workers 2)', () => {
     await sleep(300);
     expect(await uris('a.log')).toEqual(['/one', '/two']);
     expect(await uris('b.log')).toEqual(['/three']);
+  });
+});
+
+describe('proxyd validate and site log files', () => {
+  it('fails on a log file the daemon could not open, at the path, and creates nothing for a good one', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-site-log-validate-'));
+    try {
+      await writeFile(path.join(dir, 'plain'), '');
+      const config = path.join(dir, 'Proxyfile');
+      const write = (file: string) =>
+        writeFile(config, `http://a.test {\n\tlog {\n\t\toutput file ${file}\n\t}\n\trespond "a"\n}\n`);
+      const validate = () => {
+        const { file, args } = proxydCommand(['validate', '--config', config]);
+        return spawnSync(file, args, { encoding: 'utf8' });
+      };
+      await write(`${dir}/plain/a.log`);
+      const bad = validate();
+      expect(bad.status).toBe(1);
+      expect(bad.stderr).toBe(
+        `${config}:3:15: site "a.test": log file "${dir}/plain/a.log" cannot be opened: ENOTDIR: "${dir}/plain" is not a directory\n`,
+      );
+      await write(`${dir}/logs/a.log`);
+      const good = validate();
+      expect(good.stdout).toBe('Valid configuration: 1 site, 0 upstreams\n');
+      expect(good.status).toBe(0);
+      expect(existsSync(path.join(dir, 'logs'))).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { readText, requireConfigPath } from '../config-path.js';
 import { applyEnvFile } from '../env-file.js';
+import { checkLogFiles } from '../log-files.js';
 import { checkTlsFiles } from '../tls-files.js';
 
 /**
@@ -9,7 +10,8 @@ import { checkTlsFiles } from '../tls-files.js';
  * compiles a Proxyfile without starting anything (`--config`, else
  * `PROXY_CONFIG`, else `./Proxyfile`), then checks the files of every
  * `tls <cert_file> <key_file>`: readable, PEM, and the key belongs to the
- * certificate. Prints one line — `Valid configuration: 3 sites, 5 upstreams`
+ * certificate, and that the daemon can open the file of every `log { output
+ * file <path> }` (without creating it). Prints one line — `Valid configuration: 3 sites, 5 upstreams`
  * (distinct upstream addresses) — and exits 0; otherwise prints each
  * positioned error to stderr and exits 1. An expired certificate is a
  * warning on stderr, not an error. The Proxyfile package is imported only
@@ -40,7 +42,9 @@ export function registerValidate(program: Command): void {
       });
       const problems = checkTlsFiles(config.sites, texts);
       for (const problem of problems) process.stderr.write(`${problem.message}\n`);
-      if (problems.some((p) => p.fatal)) {
+      const logProblems = checkLogFiles(config.sites, texts);
+      for (const problem of logProblems) process.stderr.write(`${problem}\n`);
+      if (problems.some((p) => p.fatal) || logProblems.length > 0) {
         process.exitCode = 1;
         return;
       }
