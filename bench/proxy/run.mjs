@@ -359,7 +359,12 @@ await addProxyd('proxyd', PROXYD, process.env.PROXYD_NODE ?? process.execPath);
 // SITE_LOG=1: the same build with the site's `log` to a file (rolled at the defaults), in the same alternation.
 if (process.env.SITE_LOG === '1') {
   const logFile = path.join(dir, 'site-log', 'access.log');
-  await addProxyd('proxyd log', PROXYD, process.env.PROXYD_NODE ?? process.execPath, `\tlog {\n\t\toutput file ${logFile}\n\t}\n`);
+  await addProxyd(
+    'proxyd log',
+    PROXYD,
+    process.env.PROXYD_NODE ?? process.execPath,
+    `\tlog {\n\t\toutput file ${logFile}\n\t}\n`,
+  );
 }
 if (process.env.BASELINE) {
   const main = path.resolve(process.env.BASELINE, 'apps/proxyd/dist/main.js');
