@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Config } from '@proxyd/proxy-core/model';
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
@@ -105,6 +106,48 @@ describe('property: random and mutated input only ever throws ProxyfileError, ne
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), (text) => onlyProxyfileErrors(text)),
       { numRuns: 2000 },
+    );
+  });
+});
+
+// Issue 21's forms: catch-alls, a site without braces, named matchers, request placeholders.
+const FORMS = ['caddy-debian-default', 'catch-all', 'named-matchers', 'placeholders', 'site-without-braces'].map(
+  (name) =>
+    readFileSync(new URL(`../test/fixtures/${name}.txt`, import.meta.url), 'utf8').split('\n----------\n')[0] as string,
+);
+const FORM_NOISE = [
+  '@',
+  '@api',
+  '@x ',
+  '{host}',
+  '{hots}',
+  '{"a":1}',
+  ':80',
+  'http://',
+  'path',
+  'header',
+  'method',
+  '!',
+  '*',
+  '{',
+  '}',
+  '\n',
+  ' ',
+];
+
+describe('property: mutated Caddy forms (issue 21) only ever throw ProxyfileError', () => {
+  it('3,000 mutated files with matchers, placeholders, catch-alls and braceless sites', () => {
+    const formMutation = fc.tuple(
+      fc.nat(),
+      fc.nat(12),
+      fc.constantFrom(...FORM_NOISE),
+      fc.constantFrom('insert', 'delete', 'replace', 'duplicate'),
+    );
+    fc.assert(
+      fc.property(fc.constantFrom(...FORMS), fc.array(formMutation, { minLength: 1, maxLength: 5 }), (text, muts) => {
+        onlyProxyfileErrors(mutate(text, muts), { env: {} });
+      }),
+      { numRuns: 3000 },
     );
   });
 });
