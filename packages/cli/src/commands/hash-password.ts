@@ -33,9 +33,10 @@ async function readAll(stream: NodeJS.ReadStream): Promise<string> {
  */
 function promptHidden(prompt: string, input: NodeJS.ReadStream, output: NodeJS.WriteStream): Promise<string> {
   return new Promise((resolve, reject) => {
-    output.write(prompt);
     let value = '';
+    // Raw (no echo) before the prompt shows: what is typed after it is never echoed.
     input.setRawMode(true);
+    output.write(prompt);
     input.setEncoding('utf8');
     input.resume();
     const done = (err: Error | null) => {
