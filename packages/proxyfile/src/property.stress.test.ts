@@ -145,7 +145,7 @@ describe('property: mutated Caddy forms (issue 21) only ever throw ProxyfileErro
     );
     fc.assert(
       fc.property(fc.constantFrom(...FORMS), fc.array(formMutation, { minLength: 1, maxLength: 5 }), (text, muts) => {
-        onlyProxyfileErrors(mutate(text, muts), { env: {} });
+        onlyProxyfileErrors(mutate(text, muts), optionsFor({ files: {}, env: {} }));
       }),
       { numRuns: 3000 },
     );

@@ -1,6 +1,9 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import type { RequestContext } from '../hooks.js';
+import { emptySite } from '../model/index.js';
 import { HeaderPlan } from './header-plan.js';
+import { compileMatchers } from './request-matcher.js';
 
 describe('HeaderPlan', () => {
   it('adds HSTS on HTTPS responses only', () => {
@@ -39,6 +42,53 @@ describe('HeaderPlan', () => {
       link: ['<a>', '<b>'],
       'x-content-type-options': 'nosniff',
       'strict-transport-security': 'max-age=60',
+    });
+  });
+});
+
+describe('HeaderPlan with placeholders and matchers (issue 21)', () => {
+  const site = emptySite([{ scheme: null, host: 'a.test', port: null }]);
+  const ctx = (secure: boolean): RequestContext => ({
+    domain: 'a.test',
+    host: 'a.test',
+    path: '/x',
+    clientIp: '192.0.2.1',
+    secure,
+    site,
+  });
+  const req = (headers: IncomingMessage['headers'] = {}) =>
+    ({ method: 'GET', url: '/x?q=1', headers, socket: { remoteAddress: '192.0.2.1' } }) as IncomingMessage;
+
+  it('a static plan hands out its precompiled edit: no work per request', () => {
+    const plan = new HeaderPlan([{ op: 'set', name: 'X-A', value: '{not-a-placeholder}' }]);
+    expect(plan.dynamic).toBe(false);
+    expect(plan.editFor(req(), ctx(false))).toBe(plan.plain);
+    expect(plan.editFor(req(), ctx(true))).toBe(plan.secure);
+  });
+
+  it('fills placeholders per request and applies an op only where its matcher matches', () => {
+    const matchers = compileMatchers({
+      frame: { path: null, method: null, header: [{ name: 'X-Frame', values: ['*'] }] },
+    });
+    const plan = new HeaderPlan(
+      [
+        { op: 'set', name: 'X-Uri', value: '{host}{uri}' },
+        { op: 'set', name: 'X-Frame-Options', value: 'DENY', matcher: 'frame' },
+      ],
+      matchers,
+    );
+    expect(plan.dynamic).toBe(true);
+    const matched: OutgoingHttpHeaders = {};
+    plan.editFor(req({ 'x-frame': '1' }), ctx(true))(matched, 200);
+    expect(matched).toMatchObject({ 'x-uri': 'a.test/x?q=1', 'x-frame-options': 'DENY' });
+    expect(matched['strict-transport-security']).toBe('max-age=31536000');
+    // Not matched: the default X-Frame-Options stays (a conditional op does not decide it).
+    const other: OutgoingHttpHeaders = {};
+    plan.editFor(req(), ctx(false))(other, 200);
+    expect(other).toEqual({
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'SAMEORIGIN',
+      'x-uri': 'a.test/x?q=1',
     });
   });
 });

@@ -48,8 +48,13 @@ function headerMatches(test: HeaderTest, req: IncomingMessage): boolean {
   const value = req.headers[test.name];
   if (test.values === null) return value === undefined;
   if (value === undefined) return false;
-  const lines = typeof value === 'string' ? [value] : value;
-  for (const line of lines) for (const t of test.values) if (valueMatches(t, line)) return true;
+  if (typeof value === 'string') return anyValue(test.values, value);
+  for (const line of value) if (anyValue(test.values, line)) return true;
+  return false;
+}
+
+function anyValue(tests: readonly ValueTest[], value: string): boolean {
+  for (const t of tests) if (valueMatches(t, value)) return true;
   return false;
 }
 
