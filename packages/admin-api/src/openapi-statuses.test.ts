@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { AdminAppOptions } from './app.js';
+import { AdminError } from './errors.js';
 import {
   AUTH,
   MemoryRouteStore,
@@ -108,8 +109,15 @@ function configurations(): Array<Partial<AdminAppOptions>> {
   // A clock 6 s later at every reading: past the reload cooldown (5 s) between any two requests.
   let now = 1_800_000_000_000;
   const unlimited = { rateLimit: { max: 1_000_000, windowMs: 60_000 }, clock: () => (now += 6_000) };
+  const full = () => {
+    const limit = async () => {
+      throw new AdminError('ADMIN_ROUTE_LIMIT', 'the table holds at most 1 routes (this write would make it 2)');
+    };
+    return Object.assign(routes(), { upsert: limit, applySnapshot: limit });
+  };
   return [
     { ...answering(), ...unlimited },
+    { ...answering(), routes: full(), ...unlimited },
     { routes: routes(), ...unlimited },
     { ...broken, ...unlimited },
     { ...answering(), rateLimit: { max: 1, windowMs: 60_000 } },

@@ -281,7 +281,7 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): Record<st
       version: ADMIN_API_VERSION,
       description:
         'Route management, config reload, cache purge, metrics, analytics, managed certificates and container discovery of proxyd. Errors are {error} envelopes. Every response carries Access-Control-Allow-Origin: null (browsers are unsupported). OPTIONS on any path, and any method a path does not list, is 405 with Allow listing the methods it accepts (each path item declares it as its options operation). PURGE /cache/{host}/{path} is declared under x-additionalOperations (OpenAPI 3.1 has no PURGE); DELETE on the same path is its alias for generated clients. A request the server cannot parse at all gets 400 bad request before any operation is known.',
-      license: { name: 'MIT', identifier: 'MIT' },
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: (options.servers ?? [DEFAULT_SERVER]).map((server) => ({ ...server })),
     security: [{ bearerAuth: [] }],

@@ -38,7 +38,9 @@ export interface SnapshotResult {
 
 /**
  * The route store. Every write resolves only once it is durable (persisted)
- * and published to the data plane.
+ * and published to the data plane. A write the table has no room for
+ * rejects with `AdminError('ADMIN_ROUTE_LIMIT', detail)` (409); any other
+ * rejection is an internal error (500).
  */
 export interface RouteStorePort {
   list(): AdminRoute[];

@@ -19,6 +19,7 @@ export const createRoute: Endpoint = {
   responses: { 201: { description: 'Created or replaced', schema: Route } },
   errors: {
     400: 'invalid JSON, invalid domain, invalid upstream address or invalid source',
+    409: 'route limit reached: the table is full (100,000 routes); replacing a route is still accepted',
     413: 'request body too large (over 64 KB)',
     500: 'internal error: the route store failed to write',
   },

@@ -21,6 +21,7 @@ export const putSnapshot: Endpoint = {
   responses: { 200: { description: 'Reconciled', schema: SnapshotResponse } },
   errors: {
     400: 'invalid JSON, invalid source, invalid domain, invalid upstream address or duplicate domain',
+    409: 'route limit reached: the snapshot would take the table past its limit (100,000 routes); nothing of it was applied',
     413: 'request body too large (over 64 KB)',
     500: 'internal error: the route store failed to write',
   },
