@@ -622,6 +622,28 @@ describe('WebSocket upgrades', () => {
     expect(up.seen).toEqual(['/socket']);
   });
 
+  it('routes an upgrade by a named matcher: handle @name and reverse_proxy @name (issue 21)', async () => {
+    const [chat, live] = [await wsUpstream(), await wsUpstream()];
+    const port = await serve(
+      newSite((s) => {
+        s.matchers = {
+          chat: { path: ['/chat/*'], method: null, header: [] },
+          live: { path: null, method: null, header: [{ name: 'X-Live', values: ['1'] }] },
+        };
+        s.handles = [block('handle', null, (b) => (b.handler = defaultReverseProxy([chat.address])))];
+        (s.handles[0] as HandleBlock).matcher = 'chat';
+        s.matched_proxies = [{ matcher: 'live', handler: defaultReverseProxy([live.address]) }];
+        s.handler = { kind: 'respond', body: 'no sockets here', status: 200 };
+      }),
+    );
+    expect(await upgrade(port, '/chat/room')).toBe(101);
+    expect(await upgrade(port, '/feed', { 'x-live': '1' })).toBe(101);
+    // Neither matcher: the site's own handler is not reverse_proxy, so the upgrade is refused.
+    expect(await upgrade(port, '/feed')).toBe(403);
+    expect(chat.seen).toEqual(['/chat/room']);
+    expect(live.seen).toEqual(['/feed']);
+  });
+
   it('refuses an upgrade without the under_attack clearance', async () => {
     const up = await wsUpstream();
     const port = await serve(
