@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { defaultGlobalOptions } from '@proxyd/proxy-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, loadProxyfile, startDaemon } from './daemon.js';
 import { createLogging } from './logging.js';
@@ -291,5 +292,82 @@ describe('metrics of a daemon that served traffic', () => {
     const check = spawnSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8' });
     expect(`${check.stdout}${check.stderr}`.trim()).toBe('');
     expect(check.status).toBe(0);
+  });
+});
+
+describe('the metrics option at start', () => {
+  const config = () => ({
+    global: { ...defaultGlobalOptions(), auto_https: 'off' as const, http_port: 0, admin: '127.0.0.1:0' },
+    sites: [],
+  });
+  const logged = () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    return { lines, logging: createLogging('info', sink) };
+  };
+
+  it('opens no listener with --no-metrics, and says so', async () => {
+    const { lines, logging } = logged();
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-no-metrics-'));
+    const d = await startDaemon({
+      config: { ...config(), global: { ...config().global, metrics: '127.0.0.1:0' } },
+      metrics: false,
+      docker: false,
+      stateDir,
+      logger: logging.root,
+      logging,
+    });
+    try {
+      expect(d.metricsAddress).toBeNull();
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 'warn', msg: 'metrics listener not opened: metrics are off (--no-metrics)' }),
+      );
+    } finally {
+      await d.close(0);
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails to start when its address is taken, and leaves no listener behind', async () => {
+    const taken = http.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const { logging } = logged();
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-metrics-taken-'));
+    const free = await new Promise<number>((resolve) => {
+      const probe = http.createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    try {
+      await expect(
+        startDaemon({
+          config: {
+            ...config(),
+            global: { ...config().global, admin: `127.0.0.1:${free}`, metrics: `127.0.0.1:${port}` },
+          },
+          docker: false,
+          stateDir,
+          logger: logging.root,
+          logging,
+        }),
+      ).rejects.toThrow(/EADDRINUSE/);
+      // The admin listener it had opened is closed again: its port can be bound.
+      const again = http.createServer();
+      await new Promise<void>((resolve, reject) => {
+        again.once('error', reject);
+        again.listen(free, '127.0.0.1', resolve);
+      });
+      await new Promise<void>((resolve) => again.close(() => resolve()));
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+      await rm(stateDir, { recursive: true, force: true });
+    }
   });
 });
