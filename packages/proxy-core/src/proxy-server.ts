@@ -414,11 +414,14 @@ export class ProxyServer {
     // have a request on the wire already, which would meet the close and
     // fail. A request that arrives meanwhile is answered with `Connection:
     // close` (the connection ends after it); what is still idle then ends.
-    const idle = setTimeout(() => {
-      for (const socket of sockets) {
-        if (socket[kDraining] === true && (socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
-      }
-    }, Math.min(DRAIN_IDLE_MS, graceMs));
+    const idle = setTimeout(
+      () => {
+        for (const socket of sockets) {
+          if (socket[kDraining] === true && (socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+        }
+      },
+      Math.min(DRAIN_IDLE_MS, graceMs),
+    );
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline && this.#httpSockets.size + this.#tlsSockets.size + this.#upgraded.size > 0) {
       await new Promise((resolve) => setTimeout(resolve, 20));
