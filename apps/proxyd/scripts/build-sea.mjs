@@ -18,6 +18,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { appDir, appPackage, bundle, RUNTIME_FILES, releaseDir, repoRoot, thirdPartyNotices } from './bundle.mjs';
 
+/** Runs a step; its output is shown only when it fails. */
+function quiet(file, args) {
+  try {
+    execFileSync(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    process.stderr.write(`${err.stdout ?? ''}${err.stderr ?? ''}`);
+    throw err;
+  }
+}
+
 if (process.platform !== 'linux') {
   process.stderr.write('build-sea: the single executable is built and tested on Linux only\n');
   process.exit(1);
@@ -76,31 +86,22 @@ const config = {
 };
 const configFile = path.join(work, 'sea-config.json');
 writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
-execFileSync(process.execPath, ['--experimental-sea-config', configFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+quiet(process.execPath, ['--experimental-sea-config', configFile]);
 
 rmSync(output, { force: true });
 copyFileSync(process.execPath, output);
 chmodSync(output, 0o755);
 const postject = createRequire(path.join(appDir, 'package.json')).resolve('postject/dist/cli.js');
-try {
-  execFileSync(
-    process.execPath,
-    [
-      postject,
-      output,
-      'NODE_SEA_BLOB',
-      config.output,
-      '--sentinel-fuse',
-      // The fuse Node's binary carries (documented with single executable applications).
-      'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
-    ],
-    // postject prints a warning per ELF note section it cannot name; only a failure matters.
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-} catch (err) {
-  process.stderr.write(`${err.stdout ?? ''}${err.stderr ?? ''}`);
-  throw err;
-}
+// postject prints a warning per ELF note section it cannot name; only a failure matters.
+quiet(process.execPath, [
+  postject,
+  output,
+  'NODE_SEA_BLOB',
+  config.output,
+  '--sentinel-fuse',
+  // The fuse Node's binary carries (documented with single executable applications).
+  'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
+]);
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 process.stdout.write(
   `${path.relative(process.cwd(), output)}: ${mb(statSync(output).size)} (Node ${process.version}, script ${mb(statSync(script).size)}) in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
