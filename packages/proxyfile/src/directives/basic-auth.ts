@@ -27,7 +27,7 @@ function readHash(d: Dispenser, t: Token): string {
   const m = BCRYPT.exec(hash);
   if (!m) {
     throw bad(
-      'expected $2a$, $2b$ or $2y$, a two-digit cost and 53 characters (create one with `htpasswd -nbB user password` or `caddy hash-password`)',
+      'expected $2a$, $2b$ or $2y$, a two-digit cost and 53 characters (create one with `htpasswd -nbB user password` or `proxyd hash-password`)',
     );
   }
   const cost = Number(m[1]);
