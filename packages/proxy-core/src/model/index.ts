@@ -467,6 +467,41 @@ export const DockerOptions = Type.Object(
 );
 export type DockerOptions = Static<typeof DockerOptions>;
 
+/**
+ * `history`: per-domain analytics rollups kept in `<state_dir>/history.db`
+ * (per minute, per hour, per day), each tier for its retention, the file
+ * under `max_size_bytes`. On by default; `history off` turns it off.
+ */
+export const HistoryOptions = Type.Object(
+  {
+    enabled: Type.Boolean({ description: 'Keep analytics history in <state_dir>/history.db (default true)' }),
+    minute_retention_ms: Type.Integer({ minimum: 60_000, description: 'Per-minute rows kept, ms (default 48 h)' }),
+    hour_retention_ms: Type.Integer({ minimum: 3_600_000, description: 'Per-hour rows kept, ms (default 90 days)' }),
+    day_retention_ms: Type.Union([Type.Integer({ minimum: 86_400_000 }), Type.Null()], {
+      description: 'Per-day rows kept, ms (default null: until the size bound trims the oldest)',
+    }),
+    max_size_bytes: Type.Integer({
+      minimum: 1_000_000,
+      description: 'Size bound of the database file, bytes (default 256 MB)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type HistoryOptions = Static<typeof HistoryOptions>;
+
+/** `dashboard <address> { basic_auth <user> <bcrypt_hash> }`: the analytics dashboard's own listener (absent: none). */
+export const DashboardOptions = Type.Object(
+  {
+    address: Type.String({
+      minLength: 1,
+      description: 'Dashboard listener host:port (the Proxyfile writes `:port` as 127.0.0.1:port)',
+    }),
+    basic_auth: BasicAuth,
+  },
+  { additionalProperties: false },
+);
+export type DashboardOptions = Static<typeof DashboardOptions>;
+
 /** The global options block. */
 export const GlobalOptions = Type.Object(
   {
@@ -508,6 +543,10 @@ export const GlobalOptions = Type.Object(
       description:
         'Metrics listener host:port: GET /metrics without the admin token (default null: none; the Proxyfile writes `:port` as 127.0.0.1:port)',
     }),
+    // Optional, unlike the others: absent is `defaultHistoryOptions()`, so configs written before it still check.
+    history: Type.Optional(HistoryOptions),
+    // Optional rather than null by default, so every compiled Proxyfile without one reads as before.
+    dashboard: Type.Optional(DashboardOptions),
   },
   { additionalProperties: false },
 );
@@ -578,6 +617,17 @@ export function defaultGlobalOptions(): GlobalOptions {
     default_bind: [],
     grace_period_ms: DEFAULTS.grace_period_ms,
     metrics: null,
+  };
+}
+
+/** The `history` global option when the Proxyfile does not set it: on, 48 h of minutes, 90 days of hours, days until the 256 MB bound. */
+export function defaultHistoryOptions(): HistoryOptions {
+  return {
+    enabled: true,
+    minute_retention_ms: 48 * 3_600_000,
+    hour_retention_ms: 90 * 86_400_000,
+    day_retention_ms: null,
+    max_size_bytes: 256_000_000,
   };
 }
 
