@@ -28,6 +28,26 @@ export {
   injectableCoding,
   sharesInjectedHeaders,
 } from './inject.js';
+export {
+  addPageVitals,
+  emptyPageVitals,
+  emptyRollup,
+  emptyVitalCounts,
+  type MinuteRollup,
+  mergeRollups,
+  type PageVitals,
+  ROLLUP_DIMENSIONS,
+  ROLLUP_HLL_PRECISION,
+  ROLLUP_MAX_KEYS,
+  ROLLUP_MAX_VITAL_PATHS,
+  ROLLUP_OTHER_KEY,
+  type RollupDimension,
+  type RollupVital,
+  rateVital,
+  type StatusCounts,
+  VITAL_THRESHOLDS,
+  type VitalCounts,
+} from './rollup.js';
 export { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 export { type LoadedSecret, loadSecretFile, SECRET_BYTES, SECRET_FILE_NAME } from './secret-file.js';
 export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
