@@ -1,4 +1,4 @@
-import { type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import { defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
 import { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
@@ -9,7 +9,9 @@ import {
   isCidr,
   isEmail,
   isLoopbackHost,
+  parseDuration,
   parseHttpUrl,
+  parseSize,
   readBindAddresses,
   readDuration,
   readPort,
@@ -38,6 +40,18 @@ const DOCKER_HOST_EXPECTED = 'a runtime endpoint: unix://<absolute path> or tcp:
 const DOCKER_NETWORK_EXPECTED = 'a network name (a letter or digit, then letters, digits, "_", "." or "-")';
 /** Docker's (and Podman's) rule for network names. */
 const DOCKER_NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const HISTORY_OPTIONS = ['minute_retention', 'hour_retention', 'day_retention', 'max_size'];
+const HISTORY_EXPECTED =
+  'off, or a block with minute_retention, hour_retention, day_retention and max_size (history is on by default: leave it out)';
+/** The shortest retention of each tier, ms, and what the error says. */
+const HISTORY_MIN: Record<string, [number, string]> = {
+  minute_retention: [3_600_000, '1h'],
+  hour_retention: [86_400_000, '1d'],
+  day_retention: [86_400_000, '1d'],
+};
+/** The smallest `max_size`, bytes. */
+const HISTORY_MIN_SIZE = 1_000_000;
+
 /** Longest Unix socket path, in bytes: `sun_path` is 108 bytes on Linux, its NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;
 
@@ -145,6 +159,13 @@ function dockerHostProblem(text: string): string | null {
  *     geoip_db <path>               # MaxMind-format country database
  *     default_bind <address>...    # local addresses the data-plane listeners bind (default 0.0.0.0)
  *     grace_period <duration>       # a stop waits this long for what is in flight (default 30s; 0: cut at once)
+ *     history off                   # analytics history in <state_dir>/history.db, on by default; or:
+ *     history {
+ *         minute_retention <duration>   # per-minute rows (default 48h; at least 1h)
+ *         hour_retention <duration>     # per-hour rows (default 90d; at least 1d)
+ *         day_retention <duration>|forever  # per-day rows (default forever: until max_size trims the oldest)
+ *         max_size <size>           # bound of the database file (default 256MB; at least 1MB)
+ *     }
  *     docker off                    # container discovery (Docker/Podman labels), on by default; or:
  *     docker {
  *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
@@ -341,6 +362,59 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       }
     }
     g.docker = docker;
+  },
+  history(d, g) {
+    const arg = d.nextArg();
+    if (arg !== null) {
+      if (arg.text !== 'off') {
+        const hint = arg.text === 'on' ? ' (on is the default: leave history out)' : '';
+        const near = hint === '' ? nearest(arg.text, ['off']) : null;
+        throw d.unexpected(
+          arg,
+          `off${near ? ' (did you mean "off"?)' : ''}, or a block with the retentions and max_size${hint}`,
+          ProxyfileErrorCode.INVALID_VALUE,
+        );
+      }
+      d.end();
+      if (d.line.block) {
+        throw d.unexpected(
+          d.line.block.open,
+          'the end of the line (history off takes no block: the retentions apply only when history is on)',
+        );
+      }
+      g.history = { ...defaultHistoryOptions(), enabled: false };
+      return;
+    }
+    if (!d.hasBlock()) throw d.missing(HISTORY_EXPECTED);
+    const once: Seen = new Map();
+    const history = defaultHistoryOptions();
+    for (const sub of d.blockLines()) {
+      const option = sub.name.text;
+      if (option === 'max_size') {
+        const expected = 'a size such as 64MB or 1GiB (at least 1MB)';
+        const t = blockValue(sub, 'a history', HISTORY_OPTIONS, once, expected);
+        const bytes = parseSize(t.text);
+        if (bytes === null || bytes < HISTORY_MIN_SIZE) {
+          throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+        }
+        history.max_size_bytes = bytes;
+        continue;
+      }
+      const [min, shown] = HISTORY_MIN[option] ?? [0, ''];
+      const forever = option === 'day_retention' ? ' or forever' : '';
+      const expected = `a duration such as 48h or 90d${forever} (at least ${shown})`;
+      const t = blockValue(sub, 'a history', HISTORY_OPTIONS, once, expected);
+      if (forever !== '' && t.text === 'forever') {
+        history.day_retention_ms = null;
+        continue;
+      }
+      const ms = parseDuration(t.text);
+      if (ms === null || ms < min) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+      if (option === 'minute_retention') history.minute_retention_ms = ms;
+      else if (option === 'hour_retention') history.hour_retention_ms = ms;
+      else history.day_retention_ms = ms;
+    }
+    g.history = history;
   },
 };
 

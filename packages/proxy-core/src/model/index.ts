@@ -475,8 +475,8 @@ export type DockerOptions = Static<typeof DockerOptions>;
 export const HistoryOptions = Type.Object(
   {
     enabled: Type.Boolean({ description: 'Keep analytics history in <state_dir>/history.db (default true)' }),
-    minute_retention_ms: Type.Integer({ minimum: 60_000, description: 'Per-minute rows kept, ms (default 48 h)' }),
-    hour_retention_ms: Type.Integer({ minimum: 3_600_000, description: 'Per-hour rows kept, ms (default 90 days)' }),
+    minute_retention_ms: Type.Integer({ minimum: 3_600_000, description: 'Per-minute rows kept, ms (default 48 h)' }),
+    hour_retention_ms: Type.Integer({ minimum: 86_400_000, description: 'Per-hour rows kept, ms (default 90 days)' }),
     day_retention_ms: Type.Union([Type.Integer({ minimum: 86_400_000 }), Type.Null()], {
       description: 'Per-day rows kept, ms (default null: until the size bound trims the oldest)',
     }),
