@@ -30,6 +30,12 @@ export interface RequestRecord {
   readonly method: string;
   /** Path without the query string. */
   readonly path: string;
+  /**
+   * The request target's query string, without the `?`, as the client sent
+   * it (before any rewrite); undefined without one. Set by the data plane
+   * for routed requests; absent reads as none.
+   */
+  readonly query?: string | undefined;
   /** Status sent to the client (0 when the client went away before headers). */
   readonly status: number;
   /** Body bytes actually written to the client. */

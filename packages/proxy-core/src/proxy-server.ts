@@ -129,6 +129,8 @@ interface PendingRecord {
   readonly domain: string | null;
   readonly analytics: boolean;
   readonly path: string;
+  /** The target's query string without `?` (undefined without one). */
+  readonly query: string | undefined;
   readonly clientIp: string;
   readonly startedAt: number;
   /** `performance.now()` at the start: the duration's clock (monotonic). */
@@ -550,7 +552,8 @@ export class ProxyServer {
       return;
     }
     if (onRequest !== undefined) {
-      this.#track(res as ServerResponse, onRequest, host, route.domain, route.site.analytics, path, clientIp);
+      const query = q < 0 ? undefined : url.slice(q + 1);
+      this.#track(res as ServerResponse, onRequest, host, route.domain, route.site.analytics, path, clientIp, query);
     }
     // `route.httpsSite` first: the certificate lookup only for HTTPS sites.
     // Never for `/.well-known/acme-challenge/`, answered above or not: HTTP-01
@@ -662,6 +665,7 @@ export class ProxyServer {
     analytics: boolean,
     path: string,
     clientIp: string,
+    query?: string,
   ): void {
     const pending: PendingRecord = {
       hook,
@@ -669,6 +673,7 @@ export class ProxyServer {
       domain,
       analytics,
       path,
+      query,
       clientIp,
       startedAt: Date.now(),
       startedMono: performance.now(),
@@ -852,6 +857,7 @@ function emitRecord(
     analytics: pending.analytics,
     method: req.method ?? 'GET',
     path: pending.path,
+    query: pending.query,
     status: this.headersSent ? this.statusCode : 0,
     bytesSent: Math.max(written, 0),
     bytesReceived: declared === undefined ? 0 : Number(declared) || 0,

@@ -115,6 +115,21 @@ describe('RequestRecord for the metrics', () => {
     expect(Number.isInteger(post?.durationMs)).toBe(false);
   });
 
+  it('carries the query string as sent, without the ?, and none without one', async () => {
+    const up = await upstream();
+    const { records, hooks } = recorder();
+    const { port } = await siteProxy([site('q.test', [up.port])], { hooks });
+    await get(port, 'q.test', '/landing?utm_source=news%20letter&utm_medium=email');
+    await get(port, 'q.test', '/plain');
+    await get(port, 'q.test', '/empty?');
+    await until(() => records.length === 3);
+    expect(records.map((r) => [r.path, r.query])).toEqual([
+      ['/landing', 'utm_source=news%20letter&utm_medium=email'],
+      ['/plain', undefined],
+      ['/empty', ''],
+    ]);
+  });
+
   it('counts requests in flight until their record goes out, and open connections', async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
