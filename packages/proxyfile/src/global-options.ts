@@ -1,4 +1,5 @@
-import { defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
@@ -51,6 +52,12 @@ const HISTORY_MIN: Record<string, [number, string]> = {
 };
 /** The smallest `max_size`, bytes. */
 const HISTORY_MIN_SIZE = 1_000_000;
+
+const DASHBOARD_OPTIONS = ['basic_auth'];
+const DASHBOARD_EXPECTED =
+  'a block with basic_auth <user> <bcrypt_hash> (the dashboard is never served without credentials)';
+/** The realm of the dashboard's `WWW-Authenticate` when the file names none. */
+const DASHBOARD_REALM = 'proxyd dashboard';
 
 /** Longest Unix socket path, in bytes: `sun_path` is 108 bytes on Linux, its NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;
@@ -170,6 +177,12 @@ function dockerHostProblem(text: string): string | null {
  *     docker {
  *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
  *         network <name>            # for containers on several networks without proxy.network
+ *     }
+ *     dashboard [<host>]:<port> {  # the analytics dashboard's listener (default: none; no host: 127.0.0.1)
+ *         basic_auth <user> <bcrypt_hash>   # required, one line per user; or the directive's block:
+ *         basic_auth ["<realm>"] {
+ *             <user> <bcrypt_hash>
+ *         }
  *     }
  * }
  * ```
@@ -415,6 +428,70 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       else history.day_retention_ms = ms;
     }
     g.history = history;
+  },
+  dashboard(d, g) {
+    const expected = 'a dashboard listener address ([host]:port), e.g. :9190 or 127.0.0.1:9190';
+    const t = d.nonEmptyArg(expected);
+    d.end();
+    // Caddy's `:port` form: no host is loopback, so a dashboard reachable from elsewhere is written out.
+    const parsed = parseHostPort(t.text.startsWith(':') ? `127.0.0.1${t.text}` : t.text);
+    if (!parsed.ok) throw d.unexpected(t, `${expected} (it ${parsed.problem})`, ProxyfileErrorCode.INVALID_VALUE);
+    const { host, port } = parsed.value;
+    if (!d.hasBlock()) throw d.missing(DASHBOARD_EXPECTED);
+    const auth: BasicAuth = { realm: DASHBOARD_REALM, users: [] };
+    const users = new Map<string, Token>();
+    let realmAt: Token | null = null;
+    for (const sub of d.blockLines()) {
+      const name = sub.name;
+      if (name.text !== 'basic_auth') {
+        const near = nearest(name.text, DASHBOARD_OPTIONS);
+        throw sub.unexpected(
+          name,
+          `a dashboard option${near ? ` (did you mean "${near}"?)` : ''}: ${DASHBOARD_OPTIONS.join(', ')}`,
+          ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+        );
+      }
+      // Where each user was first listed: a line's user token, or the `basic_auth` of a block.
+      const listed = (user: string, at: Token, hash: string) => {
+        const first = users.get(user);
+        if (first) {
+          throw sub.error(
+            at,
+            ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+            `user "${user}" is already listed at ${first.file}:${first.line}:${first.column}`,
+          );
+        }
+        users.set(user, at);
+        auth.users.push({ user, hash });
+      };
+      if (sub.hasBlock()) {
+        // The directive's form, once: its realm and its lines of users.
+        if (realmAt !== null) {
+          throw sub.error(
+            name,
+            ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+            `a basic_auth block is already set at ${realmAt.file}:${realmAt.line}:${realmAt.column} (one block, or lines of basic_auth <user> <bcrypt_hash>)`,
+          );
+        }
+        realmAt = name;
+        const read = readBasicAuth(sub, DASHBOARD_REALM);
+        auth.realm = read.realm;
+        for (const u of read.users) listed(u.user, name, u.hash);
+      } else {
+        const user = sub.nonEmptyArg('a user name and a bcrypt hash (basic_auth <user> <bcrypt_hash>)');
+        const hash = readBcryptHash(sub, sub.arg(`the bcrypt hash of ${show(user)}'s password`));
+        sub.end();
+        listed(user.text, user, hash);
+      }
+    }
+    if (auth.users.length === 0) {
+      throw d.error(
+        d.name,
+        ProxyfileErrorCode.UNEXPECTED_END,
+        'dashboard needs "basic_auth <user> <bcrypt_hash>" in its block: it is never served without credentials, not even on loopback',
+      );
+    }
+    g.dashboard = { address: `${host.includes(':') ? `[${host}]` : host}:${port}`, basic_auth: auth };
   },
 };
 

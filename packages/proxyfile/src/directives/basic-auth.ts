@@ -12,7 +12,7 @@ const DEFAULT_REALM = 'restricted';
  * `$`, then 53 characters of bcrypt's base64 (22 of salt, 31 of hash). A hash
  * wrapped in base64 (as Caddy 2.0–2.7 printed them) is unwrapped.
  */
-function readHash(d: Dispenser, t: Token): string {
+export function readBcryptHash(d: Dispenser, t: Token): string {
   let hash = t.text;
   if (!hash.startsWith('$') && /^[A-Za-z0-9+/]+=*$/.test(hash)) {
     try {
@@ -38,6 +38,45 @@ function readHash(d: Dispenser, t: Token): string {
 }
 
 /**
+ * Reads `basic_auth [bcrypt] ["<realm>"] { <user> <bcrypt_hash> ... }` at the
+ * dispenser: the directive's form, also the `dashboard` global option's.
+ */
+export function readBasicAuth(d: Dispenser, defaultRealm = DEFAULT_REALM): BasicAuth {
+  let realm = defaultRealm;
+  const args = d.remainingArgs();
+  if (args.length === 2 && args[0]?.text === 'bcrypt') args.shift();
+  if (args.length > 1) {
+    throw d.unexpected(args[1] as Token, 'the end of the line (basic_auth ["<realm>"] { <user> <bcrypt_hash> })');
+  }
+  if (args[0]) realm = args[0].text;
+  if (!d.hasBlock()) throw d.missing('"{" and lines of <user> <bcrypt_hash>');
+  const auth: BasicAuth = { realm, users: [] };
+  const users = new Map<string, Token>();
+  for (const sub of d.blockLines()) {
+    const user = sub.name;
+    sub.nonEmpty(user, 'a user name');
+    const first = users.get(user.text);
+    if (first) {
+      throw sub.error(
+        user,
+        ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+        `user ${show(user)} is already listed at ${first.file}:${first.line}:${first.column}`,
+      );
+    }
+    users.set(user.text, user);
+    const hash = readBcryptHash(sub, sub.arg(`the bcrypt hash of ${show(user)}'s password`));
+    sub.end();
+    sub.noBlock();
+    auth.users.push({ user: user.text, hash });
+  }
+  if (auth.users.length === 0) {
+    const close = (d.line.block as { close: Token }).close;
+    throw d.unexpected(close, 'at least one line of <user> <bcrypt_hash>');
+  }
+  return auth;
+}
+
+/**
  * ```
  * basic_auth [bcrypt] ["<realm>"] {
  *     <user> <bcrypt_hash>
@@ -53,37 +92,6 @@ export const basicAuth: Directive = {
   scope: 'any',
   once: true,
   parse(d, state) {
-    let realm = DEFAULT_REALM;
-    const args = d.remainingArgs();
-    if (args.length === 2 && args[0]?.text === 'bcrypt') args.shift();
-    if (args.length > 1) {
-      throw d.unexpected(args[1] as Token, 'the end of the line (basic_auth ["<realm>"] { <user> <bcrypt_hash> })');
-    }
-    if (args[0]) realm = args[0].text;
-    if (!d.hasBlock()) throw d.missing('"{" and lines of <user> <bcrypt_hash>');
-    const auth: BasicAuth = { realm, users: [] };
-    const users = new Map<string, Token>();
-    for (const sub of d.blockLines()) {
-      const user = sub.name;
-      sub.nonEmpty(user, 'a user name');
-      const first = users.get(user.text);
-      if (first) {
-        throw sub.error(
-          user,
-          ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-          `user ${show(user)} is already listed at ${first.file}:${first.line}:${first.column}`,
-        );
-      }
-      users.set(user.text, user);
-      const hash = readHash(sub, sub.arg(`the bcrypt hash of ${show(user)}'s password`));
-      sub.end();
-      sub.noBlock();
-      auth.users.push({ user: user.text, hash });
-    }
-    if (auth.users.length === 0) {
-      const close = (d.line.block as { close: Token }).close;
-      throw d.unexpected(close, 'at least one line of <user> <bcrypt_hash>');
-    }
-    state.target.basic_auth = auth;
+    state.target.basic_auth = readBasicAuth(d);
   },
 };
