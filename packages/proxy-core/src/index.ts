@@ -1,8 +1,8 @@
 /**
  * The data plane's public entry, curated: what the composition root
- * (`apps/proxyd`), analytics (types only), the benchmarks and the packaging
- * test use, plus the options and the ports of `DataPlane` the certificates
- * package implements (`ChallengeResponder` for HTTP-01,
+ * (`apps/proxyd`), analytics (types only), the dashboard (its `basic_auth`
+ * check), the benchmarks and the packaging test use, plus the options and
+ * the ports of `DataPlane` the certificates package implements (`ChallengeResponder` for HTTP-01,
  * `AlpnChallengeResponder` for TLS-ALPN-01, the `CertificateStore` by SNI).
  * Everything else is internal. The config model alone, without the runtime,
  * is the lighter subpath `@proxyd/proxy-core/model`.
@@ -18,6 +18,14 @@ export {
   RequestEvent,
   type RequestRecord,
 } from './hooks.js';
+export {
+  AUTH_BUSY,
+  AUTH_DENIED,
+  AUTH_OK,
+  BasicAuthenticator,
+  type BasicAuthOptions,
+  type PasswordVerifier,
+} from './middleware/basic-auth.js';
 export { RateLimiter } from './middleware/rate-limiter.js';
 export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
 export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
