@@ -233,6 +233,48 @@ describe('analytics hooks', () => {
     expect(analytics.get('vitals.test')?.top_pages).toEqual([{ path: '/', views: 1 }]);
   });
 
+  it("counts a beacon's ratings per page (its `p`, else a same-host Referer) in the minute rollup", async () => {
+    const t = await tokenFor('pages.test');
+    const beacon = (body: object, ip: string, referer?: string) =>
+      request(
+        'POST',
+        '/_proxyd/collect',
+        { host: 'pages.test', 'x-test-ip': ip, 'content-type': 'text/plain', ...(referer ? { referer } : {}) },
+        JSON.stringify({ t, ...body }),
+      );
+    const m = [
+      { n: 'LCP', v: 2500 },
+      { n: 'INP', v: 600 },
+    ];
+    expect((await beacon({ m, p: '/docs/intro' }, '198.51.100.20')).status).toBe(204);
+    // An older script's beacon: no `p`, the page from its same-host Referer.
+    expect((await beacon({ m: [{ n: 'CLS', v: 0.3 }] }, '198.51.100.21', 'http://pages.test/blog?x=1')).status).toBe(
+      204,
+    );
+    // No `p` and another host's Referer: in the snapshot's percentiles, on no page.
+    expect((await beacon({ m: [{ n: 'LCP', v: 100 }] }, '198.51.100.22', 'https://elsewhere.example/')).status).toBe(
+      204,
+    );
+    for (const p of ['docs', 5, null, `/${'x'.repeat(3000)}`]) {
+      expect((await beacon({ m, p }, '198.51.100.23')).status).toBe(400);
+    }
+    const rollups = analytics.drainRollups(clock + 60_000).filter((r) => r.domain === 'pages.test');
+    expect(rollups).toHaveLength(1);
+    const vitals = rollups[0]?.vitals ?? {};
+    expect(Object.keys(vitals).sort()).toEqual(['/blog', '/docs/intro']);
+    expect(vitals['/docs/intro']?.lcp).toEqual({ good: 1, needs_improvement: 0, poor: 0 });
+    expect(vitals['/docs/intro']?.inp).toEqual({ good: 0, needs_improvement: 0, poor: 1 });
+    expect(vitals['/blog']?.cls).toEqual({ good: 0, needs_improvement: 0, poor: 1 });
+    analytics.flush();
+    expect(analytics.get('pages.test')?.web_vitals.lcp.p50).toBeGreaterThan(0);
+  });
+
+  it('the browser script sends the page path it loaded on with its beacon', async () => {
+    const script = await (await get('/_proxyd/a.js', 'site.test')).text();
+    expect(script).toMatch(/location\.pathname/);
+    expect(script).toMatch(/JSON\.stringify\(\{t(?::\w+)?,m(?::\w+)?,p:\w+\}\)/);
+  });
+
   it('rejects a forged or foreign token (403), bad values (400), oversize (413), wrong method (405)', async () => {
     const other = await tokenFor('other.test');
     const m = [{ n: 'LCP', v: 1000 }];

@@ -36,6 +36,8 @@ import {
   injectWhole,
   sharesInjectedHeaders,
 } from './inject.js';
+import { sameHostPath } from './page-view.js';
+import type { MinuteRollup } from './rollup.js';
 import { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
 import { BeaconTokens } from './token.js';
@@ -60,6 +62,8 @@ export interface AnalyticsOptions {
   onDomainCap?: (info: DomainCapReached) => void;
   /** The browser script (default: the built `dist/browser/a.js`). */
   script?: ScriptAsset;
+  /** Count per-minute rollups for `drainRollups` (default true; the daemon turns them off without history). */
+  rollups?: boolean;
 }
 
 /** Analytics as the daemon uses it: data-plane hooks, an admin reader and a lifecycle. */
@@ -81,6 +85,14 @@ export interface Analytics {
    * flushes and changes no collector.
    */
   exportState(domain?: string): AnalyticsState;
+  /**
+   * Every complete minute's rollup (minute start + 60 s ≤ `now`, default the
+   * clock) of every domain, forgotten here once returned; the current minute
+   * stays until it is complete. Counts the queued records first.
+   */
+  drainRollups(now?: number): MinuteRollup[];
+  /** Sets the visitor-hash salt (≥ 8 bytes; the control plane's daily salt; random per process until set). */
+  setVisitorSalt(salt: Buffer): void;
   /** Runs the aggregation cycle now. */
   flush(): void;
   /** Stops the cycle timer. */
@@ -108,6 +120,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     maxDomains: options.maxDomains ?? DEFAULT_MAX_DOMAINS,
     ...(country ? { country } : {}),
     ...(options.onDomainCap ? { onDomainCap: options.onDomainCap } : {}),
+    rollups: options.rollups !== false,
   });
   const tokens = new BeaconTokens(options.secret);
   const limiter = new BeaconRateLimiter(options.beaconRatePerSecond ?? BEACON_RATE_PER_SECOND);
@@ -187,7 +200,9 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
       refuse(res, 403, 'forbidden');
       return;
     }
-    for (const o of beacon.observations) collector.observe(ctx.host, o.metric, o.value);
+    // The page: the beacon's own path, else (older scripts) the Referer's when it is this host.
+    const page = beacon.path ?? sameHostPath(req.headers.referer, ctx.host);
+    for (const o of beacon.observations) collector.observe(ctx.host, o.metric, o.value, page);
     markRequest(res, RequestEvent.BeaconAccepted);
     res.writeHead(204, { 'cache-control': 'no-store' }).end();
   }
@@ -265,6 +280,11 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
       drain();
       return collector.exportState(domain);
     },
+    drainRollups: (at) => {
+      drain();
+      return collector.drainRollups(at ?? now());
+    },
+    setVisitorSalt: (salt) => collector.setVisitorSalt(salt),
     flush: () => collector.flush(),
     async close() {
       clearInterval(timer);

@@ -11,6 +11,8 @@ export const BEACON_RATE_PER_SECOND = 10;
 const RATE_TABLE_LIMIT = 100_000;
 /** Metrics in one beacon at most. */
 const MAX_METRICS = 8;
+/** Longest page path a beacon may carry, characters. */
+export const MAX_BEACON_PATH = 2048;
 
 /** Largest plausible value per metric (ms for LCP/INP, score for CLS). */
 export const VITAL_LIMITS: Readonly<Record<'LCP' | 'CLS' | 'INP', number>> = Object.freeze({
@@ -27,13 +29,23 @@ export interface VitalObservation {
   value: number;
 }
 
+/** A parsed beacon. */
+export interface Beacon {
+  token: string;
+  observations: VitalObservation[];
+  /** The page's path (`location.pathname` when the script ran), or null when the beacon has none (scripts before issue 22). */
+  path: string | null;
+}
+
 /**
- * Parses a beacon body `{"t": token, "m": [{"n": "LCP"|"CLS"|"INP", "v": number}]}`.
- * Returns the token and observations, or null when the body is not that shape,
- * a metric is unknown, or a value is not finite, negative or implausible
- * ({@link VITAL_LIMITS}): one bad entry rejects the whole beacon.
+ * Parses a beacon body `{"t": token, "m": [{"n": "LCP"|"CLS"|"INP", "v": number}], "p": "/path"}`
+ * (`p` optional). Returns the token, observations and path, or null when the
+ * body is not that shape, a metric is unknown, a value is not finite,
+ * negative or implausible ({@link VITAL_LIMITS}), or `p` is there but not a
+ * path (a string starting with `/`, at most {@link MAX_BEACON_PATH}
+ * characters): one bad entry rejects the whole beacon.
  */
-export function parseBeacon(text: string): { token: string; observations: VitalObservation[] } | null {
+export function parseBeacon(text: string): Beacon | null {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -41,8 +53,9 @@ export function parseBeacon(text: string): { token: string; observations: VitalO
     return null;
   }
   if (typeof body !== 'object' || body === null) return null;
-  const { t, m } = body as { t?: unknown; m?: unknown };
+  const { t, m, p } = body as { t?: unknown; m?: unknown; p?: unknown };
   if (typeof t !== 'string' || !Array.isArray(m) || m.length === 0 || m.length > MAX_METRICS) return null;
+  if (p !== undefined && (typeof p !== 'string' || !p.startsWith('/') || p.length > MAX_BEACON_PATH)) return null;
   const observations: VitalObservation[] = [];
   for (const entry of m) {
     if (typeof entry !== 'object' || entry === null) return null;
@@ -53,7 +66,7 @@ export function parseBeacon(text: string): { token: string; observations: VitalO
     if (metric === undefined || !Number.isFinite(v) || v < 0 || v > limit) return null;
     observations.push({ metric, value: v });
   }
-  return { token: t, observations };
+  return { token: t, observations, path: p ?? null };
 }
 
 /** A fixed one-second window per client IP (the table is cleared every second). */

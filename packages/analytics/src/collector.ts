@@ -1,8 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import type { RequestRecord } from '@proxyd/proxy-core';
 import { ANALYTICS_STATE_VERSION, type AnalyticsState } from './analytics-state.js';
 import { DomainCollector, type VitalName } from './domain-collector.js';
+import { AnalyticsError } from './errors.js';
 import { hashString } from './hash.js';
+import { DomainRollups } from './minute-rollups.js';
+import type { MinuteRollup } from './rollup.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
+import { UserAgentCache } from './user-agent.js';
 
 /** Domains tracked at most; requests for further domains are not counted. */
 export const DEFAULT_MAX_DOMAINS = 1000;
@@ -32,7 +37,12 @@ export interface CollectorOptions {
   country?: CountryLookup;
   /** Called once, on the first request dropped past `maxDomains`. */
   onDomainCap?: (info: DomainCapReached) => void;
+  /** Count per-minute rollups for `drainRollups` (default true; off, the per-request cost is the snapshot's alone). */
+  rollups?: boolean;
 }
+
+/** Smallest visitor salt, bytes (two 32-bit hash seeds). */
+export const MIN_SALT_BYTES = 8;
 
 /**
  * Every domain's collectors, keyed by lowercase host. What counts as a
@@ -51,12 +61,62 @@ export class AnalyticsCollector {
   readonly #country: CountryLookup | undefined;
   readonly #onDomainCap: ((info: DomainCapReached) => void) | undefined;
   #dropped = 0;
+  /** Whether each domain counts per-minute rollups (`DomainCollector.rollups`). */
+  readonly #rollupsOn: boolean;
+  readonly #userAgents = new UserAgentCache();
+  #seedA = 0;
+  #seedB = 0;
+  /** The visitor hash: hash(salt, client IP, user agent), 32 bits (README, "Visitors"). */
+  readonly #visitorHash = (ip: string, uaHash: number): number => {
+    let h = hashString(ip, this.#seedA) ^ Math.imul(uaHash ^ this.#seedB, 0x9e3779b1);
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    return h >>> 0;
+  };
 
   constructor(options: CollectorOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#maxDomains = options.maxDomains ?? DEFAULT_MAX_DOMAINS;
     this.#country = options.country;
     this.#onDomainCap = options.onDomainCap;
+    this.#rollupsOn = options.rollups !== false;
+    this.setVisitorSalt(randomBytes(32));
+  }
+
+  /**
+   * Sets the salt of the visitor hash (at least {@link MIN_SALT_BYTES}
+   * bytes; random per process until set). The control plane gives every
+   * worker the day's salt, so their visitor registers merge.
+   */
+  setVisitorSalt(salt: Buffer): void {
+    if (!Buffer.isBuffer(salt) || salt.length < MIN_SALT_BYTES) {
+      throw new AnalyticsError(
+        'ANALYTICS_BAD_OPTION',
+        `visitor salt of ${salt?.length} bytes, want >= ${MIN_SALT_BYTES}`,
+      );
+    }
+    this.#seedA = salt.readUInt32LE(0) ^ hashString(salt.toString('latin1'), 1);
+    this.#seedB = salt.readUInt32LE(4) ^ hashString(salt.toString('latin1'), 2);
+  }
+
+  /** The parsed User-Agent cache (tests, bench). */
+  get userAgents(): UserAgentCache {
+    return this.#userAgents;
+  }
+
+  /**
+   * Every complete minute's rollup (minute start + 60 s ≤ `nowMs`) of every
+   * domain, oldest first per domain, forgotten here once returned; each
+   * domain's current minute stays until it is complete. Empty when rollups
+   * are off.
+   */
+  drainRollups(nowMs: number = this.#now()): MinuteRollup[] {
+    const out: MinuteRollup[] = [];
+    for (const collector of this.#domains.values()) collector.rollups?.drain(nowMs, out);
+    return out;
   }
 
   /** Requests not counted because the domain cap was reached. */
@@ -75,13 +135,22 @@ export class AnalyticsCollector {
       if (this.#domains.size >= this.#maxDomains || host.length === 0) return undefined;
       collector = new DomainCollector(host, this.#now());
       this.#domains.set(host, collector);
+      if (this.#rollupsOn) collector.rollups = new DomainRollups(host);
     }
     return collector;
   }
 
   /** Counts one finished request (the data plane's `onRequest` hook). O(1). */
   record(record: RequestRecord): void {
-    if (record.domain === null || !record.analytics || record.path.startsWith(RESERVED_PREFIX)) return;
+    if (record.domain === null || !record.analytics) return;
+    if (record.path.startsWith(RESERVED_PREFIX)) {
+      // Not in the snapshot; in a tracked domain's rollup `requests` (never a page view).
+      const rollups = this.#domains.get(record.host)?.rollups;
+      if (rollups !== undefined) {
+        rollups.count(record, this.#userAgents.get(record.userAgent), null, this.#visitorHash, this.#now());
+      }
+      return;
+    }
     const collector = this.#collector(record.host);
     if (collector === undefined) {
       if (record.host.length === 0) return;
@@ -90,12 +159,24 @@ export class AnalyticsCollector {
     }
     const ipHash = hashString(record.clientIp);
     const country = this.#country === undefined ? null : this.#country(record.clientIp, ipHash);
-    collector.count(record, ipHash, country, this.#now());
+    const now = this.#now();
+    collector.count(record, ipHash, country, now);
+    const rollups = collector.rollups;
+    if (rollups !== undefined) {
+      rollups.count(record, this.#userAgents.get(record.userAgent), country, this.#visitorHash, now);
+    }
   }
 
-  /** Buffers one validated Web Vitals observation for `host` (ignored past the domain cap). */
-  observe(host: string, metric: VitalName, value: number): void {
-    this.#collector(host)?.observe(metric, value);
+  /**
+   * Buffers one validated Web Vitals observation for `host` (ignored past
+   * the domain cap) and, given the page's `path`, counts its rating in that
+   * page's rollup vitals.
+   */
+  observe(host: string, metric: VitalName, value: number, path?: string | null): void {
+    const collector = this.#collector(host);
+    if (collector === undefined) return;
+    collector.observe(metric, value);
+    if (path != null) collector.rollups?.observe(path, metric, value, this.#now());
   }
 
   /** Merges every domain's pending Web Vitals (the aggregation cycle). */

@@ -1,5 +1,6 @@
 import type { RequestRecord } from '@proxyd/proxy-core';
 import { HyperLogLog } from './hyperloglog.js';
+import type { DomainRollups } from './minute-rollups.js';
 import { referrerHost } from './referrer.js';
 import { SlidingWindowCounter } from './sliding-window.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
@@ -74,6 +75,8 @@ export class DomainCollector {
   readonly #status = new Float64Array(6);
   #bytes = 0;
   #vitals: Record<VitalName, VitalDigest> | undefined;
+  /** This domain's per-minute rollups (set by the collector when rollups are on; not part of the snapshot or state). */
+  rollups: DomainRollups | undefined = undefined;
 
   /**
    * @param domain lowercase hostname

@@ -13,6 +13,7 @@ export {
   DEFAULT_CYCLE_MS,
   DEFAULT_MAX_DOMAINS,
   type DomainCapReached,
+  MIN_SALT_BYTES,
   RESERVED_PREFIX,
 } from './collector.js';
 export { type DomainState, MAX_KEY_LENGTH, TOP_CAPACITY, WINDOW_1M, WINDOW_60M } from './domain-collector.js';
@@ -28,6 +29,8 @@ export {
   injectableCoding,
   sharesInjectedHeaders,
 } from './inject.js';
+export { MINUTE_MS, ROLLUP_BACKLOG_MINUTES } from './minute-rollups.js';
+export { isHtml, isPageView } from './page-view.js';
 export {
   addPageVitals,
   emptyPageVitals,
@@ -53,4 +56,6 @@ export { type LoadedSecret, loadSecretFile, SECRET_BYTES, SECRET_FILE_NAME } fro
 export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
 export { SpaceSaving, type TopItem, type TopListState } from './space-saving.js';
 export { BeaconTokens, TOKEN_VALID_WINDOWS, TOKEN_WINDOW_MS } from './token.js';
+export { classifyUserAgent, type DeviceClass, UserAgentCache, type UserAgentInfo } from './user-agent.js';
+export { parseUtm, type UtmParams } from './utm.js';
 export { PENDING_LIMIT, type Percentiles, VitalDigest, type VitalState } from './vital-digest.js';

@@ -7,6 +7,8 @@ import { onCLS, onINP, onLCP } from 'web-vitals';
   const script = document.currentScript;
   const token = script?.getAttribute('data-t');
   if (!token) return;
+  // The page the vitals belong to: the document's path when it loaded (the page view the proxy counted).
+  const page = location.pathname;
   const latest = new Map();
   const sent = new Map();
   const record = (metric) => {
@@ -21,7 +23,7 @@ import { onCLS, onINP, onLCP } from 'web-vitals';
       }
     }
     if (m.length === 0) return;
-    const body = JSON.stringify({ t: token, m });
+    const body = JSON.stringify({ t: token, m, p: page });
     // location.origin: a relative URL would follow the page's <base href>.
     const url = `${location.origin}/_proxyd/collect`;
     let queued = false;
