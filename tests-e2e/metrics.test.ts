@@ -105,7 +105,12 @@ describe('the metrics listener', () => {
     const res = await request(metricsPort, { path: '/metrics' });
     expect(res.headers['content-type']).toBe('text/plain; version=0.0.4');
     expect(sampleValue(res.body, 'proxyd_requests_total{domain="app.localhost",status_class="2xx"}')).toBe(3);
-    expect(sampleValue(res.body, 'proxyd_requests_by_method_total{method="PUT"}')).toBe(1);
+    expect(
+      sampleValue(
+        res.body,
+        'proxyd_http_requests_total{domain="app.localhost",method="PUT",protocol="h1",status_class="2xx"}',
+      ),
+    ).toBe(1);
     expect(sampleValue(res.body, 'proxyd_request_size_bytes_sum')).toBe(8);
     expect(sampleValue(res.body, 'proxyd_config_last_reload_successful')).toBe(1);
     expect(res.body).not.toContain('_other');
@@ -170,7 +175,12 @@ http://cached.localhost {
     );
     expect(workers).toEqual(new Set([0, 1]));
     const { body } = await request(metricsPort, { path: '/metrics' });
-    expect(sampleValue(body, 'proxyd_requests_by_method_total{method="GET"}')).toBe(70);
+    // Every GET the clients sent, whatever its domain and status, summed over the workers' series.
+    const gets = body
+      .split('\n')
+      .filter((l) => l.startsWith('proxyd_http_requests_total{') && l.includes('method="GET"'))
+      .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+    expect(gets).toBe(70);
     expect(sampleValue(body, 'proxyd_rate_limited_total{domain="limited.localhost"}')).toBe(refused);
     expect(sampleValue(body, 'proxyd_cache_requests_total{result="hit"}')).toBe(hits);
     expect(sampleValue(body, 'proxyd_cache_requests_total{result="miss"}')).toBe(misses);

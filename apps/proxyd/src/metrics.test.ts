@@ -393,15 +393,22 @@ describe('metrics of issue 21', () => {
     expect(t).not.toMatch(/^proxyd_request_duration_seconds_\w+\{[^}]*status_class="5xx"/m);
   });
 
-  it('proxyd_requests_by_method_total: each method seen, unknown ones as OTHER', async () => {
+  it('proxyd_http_requests_total: by domain, method (unknown ones as OTHER), protocol and status class, only what was seen', async () => {
     const metrics = createMetrics({ processMetrics: false });
     for (const method of ['GET', 'GET', 'POST', 'PROPFIND', 'get'])
       metrics.onRequest({ ...record('a.test', 200), method });
+    metrics.onRequest({ ...record('a.test', 404), protocol: 'h2' });
+    metrics.onRequest({ ...record('b.test', 503), method: 'POST', protocol: 'h2' });
     const t = await text(metrics);
-    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="GET"}')).toBe(2);
-    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="POST"}')).toBe(1);
-    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="OTHER"}')).toBe(2);
-    expect(t).not.toContain('method="DELETE"');
+    const series = (d: string, m: string, p: string, c: string) =>
+      `proxyd_http_requests_total{domain="${d}",method="${m}",protocol="${p}",status_class="${c}"}`;
+    expect(sampleValue(t, series('a.test', 'GET', 'h1', '2xx'))).toBe(2);
+    expect(sampleValue(t, series('a.test', 'POST', 'h1', '2xx'))).toBe(1);
+    expect(sampleValue(t, series('a.test', 'OTHER', 'h1', '2xx'))).toBe(2);
+    expect(sampleValue(t, series('a.test', 'GET', 'h2', '4xx'))).toBe(1);
+    expect(sampleValue(t, series('b.test', 'POST', 'h2', '5xx'))).toBe(1);
+    // Sparse: five series for five combinations, no zeros.
+    expect(t.split('\n').filter((l) => l.startsWith('proxyd_http_requests_total{'))).toHaveLength(5);
   });
 
   it('proxyd_request_size_bytes and proxyd_response_size_bytes', async () => {
@@ -532,7 +539,9 @@ describe('metrics of issue 21', () => {
     for (let i = 0; i < 3; i++) two.onRequest({ ...record('c.test', 429), events: RequestEvent.RateLimited });
     primary.recordReload(false);
     const t = await primary.render();
-    expect(sampleValue(t, 'proxyd_requests_by_method_total{method="POST"}')).toBe(2);
+    expect(
+      sampleValue(t, 'proxyd_http_requests_total{domain="a.test",method="POST",protocol="h1",status_class="2xx"}'),
+    ).toBe(2);
     expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="256"}')).toBe(10);
     expect(sampleValue(t, 'proxyd_request_size_bytes_bucket{le="1024"}')).toBe(12);
     expect(sampleValue(t, 'proxyd_request_size_bytes_sum')).toBe(600);
@@ -544,6 +553,12 @@ describe('metrics of issue 21', () => {
     expect(sampleValue(t, 'proxyd_rate_limited_total{domain="a.test"}')).toBe(2);
     expect(sampleValue(t, 'proxyd_rate_limited_total{domain="c.test"}')).toBe(3);
     expect(sampleValue(t, `proxyd_rate_limited_total{domain="${OTHER_DOMAIN}"}`)).toBe(1); // b.test's
+    expect(
+      sampleValue(
+        t,
+        `proxyd_http_requests_total{domain="${OTHER_DOMAIN}",method="GET",protocol="h1",status_class="4xx"}`,
+      ),
+    ).toBe(1); // b.test's too
     expect(t).not.toContain('domain="b.test"');
     expect(sampleValue(t, 'proxyd_config_reloads_total{result="failure"}')).toBe(1);
     expect(sampleValue(t, 'proxyd_config_last_reload_successful')).toBe(0);

@@ -149,8 +149,10 @@ export interface PrimaryMetrics extends MetricsExposition {
  *   (no domain label, to keep the bucket series bounded).
  * - `proxyd_requests_by_protocol_total{protocol}` — requests per client
  *   protocol, `h1` (HTTP/1.x) or `h2` (HTTP/2); both series from the start.
- * - `proxyd_requests_by_method_total{method}` — per method, `OTHER` for
- *   one outside RFC 9110 and PATCH.
+ * - `proxyd_http_requests_total{domain,method,protocol,status_class}` — per
+ *   route domain, method (`OTHER` for one outside RFC 9110 and PATCH),
+ *   client protocol and status class, as Traefik's per-service counter; a
+ *   series appears with its first request; domains capped as above.
  * - `proxyd_request_size_bytes`, `proxyd_response_size_bytes` — histograms
  *   of the declared request body and of the response body bytes written.
  * - `proxyd_requests_in_flight`, `proxyd_open_connections` — gauges read

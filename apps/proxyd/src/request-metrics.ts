@@ -95,9 +95,22 @@ const EVENT_FAMILIES = [
 /** Every bit {@link EVENT_FAMILIES} counts, in one array: index i counts bit `EVENT_BITS[i]`. */
 const EVENT_BITS: readonly number[] = EVENT_FAMILIES.flatMap((f) => f.results.map(([, bit]) => bit));
 
-/** Per domain: requests by status class, then the requests `rate_limit` refused. */
+/** The `protocol` label's values, by `RequestRecord.protocol`. */
+const PROTOCOLS = ['h1', 'h2'] as const;
+
+/**
+ * Per domain: requests by status class, the requests `rate_limit` refused,
+ * then requests by method × protocol × status class
+ * (`proxyd_http_requests_total`; {@link detailSlot}).
+ */
 const RATE_LIMITED = STATUS_CLASSES.length;
-const ROW_LENGTH = STATUS_CLASSES.length + 1;
+const DETAIL = STATUS_CLASSES.length + 1;
+const ROW_LENGTH = DETAIL + METHODS.length * PROTOCOLS.length * STATUS_CLASSES.length;
+
+/** The row slot of (method, protocol, status class) indices. */
+function detailSlot(method: number, protocol: number, cls: number): number {
+  return DETAIL + (method * PROTOCOLS.length + protocol) * STATUS_CLASSES.length + cls;
+}
 
 /** What prom-client's registry reads from a metric object at each scrape. */
 interface ExposedMetric {
@@ -154,7 +167,10 @@ class Buckets {
  * - `proxyd_request_duration_seconds{status_class}` (histogram, {@link DURATION_BUCKETS}):
  *   a class's series appear with its first request.
  * - `proxyd_requests_by_protocol_total{protocol}`: `h1` and `h2`, both from the start.
- * - `proxyd_requests_by_method_total{method}` ({@link METHODS}): a method's series with its first request.
+ * - `proxyd_http_requests_total{domain,method,protocol,status_class}` (Traefik's
+ *   `traefik_service_requests_total` shape; {@link METHODS}, `h1`/`h2`): a series
+ *   appears with its first request, so a domain has the few its traffic makes
+ *   (e.g. GET over h2 answered 2xx), not all 120.
  * - `proxyd_request_size_bytes`, `proxyd_response_size_bytes` (histograms, {@link SIZE_BUCKETS}):
  *   the declared request body, the response body bytes written.
  * - `proxyd_rate_limited_total{domain}`: a domain's series with its first refusal.
@@ -177,8 +193,7 @@ export class RequestMetrics {
   readonly #durations: Buckets[];
   readonly #requestSizes = new Buckets(SIZE_BUCKETS);
   readonly #responseSizes = new Buckets(SIZE_BUCKETS);
-  readonly #byProtocol = new Float64Array(2);
-  readonly #byMethod = new Float64Array(METHODS.length);
+  readonly #byProtocol = new Float64Array(PROTOCOLS.length);
   /** Counts of each bit of {@link EVENT_BITS}. */
   readonly #events = new Float64Array(EVENT_BITS.length);
 
@@ -199,8 +214,8 @@ export class RequestMetrics {
     (this.#durations[cls] as Buckets).observe(record.durationMs / 1000);
     const protocol = record.protocol === 'h2' ? 1 : 0;
     this.#byProtocol[protocol] = (this.#byProtocol[protocol] ?? 0) + 1;
-    const method = methodIndex(record.method);
-    this.#byMethod[method] = (this.#byMethod[method] ?? 0) + 1;
+    const slot = detailSlot(methodIndex(record.method), protocol, cls);
+    row[slot] = (row[slot] ?? 0) + 1;
     this.#requestSizes.observe(record.bytesReceived ?? 0);
     this.#responseSizes.observe(record.bytesSent);
     if (events !== 0) {
@@ -243,13 +258,13 @@ export class RequestMetrics {
         'proxyd_requests_by_protocol_total',
         'counter',
         'Finished requests by client protocol (h1: HTTP/1.x, h2: HTTP/2).',
-        () => ['h1', 'h2'].map((protocol, i) => ({ value: this.#byProtocol[i] ?? 0, labels: { protocol } })),
+        () => PROTOCOLS.map((protocol, i) => ({ value: this.#byProtocol[i] ?? 0, labels: { protocol } })),
       ],
       [
-        'proxyd_requests_by_method_total',
+        'proxyd_http_requests_total',
         'counter',
-        'Finished requests by method (OTHER: a method outside RFC 9110 and PATCH).',
-        () => this.#methodValues(),
+        'Requests answered by the data plane, by route domain, method (OTHER: outside RFC 9110 and PATCH), client protocol and status class.',
+        () => this.#detailValues(),
       ],
       [
         'proxyd_request_size_bytes',
@@ -311,12 +326,18 @@ export class RequestMetrics {
     return values;
   }
 
-  #methodValues(): Sample[] {
+  #detailValues(): Sample[] {
     const values: Sample[] = [];
-    METHODS.forEach((method, i) => {
-      const n = this.#byMethod[i] ?? 0;
-      if (n > 0) values.push({ value: n, labels: { method } });
-    });
+    for (const [domain, row] of this.#rows) {
+      METHODS.forEach((method, m) => {
+        PROTOCOLS.forEach((protocol, p) => {
+          STATUS_CLASSES.forEach((status_class, cls) => {
+            const n = row[detailSlot(m, p, cls)] ?? 0;
+            if (n > 0) values.push({ value: n, labels: { domain, method, protocol, status_class } });
+          });
+        });
+      });
+    }
     return values;
   }
 

@@ -43,7 +43,7 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   proxyd_requests_total: 'sum',
   proxyd_request_duration_seconds: 'sum',
   proxyd_requests_by_protocol_total: 'sum',
-  proxyd_requests_by_method_total: 'sum',
+  proxyd_http_requests_total: 'sum',
   proxyd_request_size_bytes: 'sum',
   proxyd_response_size_bytes: 'sum',
   proxyd_rate_limited_total: 'sum',
@@ -108,8 +108,8 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
 export interface MergeOptions {
   /**
    * Bounds `proxyd_requests_total{domain}` after summing (see
-   * {@link DomainCap}), and `proxyd_rate_limited_total{domain}` to the
-   * same domains.
+   * {@link DomainCap}), and `proxyd_rate_limited_total{domain}` and
+   * `proxyd_http_requests_total{domain,…}` to the same domains.
    */
   domains?: DomainCap;
   /** At most this many `proxyd_upstream_healthy{upstream}` series, as each process keeps (default: no bound). */
@@ -214,8 +214,10 @@ export function mergeSnapshots(snapshots: readonly MetricsSnapshot[], options: M
     // Requests first: the domains it admits are those the other family keeps.
     const requests = merged.find((m) => m.name === 'proxyd_requests_total');
     if (requests) requests.values = domains.apply(requests.values);
-    const limited = merged.find((m) => m.name === 'proxyd_rate_limited_total');
-    if (limited) limited.values = domains.fold(limited.values);
+    for (const name of ['proxyd_rate_limited_total', 'proxyd_http_requests_total']) {
+      const family = merged.find((m) => m.name === name);
+      if (family) family.values = domains.fold(family.values);
+    }
   }
   return merged;
 }
