@@ -25,7 +25,7 @@ export const MINUTE_MS = 60_000;
  * this backlog (nobody drains, e.g. history off) the oldest are dropped, so
  * memory stays bounded.
  */
-export const ROLLUP_BACKLOG_MINUTES = 10;
+export const ROLLUP_BACKLOG_MINUTES = 3;
 /** Longest breakdown key or vitals path, characters (a longer one is cut, as the snapshot's top lists do). */
 export const MAX_ROLLUP_KEY_LENGTH = 96;
 
