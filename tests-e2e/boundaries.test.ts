@@ -15,6 +15,7 @@ const libraries = [
   'packages/docker-source',
   'packages/analytics',
   'packages/admin-api',
+  'packages/dashboard',
   'packages/cli',
   'packages/test-peers',
 ];
@@ -36,6 +37,8 @@ const allowed: Record<string, string[]> = {
   '@proxyd/analytics': ['@proxyd/proxy-core'],
   // The shared value rules (domains, host:port), pure functions beside the model's schemas.
   '@proxyd/admin-api': ['@proxyd/proxy-core/model'],
+  // Its own ports for what it reads (history, live snapshots); proxy-core for the `basic_auth` check it shares.
+  '@proxyd/dashboard': ['@proxyd/proxy-core', '@proxyd/proxy-core/model'],
   '@proxyd/cli': ['@proxyd/proxyfile', '@proxyd/admin-api'],
   // Real peers for tests (pebble): imports nothing of the product, and nothing ships it.
   '@proxyd/test-peers': [],
@@ -51,6 +54,7 @@ const allowed: Record<string, string[]> = {
     '@proxyd/cluster',
     '@proxyd/docker-source',
     '@proxyd/admin-api',
+    '@proxyd/dashboard',
     '@proxyd/cli',
   ],
 };
