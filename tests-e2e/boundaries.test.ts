@@ -14,6 +14,7 @@ const libraries = [
   'packages/proxyfile',
   'packages/docker-source',
   'packages/analytics',
+  'packages/history',
   'packages/admin-api',
   'packages/dashboard',
   'packages/cli',
@@ -35,6 +36,8 @@ const allowed: Record<string, string[]> = {
   '@proxyd/docker-source': ['@proxyd/proxy-core/model', '@proxyd/route-store'],
   // Types only (checked below): analytics implements proxy-core's hook interfaces without its runtime.
   '@proxyd/analytics': ['@proxyd/proxy-core'],
+  // The rollups it stores (their type, mergeRollups) and the HyperLogLog estimator.
+  '@proxyd/history': ['@proxyd/analytics'],
   // The shared value rules (domains, host:port), pure functions beside the model's schemas.
   '@proxyd/admin-api': ['@proxyd/proxy-core/model'],
   // Its own ports for what it reads (history, live snapshots); proxy-core for the `basic_auth` check it shares.
@@ -48,6 +51,7 @@ const allowed: Record<string, string[]> = {
     '@proxyd/route-store',
     '@proxyd/proxyfile',
     '@proxyd/analytics',
+    '@proxyd/history',
     '@proxyd/certificates',
     // The light entry a data-plane worker loads (the challenge table, no ACME client).
     '@proxyd/certificates/challenge-table',
