@@ -181,6 +181,7 @@ function legend(): HTMLElement {
 
 /** The Web Vitals of each page over a range: rating, sample count and the three shares per metric. */
 export function vitalsTable(table: HTMLTableElement, pages: readonly VitalsPage[]): HTMLElement {
+  table.classList.remove('live');
   table.replaceChildren(
     h(
       'thead',
@@ -212,13 +213,20 @@ export function vitalsTable(table: HTMLTableElement, pages: readonly VitalsPage[
 
 /** The live snapshot's percentiles (all pages since start), each rated by its p75. */
 export function liveVitalsTable(table: HTMLTableElement, snapshot: LiveSnapshot | null): HTMLElement {
+  table.classList.add('live');
   const rows = VITAL_METRICS.map((m) => {
     const p = snapshot?.web_vitals[m];
     const seen = p !== undefined && (p.p50 > 0 || p.p75 > 0 || p.p95 > 0);
     return h(
       'tr',
       { attrs: { 'data-metric': m } },
-      h('td', {}, h('strong', {}, m.toUpperCase()), ' ', h('span', { class: 'muted' }, VITAL_THRESHOLDS[m].name)),
+      h(
+        'td',
+        { title: VITAL_THRESHOLDS[m].name },
+        h('strong', {}, m.toUpperCase()),
+        ' ',
+        h('span', { class: 'muted long' }, VITAL_THRESHOLDS[m].name),
+      ),
       h('td', {}, seen ? badge(rateValue(m, p.p75)) : badge(null)),
       h('td', {}, seen ? vital(m, p.p50) : '–'),
       h('td', {}, seen ? vital(m, p.p75) : '–'),

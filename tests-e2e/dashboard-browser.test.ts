@@ -1,0 +1,215 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './support/admin.js';
+import { freePort, type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
+
+// Issue 22: the dashboard in a real browser. The built daemon serves a site
+// in front of a real upstream; headless Chromium visits its pages from three
+// "countries" (X-Forwarded-For through trusted_proxies), so the injected
+// script sends real Web Vitals beacons; then Chromium opens the dashboard,
+// signed in with basic_auth, and the numbers in its DOM are those visits.
+// Screenshots at desktop and phone widths go to tests-e2e/artifacts/.
+
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+// bcrypt (cost 4) of "correct horse".
+const HASH = '$2b$04$E3wV7lSkEKVhqBXk6fNceOPrI2aFyCXocr3NF.ID3jJr7bTBwxTTi';
+const CREDENTIALS = { username: 'alice', password: 'correct horse' };
+const AUTH = `Basic ${Buffer.from('alice:correct horse').toString('base64')}`;
+const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
+const SITE = 'shop.localhost';
+
+/** A page with a large hero (LCP), a late shift (CLS) and a slow button (INP). */
+const page = (title: string) => `<!doctype html>
+<html><head><meta charset="utf-8"><title>${title}</title>
+<style>body{margin:0;font:16px sans-serif} #hero{width:800px;height:300px;background:linear-gradient(#39f,#f93)} #btn{font-size:24px;padding:20px}</style>
+</head>
+<body>
+<div id="spacer"></div>
+<h1>${title}</h1>
+<div id="hero"></div>
+<p><button id="btn">buy</button> <span id="out"></span></p>
+<script>
+  setTimeout(() => { document.getElementById('spacer').style.height = '120px'; }, 300);
+  document.getElementById('btn').addEventListener('click', () => {
+    const end = performance.now() + 150; while (performance.now() < end) {}
+    document.getElementById('out').textContent = 'thanks';
+  });
+</script>
+</body></html>`;
+
+/** Three visitors: where they come from, what they read, from which referrer. */
+const VISITS = [
+  { ip: '81.2.69.160', country: 'GB', referer: 'https://news.example/', paths: ['/', '/pricing'] },
+  { ip: '133.242.0.1', country: 'JP', referer: undefined, paths: ['/', '/blog/launch?utm_source=newsletter'] },
+  { ip: '24.48.0.1', country: 'CA', referer: 'https://search.example/?q=proxy', paths: ['/pricing'] },
+];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Realtime {
+  snapshot: {
+    page_views_60m: number;
+    top_pages: { path: string; views: number }[];
+    countries: { country: string; count: number }[];
+    web_vitals: Record<'lcp' | 'cls' | 'inp', { p75: number }>;
+  } | null;
+}
+
+describe('the dashboard in Chromium (built daemon, real traffic and beacons)', () => {
+  let proxyd: RunningProxyd;
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let dashboardPort: number;
+  let browser: Browser;
+  let context: BrowserContext;
+
+  beforeAll(async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    upstream = await startUpstream((req, res) => {
+      const url = req.url ?? '/';
+      if (url === '/favicon.ico') {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = Buffer.from(page(url));
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': body.length });
+      res.end(body);
+    });
+    dashboardPort = await freePort();
+    proxyd = await startProxyd({
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXYD_ANALYTICS_CYCLE_MS: '500' },
+      global: `\ttrusted_proxies 127.0.0.1/8\n\tdashboard :${dashboardPort} {\n\t\tbasic_auth alice ${HASH}\n\t}\n`,
+      sites: `http://${SITE} {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
+    });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: FLAGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await proxyd?.stop();
+    await upstream?.close();
+  });
+
+  it('refuses the dashboard without credentials; the listener is on loopback and answers nothing else', async () => {
+    const res = await request(dashboardPort);
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Basic realm="proxyd dashboard"');
+    expect(res.headers['content-security-policy']).toMatch(/^default-src 'self';/);
+    expect(proxyd.output()).toContain(`dashboard listening on http://127.0.0.1:${dashboardPort}/`);
+    const wrong = await request(dashboardPort, {
+      headers: { authorization: `Basic ${Buffer.from('alice:guess').toString('base64')}` },
+    });
+    expect(wrong.status).toBe(401);
+  });
+
+  it('Chromium visits the site: real page views and real Web Vitals beacons', async () => {
+    for (const visit of VISITS) {
+      await context.setExtraHTTPHeaders({ 'x-forwarded-for': visit.ip });
+      for (const p of visit.paths) {
+        const tab = await context.newPage();
+        await tab.goto(`http://${SITE}:${proxyd.httpPort}${p}`, visit.referer ? { referer: visit.referer } : {});
+        expect(await tab.locator('script[data-t]').count()).toBe(1);
+        await sleep(800);
+        await tab.click('#btn');
+        await sleep(1000);
+        // Closing the page sends the pending beacons (web-vitals reports LCP, CLS and INP on pagehide).
+        await tab.close();
+      }
+    }
+    await context.setExtraHTTPHeaders({});
+    // The live snapshot has them once the 500 ms aggregation cycle flushed the vitals.
+    let live: Realtime | undefined;
+    for (let i = 0; i < 40; i++) {
+      const res = await request(dashboardPort, { path: `/api/realtime/${SITE}`, headers: { authorization: AUTH } });
+      live = JSON.parse(res.body) as Realtime;
+      const v = live.snapshot?.web_vitals;
+      if (v && v.lcp.p75 > 0 && v.cls.p75 > 0 && v.inp.p75 > 0) break;
+      await sleep(250);
+    }
+    const snapshot = live?.snapshot;
+    expect(snapshot?.web_vitals.lcp.p75).toBeGreaterThan(0);
+    expect(snapshot?.web_vitals.inp.p75).toBeGreaterThan(0);
+    expect(snapshot?.countries.map((c) => c.country).sort()).toEqual(['CA', 'GB', 'JP']);
+  });
+
+  it('the real-time view shows them: counts, pages, countries and rated vitals, at 1280 and 390 px', async () => {
+    const dashboard = await browser.newContext({
+      httpCredentials: CREDENTIALS,
+      viewport: { width: 1280, height: 800 },
+    });
+    const tab = await dashboard.newPage();
+    const { requests, problems } = watch(tab);
+    try {
+      await tab.goto(`http://127.0.0.1:${dashboardPort}/#site=${SITE}&range=realtime`);
+      await tab.locator('[data-panel="pages"] li[data-key="/pricing"]').waitFor();
+      expect(await tab.locator('#site').inputValue()).toBe(SITE);
+      expect(await kpi(tab, 'page_views_60m')).toBeGreaterThanOrEqual(5);
+      expect(await rowValue(tab, 'pages', '/pricing')).toBe(2);
+      expect(await rowValue(tab, 'pages', '/')).toBe(2);
+      // Countries count requests (a page, and the favicon Chromium asks for).
+      for (const country of ['GB', 'JP', 'CA']) expect(await rowValue(tab, 'countries', country)).toBeGreaterThan(0);
+      expect(await tab.locator('[data-panel="countries"] li[data-key="GB"] .key').textContent()).toContain(
+        'United Kingdom',
+      );
+      for (const metric of ['lcp', 'cls', 'inp']) {
+        const rating = await tab
+          .locator(`#vitals tr[data-metric="${metric}"] [data-rating]`)
+          .getAttribute('data-rating');
+        expect(['good', 'needs-improvement', 'poor'], metric).toContain(rating);
+      }
+      await expect.poll(() => tab.locator('#status').textContent()).toMatch(/^Live · updated /);
+      await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-realtime-desktop.png'), fullPage: true });
+      await tab.setViewportSize({ width: 390, height: 844 });
+      await sleep(300);
+      // Nothing wider than the phone's screen but the table that scrolls inside its own box.
+      expect(await tab.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      const chart = await tab.locator('#chart canvas, #chart .chart-empty').first().boundingBox();
+      expect(chart?.width).toBeGreaterThan(300);
+      expect(chart?.width).toBeLessThanOrEqual(390);
+      await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-realtime-phone.png'), fullPage: true });
+      expect(problems).toEqual([]);
+      const origin = `http://127.0.0.1:${dashboardPort}/`;
+      expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'))).toEqual([]);
+    } finally {
+      await dashboard.close();
+    }
+  });
+});
+
+/** Every request the page makes, and every console error or CSP violation. */
+function watch(tab: Page): { requests: string[]; problems: string[] } {
+  const requests: string[] = [];
+  const problems: string[] = [];
+  tab.on('request', (r) => requests.push(r.url()));
+  tab.on('console', (m) => {
+    if (m.type() === 'error') problems.push(m.text());
+  });
+  tab.on('pageerror', (e) => problems.push(e.message));
+  return { requests, problems };
+}
+
+/** A headline number of the dashboard, as a number (thousands separators dropped). */
+async function kpi(tab: Page, name: string): Promise<number> {
+  return Number(((await tab.locator(`[data-kpi="${name}"] .value`).textContent()) ?? '').replace(/[^\d.]/g, ''));
+}
+
+/** The number a ranked list shows for a key. */
+async function rowValue(tab: Page, panel: string, key: string): Promise<number> {
+  return Number(
+    ((await tab.locator(`[data-panel="${panel}"] li[data-key="${key}"] .num`).textContent()) ?? '').replace(
+      /[^\d.]/g,
+      '',
+    ),
+  );
+}
