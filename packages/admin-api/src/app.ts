@@ -23,6 +23,7 @@ import type {
   MetricsPort,
   ReloadPort,
   RouteStorePort,
+  StatsPort,
 } from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import { writeConnectRefused, writeExpectationFailed } from './server-events.js';
@@ -55,6 +56,8 @@ export interface AdminAppOptions {
   certificates?: CertificatesPort;
   /** Container discovery (the docker source); absent → GET /discovery answers `enabled: false`. */
   discovery?: DiscoveryPort;
+  /** Analytics history; absent (history off) → every `/stats` request answers 501. */
+  stats?: StatsPort;
   /** prom-client registry that receives the admin app's own request metrics (fastify-metrics); render it from `metrics`. */
   metricsRegistry?: Registry;
   /** Audit sink; default: INFO log line with target `proxy::admin::audit` on `logger`. */
@@ -190,6 +193,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     metrics: options.metrics,
     certificates: options.certificates,
     discovery: options.discovery,
+    stats: options.stats,
     now,
     startedAt: options.startedAt ?? now(),
     audit: (action, resource) => audit({ action, principal: 'admin', resource }),

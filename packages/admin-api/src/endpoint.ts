@@ -8,6 +8,7 @@ import type {
   MetricsPort,
   ReloadPort,
   RouteStorePort,
+  StatsPort,
 } from './ports.js';
 
 /** One entry of an OpenAPI document's `servers`. */
@@ -27,6 +28,7 @@ export type AdminTag =
   | 'analytics'
   | 'certificates'
   | 'discovery'
+  | 'stats'
   | 'openapi';
 
 /** The HTTP methods the admin API routes. */
@@ -41,6 +43,7 @@ export interface AdminContext {
   metrics: MetricsPort | undefined;
   certificates: CertificatesPort | undefined;
   discovery: DiscoveryPort | undefined;
+  stats: StatsPort | undefined;
   /** Milliseconds since the epoch. */
   now(): number;
   /** Process start, ms since the epoch. */
@@ -60,6 +63,8 @@ export interface EndpointResponse {
   contentType?: string;
   /** Documented response headers. */
   headers?: Record<string, { description: string; schema: TSchema }>;
+  /** Other media types of the same response (e.g. `text/csv`), documented beside the main one. */
+  alternatives?: Array<{ contentType: string; schema: TSchema; description: string }>;
 }
 
 /** One endpoint: its contract (which also drives OpenAPI and `Allow`) and its handler. */
@@ -81,6 +86,8 @@ export interface Endpoint {
   /** Path parameters as OpenAPI documents them (when they differ from `params`). */
   openApiParams?: TSchema;
   body?: TSchema;
+  /** Query parameters, for OpenAPI (an object schema; optional properties are optional parameters). The handler parses them. */
+  query?: TSchema;
   responses: Record<number, EndpointResponse>;
   /**
    * Error statuses this endpoint answers with the `{error}` envelope, besides

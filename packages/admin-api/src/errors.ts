@@ -25,11 +25,17 @@ export const ADMIN_ERRORS = {
   ADMIN_INVALID_CACHE_KEY: { status: 400, message: 'invalid cache key' },
   ADMIN_INVALID_URL: { status: 400, message: 'invalid URL' },
   ADMIN_BAD_REQUEST: { status: 400, message: 'bad request' },
+  ADMIN_INVALID_RANGE: { status: 400, message: 'invalid range' },
+  ADMIN_INVALID_INTERVAL: { status: 400, message: 'invalid interval' },
+  ADMIN_INVALID_DIMENSION: { status: 400, message: 'invalid dimension' },
+  ADMIN_INVALID_LIMIT: { status: 400, message: 'invalid limit' },
+  ADMIN_INVALID_FORMAT: { status: 400, message: 'invalid format' },
   ADMIN_UNAUTHORIZED: { status: 401, message: 'unauthorized' },
   ADMIN_NOT_FOUND: { status: 404, message: 'not found' },
   ADMIN_ROUTE_NOT_FOUND: { status: 404, message: 'route not found' },
   ADMIN_ANALYTICS_NOT_FOUND: { status: 404, message: 'no analytics for domain' },
   ADMIN_METRICS_DISABLED: { status: 404, message: 'metrics disabled' },
+  ADMIN_STATS_NOT_FOUND: { status: 404, message: 'no history for domain' },
   ADMIN_METHOD_NOT_ALLOWED: { status: 405, message: 'method not allowed' },
   ADMIN_ROUTE_LIMIT: { status: 409, message: 'route limit reached' },
   ADMIN_REQUEST_TIMEOUT: { status: 408, message: 'request timeout' },
@@ -44,6 +50,7 @@ export const ADMIN_ERRORS = {
   ADMIN_INTERNAL: { status: 500, message: 'internal error' },
   ADMIN_RELOAD_NOT_SUPPORTED: { status: 501, message: 'reload not supported — config watcher not active' },
   ADMIN_CACHE_NOT_ENABLED: { status: 501, message: 'cache not enabled' },
+  ADMIN_HISTORY_NOT_ENABLED: { status: 501, message: 'history not enabled' },
 } as const satisfies Record<string, AdminErrorSpec>;
 
 /** A stable admin error code (`ADMIN_…`). */

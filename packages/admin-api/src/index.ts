@@ -6,6 +6,17 @@ export { MAX_DOMAIN_BYTES } from './domain.js';
 export type { OpenApiServer } from './endpoint.js';
 export { METRICS_CONTENT_TYPE } from './endpoints/metrics.js';
 export { RELOAD_COOLDOWN_MS } from './endpoints/reload.js';
+export { CSV_CONTENT_TYPE, MAX_STATS_POINTS } from './endpoints/stats-query.js';
+export {
+  STATS_DIMENSIONS,
+  STATS_INTERVALS,
+  StatsBreakdown,
+  StatsDomains,
+  StatsPoint,
+  StatsTimeseries,
+  StatsTotals,
+  StatsVitals,
+} from './endpoints/stats-schemas.js';
 export { ADMIN_ERRORS, AdminError, type AdminErrorCode, type AdminErrorSpec } from './errors.js';
 export { BODY_LIMIT_BYTES } from './json-body.js';
 export { ADMIN_API_VERSION, DEFAULT_SERVER, type OpenApiDocumentOptions, openApiDocument } from './openapi.js';
@@ -27,6 +38,15 @@ export type {
   RouteWrite,
   SnapshotResult,
   SnapshotWrite,
+  StatsBreakdownItem,
+  StatsDimension,
+  StatsInterval,
+  StatsPageVitals,
+  StatsPort,
+  StatsRange,
+  StatsRangeTotals,
+  StatsSeriesPoint,
+  StatsVitalCounts,
 } from './ports.js';
 export { DEFAULT_RATE_LIMIT } from './rate-limit.js';
 export {

@@ -3,6 +3,7 @@ import { createAllowTable } from './allow.js';
 import type { AdminTag, Endpoint, OpenApiServer } from './endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { DEFAULT_SERVER } from './endpoints/openapi-json.js';
+import * as stats from './endpoints/stats-schemas.js';
 import * as schemas from './schemas.js';
 
 export { DEFAULT_SERVER };
@@ -28,6 +29,12 @@ const COMPONENTS: Record<string, TSchema> = {
   CacheNotFound: schemas.CacheNotFound,
   ReloadResponse: schemas.ReloadResponse,
   ReloadTooSoon: schemas.ReloadTooSoon,
+  StatsDomains: stats.StatsDomains,
+  StatsPoint: stats.StatsPoint,
+  StatsTimeseries: stats.StatsTimeseries,
+  StatsTotals: stats.StatsTotals,
+  StatsBreakdown: stats.StatsBreakdown,
+  StatsVitals: stats.StatsVitals,
 };
 const NAMES = new Map<unknown, string>(Object.entries(COMPONENTS).map(([name, schema]) => [schema, name]));
 
@@ -44,6 +51,11 @@ const TAGS: ReadonlyArray<{ name: AdminTag; description: string }> = [
   { name: 'analytics', description: 'First-party analytics snapshots per domain' },
   { name: 'certificates', description: 'Names managed by automatic HTTPS' },
   { name: 'discovery', description: 'Container discovery (the docker source)' },
+  {
+    name: 'stats',
+    description:
+      'Analytics history (per minute, hour and day, kept in the state directory): time series, totals, breakdowns, Web Vitals; JSON or CSV',
+  },
   { name: 'openapi', description: 'This document' },
 ];
 
@@ -134,6 +146,19 @@ function pathParameters(schema: TSchema | undefined): Json[] | undefined {
   }));
 }
 
+/** The query parameters of an object schema: optional properties are optional parameters. */
+function queryParameters(schema: TSchema | undefined): Json[] {
+  if (schema === undefined) return [];
+  const { properties = {}, required = [] } = schema as { properties?: Record<string, TSchema>; required?: string[] };
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    description: String((property as { description?: unknown }).description ?? name),
+    schema: toJson(property),
+  }));
+}
+
 function operation(endpoint: Endpoint): Record<string, Json> {
   const responses = new Responses();
   for (const [status, response] of Object.entries(endpoint.responses)) {
@@ -146,6 +171,9 @@ function operation(endpoint: Endpoint): Record<string, Json> {
       headers[name] = { description: h.description, schema: toJson(h.schema) };
     }
     responses.add(status, response.description, content, headers);
+    for (const alt of response.alternatives ?? []) {
+      responses.add(status, alt.description, { [alt.contentType]: { schema: toJson(alt.schema, false) } }, headers);
+    }
   }
   for (const [status, description] of Object.entries(endpoint.errors ?? {})) {
     responses.add(status, description, envelope());
@@ -171,8 +199,11 @@ function operation(endpoint: Endpoint): Record<string, Json> {
     description: endpoint.description,
   };
   if (!endpoint.auth) op.security = [];
-  const parameters = pathParameters(endpoint.openApiParams ?? endpoint.params);
-  if (parameters !== undefined) op.parameters = parameters;
+  const parameters = [
+    ...(pathParameters(endpoint.openApiParams ?? endpoint.params) ?? []),
+    ...queryParameters(endpoint.query),
+  ];
+  if (parameters.length > 0) op.parameters = parameters;
   if (endpoint.body !== undefined) {
     op.requestBody = {
       required: true,
@@ -280,7 +311,7 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): Record<st
       title: 'proxyd admin API',
       version: ADMIN_API_VERSION,
       description:
-        'Route management, config reload, cache purge, metrics, analytics, managed certificates and container discovery of proxyd. Errors are {error} envelopes. Every response carries Access-Control-Allow-Origin: null (browsers are unsupported). OPTIONS on any path, and any method a path does not list, is 405 with Allow listing the methods it accepts (each path item declares it as its options operation). PURGE /cache/{host}/{path} is declared under x-additionalOperations (OpenAPI 3.1 has no PURGE); DELETE on the same path is its alias for generated clients. A request the server cannot parse at all gets 400 bad request before any operation is known.',
+        'Route management, config reload, cache purge, metrics, analytics and their history, managed certificates and container discovery of proxyd. Errors are {error} envelopes. Every response carries Access-Control-Allow-Origin: null (browsers are unsupported). OPTIONS on any path, and any method a path does not list, is 405 with Allow listing the methods it accepts (each path item declares it as its options operation). PURGE /cache/{host}/{path} is declared under x-additionalOperations (OpenAPI 3.1 has no PURGE); DELETE on the same path is its alias for generated clients. A request the server cannot parse at all gets 400 bad request before any operation is known.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: (options.servers ?? [DEFAULT_SERVER]).map((server) => ({ ...server })),

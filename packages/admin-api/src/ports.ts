@@ -186,3 +186,99 @@ export interface AuditEvent {
   principal: 'admin';
   resource: string;
 }
+
+/** A bucket size of the stats API. */
+export type StatsInterval = 'minute' | 'hour' | 'day';
+
+/** A breakdown dimension of the stats API (the analytics rollups' dimensions). */
+export type StatsDimension =
+  | 'pages'
+  | 'entry_pages'
+  | 'referrers'
+  | 'countries'
+  | 'browsers'
+  | 'os'
+  | 'devices'
+  | 'utm_source'
+  | 'utm_medium'
+  | 'utm_campaign';
+
+/** A validated time range, epoch ms, `[from, to)`. */
+export interface StatsRange {
+  from: number;
+  to: number;
+}
+
+/** One bucket of a time series. */
+export interface StatsSeriesPoint {
+  /** The bucket's start, epoch ms. */
+  t: number;
+  page_views: number;
+  visitors: number;
+  requests: number;
+  bot_requests: number;
+  bytes_sent: number;
+}
+
+/** What a domain did over a range. */
+export interface StatsRangeTotals {
+  page_views: number;
+  /** Each UTC day's unique visitors, summed over the days of the range. */
+  visitors: number;
+  requests: number;
+  bot_requests: number;
+  bytes_sent: number;
+  status: { s1xx: number; s2xx: number; s3xx: number; s4xx: number; s5xx: number; other: number };
+}
+
+/** One key of a breakdown. */
+export interface StatsBreakdownItem {
+  key: string;
+  page_views: number;
+}
+
+/** Counts of one Web Vital of a page: good / needs improvement / poor (spec §2.4 thresholds) and their sum. */
+export interface StatsVitalCounts {
+  good: number;
+  needs_improvement: number;
+  poor: number;
+  samples: number;
+}
+
+/** The Web Vitals of one page over a range. */
+export interface StatsPageVitals {
+  path: string;
+  lcp: StatsVitalCounts;
+  cls: StatsVitalCounts;
+  inp: StatsVitalCounts;
+}
+
+/**
+ * Analytics history (the `history` package's store, or what answers for
+ * it). Absent (history off) → every `/stats` request answers 501 `history
+ * not enabled`; a thrown error answers 500 `internal error`. Ranges,
+ * intervals (at most 1,500 buckets), dimensions and limits arrive validated;
+ * domains lowercase.
+ */
+export interface StatsPort {
+  /** Domains with history, sorted. */
+  domains(): string[] | Promise<string[]>;
+  /** Whether a domain has history (false → 404). */
+  hasDomain(domain: string): boolean | Promise<boolean>;
+  /** Every bucket of `interval` in the range, zeros included. */
+  timeseries(
+    domain: string,
+    range: StatsRange,
+    interval: StatsInterval,
+  ): StatsSeriesPoint[] | Promise<StatsSeriesPoint[]>;
+  totals(domain: string, range: StatsRange): StatsRangeTotals | Promise<StatsRangeTotals>;
+  /** The `limit` keys with the most page views, descending. */
+  breakdown(
+    domain: string,
+    dimension: StatsDimension,
+    range: StatsRange,
+    limit: number,
+  ): StatsBreakdownItem[] | Promise<StatsBreakdownItem[]>;
+  /** The `limit` pages with the most samples, descending. */
+  vitals(domain: string, range: StatsRange, limit: number): StatsPageVitals[] | Promise<StatsPageVitals[]>;
+}

@@ -11,6 +11,11 @@ import { createRoute } from './routes-create.js';
 import { deleteRoute } from './routes-delete.js';
 import { listRoutes } from './routes-list.js';
 import { putSnapshot } from './routes-snapshot.js';
+import { getStatsBreakdown } from './stats-breakdown.js';
+import { listStats } from './stats-domains.js';
+import { getStatsTimeseries } from './stats-timeseries.js';
+import { getStatsTotals } from './stats-totals.js';
+import { getStatsVitals } from './stats-vitals.js';
 
 /** Every endpoint of the admin API, in documentation order. */
 export const ENDPOINTS: readonly Endpoint[] = [
@@ -24,6 +29,11 @@ export const ENDPOINTS: readonly Endpoint[] = [
   getAnalytics,
   listCertificates,
   getDiscovery,
+  listStats,
+  getStatsTimeseries,
+  getStatsTotals,
+  getStatsBreakdown,
+  getStatsVitals,
   purgeCache,
   deleteCacheEntry,
   postReload,
