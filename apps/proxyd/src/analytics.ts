@@ -4,6 +4,7 @@ import {
   type AnalyticsState,
   createAnalytics,
   loadSecretFile,
+  type MinuteRollup,
   SECRET_FILE_NAME,
 } from '@proxyd/analytics';
 import type { Config, DataPlaneHooks } from '@proxyd/proxy-core';
@@ -26,6 +27,10 @@ export interface AnalyticsWiring {
   droppedRequests(): number;
   /** The collectors' state (one domain's, or all) for the control plane to merge with other workers'. */
   exportState(domain?: string): AnalyticsState;
+  /** The complete minutes' rollups before `now` (history), forgotten here. */
+  drainRollups(now: number): MinuteRollup[];
+  /** The day's visitor salt (history's). */
+  setVisitorSalt(salt: Buffer): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,8 @@ export interface AnalyticsWiringOptions {
   logger?: Logger;
   /** Domains tracked at most (default 1,000; tests). */
   maxDomains?: number;
+  /** Count per-minute rollups (default true; false with history off: nothing would drain them). */
+  rollups?: boolean;
 }
 
 /** Reads `PROXYD_ANALYTICS_CYCLE_MS`: a whole number of ms ≥ 10, else the default. */
@@ -73,6 +80,7 @@ export async function createAnalyticsWiring(
     ...(cycleMs === undefined ? {} : { cycleMs }),
     ...(secret === undefined ? {} : { secret }),
     ...(options.maxDomains === undefined ? {} : { maxDomains: options.maxDomains }),
+    ...(options.rollups === undefined ? {} : { rollups: options.rollups }),
     onDomainCap: ({ maxDomains, host }) =>
       logger?.warn(
         { max_domains: maxDomains, host },
@@ -84,6 +92,8 @@ export async function createAnalyticsWiring(
     reader: { list: () => analytics.list(), get: (domain) => analytics.get(domain) },
     droppedRequests: () => analytics.droppedRequests(),
     exportState: (domain) => analytics.exportState(domain),
+    drainRollups: (now) => analytics.drainRollups(now),
+    setVisitorSalt: (salt) => analytics.setVisitorSalt(Buffer.from(salt)),
     close: () => analytics.close(),
   };
 }

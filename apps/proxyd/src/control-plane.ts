@@ -11,6 +11,7 @@ import {
   createAdminApp,
   type DiscoveryPort,
   type RouteStorePort,
+  type StatsPort,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS } from '@proxyd/proxy-core';
 import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
@@ -75,6 +76,8 @@ export interface ControlPlaneOptions {
   certificates: CertificatesPort | undefined;
   /** `GET /discovery`: container discovery's state and label warnings. */
   discovery: DiscoveryPort | undefined;
+  /** `GET /stats…`: the history store; undefined with `history off` (501). */
+  stats?: StatsPort | undefined;
   logging: Logging;
   /** Process start, ms since the epoch. */
   startedAt: number;
@@ -139,6 +142,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.analytics ? { analytics: options.analytics } : {}),
     ...(options.certificates ? { certificates: options.certificates } : {}),
     ...(options.discovery ? { discovery: options.discovery } : {}),
+    ...(options.stats ? { stats: options.stats } : {}),
   });
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();

@@ -15,6 +15,7 @@ import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cl
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
 import { startDockerDiscovery } from './docker.js';
+import { HISTORY_TARGET, type RollupSource, startHistory } from './history.js';
 import type { Logging } from './logging.js';
 import {
   countReloads,
@@ -133,6 +134,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         : 'state file is corrupt: set aside, starting without API routes',
     );
   }
+  // History (global option `history`, on by default): <state dir>/history.db, written by this process only.
+  const history = await startHistory(config, { stateDir, logger: logging.forTarget(HISTORY_TARGET) });
   const tlsLog = logging.forTarget('proxy::tls');
   const workerCount = options.workers ?? 1;
   // With workers, this process's metrics are the control plane's plus the workers' merged at scrape.
@@ -168,6 +171,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           metrics: metrics !== undefined,
           logger: serverLog,
           siteLogs,
+          ...(history === null ? {} : { history }),
         })
       : await serveHere(
           config,
@@ -179,7 +183,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           redirects,
           options.bindHost,
           siteLogs,
+          history !== null,
         );
+  await history?.attach(serving.rollups);
   if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
   const unwatchCertificates = manager?.onChange((change) => serving.certificatesChanged(change.name));
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
@@ -232,6 +238,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       metrics,
       cache: serving.cache,
       analytics: serving.analytics,
+      stats: history?.store,
       certificates: manager ? { list: async () => manager.status() } : undefined,
       discovery: docker.port,
       logging,
@@ -274,7 +281,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     try {
       dashboardListener = await startDashboardListener({
         dashboard: config.global.dashboard,
-        history: null,
+        history: history?.store ?? null,
         live: serving.analytics,
         logger: logging.forTarget(DASHBOARD_TARGET),
       });
@@ -329,6 +336,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unwatchCertificates?.();
       certificates?.close();
       await drained;
+      // After the drain: what the last requests added (the workers' last rollups, this process's current minute).
+      await history?.close();
       await siteLogs.close();
     },
   };
@@ -346,6 +355,8 @@ interface Serving {
   certificatesChanged(name?: string): void;
   cache: CachePort;
   analytics: AnalyticsPort;
+  /** Where history drains the rollups from and sends the visitor salt. */
+  rollups: RollupSource;
   /** Stops: what is in flight finishes within `graceMs`, then everything closes. */
   close(graceMs?: number): Promise<void>;
   upstreamHealth?: () => Iterable<UpstreamHealth>;
@@ -367,12 +378,14 @@ async function serveHere(
   redirects: boolean,
   bindHost: string | undefined,
   siteLogs: SiteLogOutputs,
+  rollups: boolean,
 ): Promise<Serving> {
   const serverLog = logging.forTarget('proxy::server');
   const tlsLog = logging.forTarget('proxy::tls');
   const analytics = await createAnalyticsWiring(config, {
     stateDir,
     logger: logging.forTarget(ANALYTICS_TARGET),
+    rollups,
   });
   const accessLog = createAccessLog(logging);
   const siteLog = new SiteLogRecorder((batch) => siteLogs.writeBatch(batch));
@@ -411,6 +424,7 @@ async function serveHere(
     certificatesChanged: () => dataPlane.certificatesChanged(),
     cache: dataPlane.cache,
     analytics: analytics.reader,
+    rollups: { drain: (now) => analytics.drainRollups(now), setSalt: (salt) => analytics.setVisitorSalt(salt) },
     upstreamHealth: () => dataPlane.upstreamHealth(),
     analyticsDropped: () => analytics.droppedRequests(),
     stats: () => dataPlane.stats(),
@@ -433,6 +447,7 @@ async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
     certificatesChanged: (name) => void workers.certificatesChanged(name),
     cache: workers.cache,
     analytics: workers.analytics,
+    rollups: { drain: (now) => workers.drainRollups(now), setSalt: (salt) => workers.setVisitorSalt(salt) },
     metricsSnapshots: () => workers.metricsSnapshots(),
     close: (graceMs = 0) => workers.close(graceMs),
   };

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type AnalyticsSnapshot, type AnalyticsState, mergeAnalyticsStates } from '@proxyd/analytics';
+import {
+  type AnalyticsSnapshot,
+  type AnalyticsState,
+  type MinuteRollup,
+  mergeAnalyticsStates,
+} from '@proxyd/analytics';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
 import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
@@ -79,6 +84,8 @@ export interface WorkersOptions {
   logger: Logger;
   /** Where workers' site log lines are written: this process owns every file. */
   siteLogs: SiteLogOutputs;
+  /** History, when on: the day's visitor salt for a worker's init, and where a draining worker's last rollups go. */
+  history?: { visitorSalt(): Buffer | null; accept(rollups: readonly MinuteRollup[]): void };
 }
 
 /** The data plane of a multi-core daemon, as the primary drives it. */
@@ -96,6 +103,10 @@ export interface Workers {
   };
   /** Every worker's metrics (those that answer within 2 s), for the primary's scrape. */
   metricsSnapshots(): Promise<MetricsSnapshot[]>;
+  /** Every worker's complete minutes before `now` (those that answer within 5 s), forgotten by the workers. */
+  drainRollups(now: number): Promise<MinuteRollup[]>;
+  /** Gives every worker the day's visitor salt. */
+  setVisitorSalt(salt: Buffer): Promise<void>;
   /** The admin API's CachePort: a purge reaches every worker. */
   cache: { readonly enabled: boolean; purge(key: string): Promise<boolean> };
   /** Drains every worker: each finishes what it serves within `graceMs` and exits (killed 1 s later if not). */
@@ -145,11 +156,17 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
         redirects: options.redirects,
         stateDir: options.stateDir,
         metrics: options.metrics,
+        rollups: options.history !== undefined,
+        visitorSalt: options.history?.visitorSalt() ?? null,
       };
     },
     setup(channel, index, self) {
       channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
+      channel.handle<MinuteRollup[]>(ToPrimary.rollups, (rollups) => {
+        options.history?.accept(rollups);
+        return true;
+      });
       channel.handle<SiteLogBatch>(ToPrimary.siteLog, (batch) => {
         options.siteLogs.writeBatch(batch);
         return true;
@@ -210,6 +227,8 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       });
     },
     metricsSnapshots: () => pool.gather<MetricsSnapshot>(ToWorker.metrics, null, 2000),
+    drainRollups: async (now) => (await pool.gather<MinuteRollup[]>(ToWorker.rollups, now, 5000)).flat(),
+    setVisitorSalt: (salt) => pool.broadcast(ToWorker.visitorSalt, salt),
     analytics: {
       async list() {
         const states = await pool.gather<AnalyticsState>(ToWorker.analyticsState, null);

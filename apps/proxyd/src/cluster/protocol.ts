@@ -36,6 +36,10 @@ export interface WorkerInit {
   stateDir: string;
   /** Whether the worker keeps request metrics (false with `--no-metrics`). */
   metrics: boolean;
+  /** Whether the collectors count per-minute rollups for history (false with `history off`). */
+  rollups: boolean;
+  /** The day's visitor salt (history's; null without history: a random one per worker). */
+  visitorSalt: Buffer | null;
 }
 
 /** A worker's answer to init: the ports it bound. */
@@ -62,6 +66,10 @@ export const ToWorker = {
   analyticsState: 'analytics.state',
   /** (one way) A {@link HealthEvent} another worker saw: apply it. */
   health: 'health',
+  /** An epoch ms time: answers the collectors' complete minutes before it (`MinuteRollup[]`), forgotten by the worker. */
+  rollups: 'rollups.drain',
+  /** The day's visitor salt (a Buffer): hash visitors with it from now on. */
+  visitorSalt: 'visitor-salt',
 } as const;
 
 /** Requests workers send the primary. */
@@ -72,6 +80,8 @@ export const ToPrimary = {
   health: 'health',
   /** A `SiteLogBatch` of sites' access lines for the primary to write (one way; a request when a drain flushes, answered once handed to the files). */
   siteLog: 'site-log',
+  /** The `MinuteRollup[]` of a draining worker, the current minute included (a request: answered once history has them). */
+  rollups: 'rollups',
 } as const;
 
 export type { CertificatePem, CertificateUpdate, HealthEvent, RouteTableMessage };

@@ -35,6 +35,7 @@ process.on('SIGINT', () => {});
 let plane: DataPlane | undefined;
 let analytics: AnalyticsWiring | undefined;
 let flushSiteLog: (() => Promise<unknown>) | undefined;
+let flushRollups: (() => Promise<unknown>) | undefined;
 
 connectToPrimary<WorkerInit>({
   async init(init, channel): Promise<WorkerReady> {
@@ -45,7 +46,9 @@ connectToPrimary<WorkerInit>({
     analytics = await createAnalyticsWiring(init.config, {
       stateDir: init.stateDir,
       logger: logging.forTarget(ANALYTICS_TARGET),
+      rollups: init.rollups,
     });
+    if (init.visitorSalt !== null) analytics.setVisitorSalt(init.visitorSalt);
     const accessLog = createAccessLog(logging);
     const metrics = init.metrics ? createMetrics({ role: 'worker' }) : undefined;
     // The primary writes every site log file; this worker sends it its lines in batches.
@@ -131,6 +134,18 @@ connectToPrimary<WorkerInit>({
     }
     const collectors = analytics;
     channel.handle<string | null>(ToWorker.analyticsState, (domain) => collectors.exportState(domain ?? undefined));
+    channel.handle<number>(ToWorker.rollups, (now) => collectors.drainRollups(now));
+    channel.handle<Buffer>(ToWorker.visitorSalt, (salt) => {
+      collectors.setVisitorSalt(salt);
+      return true;
+    });
+    // At a drain, every minute left (the current one too) goes to history before this worker exits.
+    if (init.rollups) {
+      flushRollups = async () => {
+        const rollups = collectors.drainRollups(Number.MAX_SAFE_INTEGER);
+        if (rollups.length > 0) await channel.request(ToPrimary.rollups, rollups, 5000).catch(() => {});
+      };
+    }
     // The modules this worker compiled, for the next worker's start (NODE_COMPILE_CACHE, set by the primary).
     flushCompileCache();
     return { http: dataPlane.httpAddress.port, https: dataPlane.httpsAddress?.port ?? null };
@@ -138,6 +153,7 @@ connectToPrimary<WorkerInit>({
   async drain({ graceMs }) {
     await plane?.drain(graceMs);
     await flushSiteLog?.();
+    await flushRollups?.();
     await analytics?.close();
   },
 });
