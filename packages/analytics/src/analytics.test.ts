@@ -1,9 +1,20 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { emptySite, type RequestContext, type Site } from '@proxyd/proxy-core';
+import { emptySite, markRequest, type RequestContext, RequestEvent, type Site } from '@proxyd/proxy-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Analytics, createAnalytics } from './analytics.js';
+import { type Analytics, BEACON_ACCEPTED, BEACON_REJECTED, createAnalytics, REQUEST_EVENTS_KEY } from './analytics.js';
+
+// This package uses proxy-core's types only: the beacon's record events are spelled here too.
+describe('beacon events in the request record', () => {
+  it("are proxy-core's RequestEvent bits, under the key its markRequest writes", () => {
+    expect(BEACON_ACCEPTED).toBe(RequestEvent.BeaconAccepted);
+    expect(BEACON_REJECTED).toBe(RequestEvent.BeaconRejected);
+    const res = {} as ServerResponse;
+    markRequest(res, RequestEvent.CacheHit);
+    expect((res as unknown as Record<symbol, number>)[REQUEST_EVENTS_KEY]).toBe(RequestEvent.CacheHit);
+  });
+});
 
 // A small in-test data plane: it calls the hooks the way proxy-core does
 // (onRequest per finished request, intercept, then transformResponse on the

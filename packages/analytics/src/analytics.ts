@@ -1,12 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import {
-  type DataPlaneHooks,
-  markRequest,
-  type RequestContext,
-  RequestEvent,
-  type RequestRecord,
-} from '@proxyd/proxy-core';
+import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
 import type { AnalyticsState } from './analytics-state.js';
 import {
   answer,
@@ -41,6 +35,22 @@ import type { MinuteRollup } from './rollup.js';
 import { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 import type { AnalyticsSnapshot } from './snapshot.js';
 import { BeaconTokens } from './token.js';
+
+/**
+ * The request-record events of a beacon, as proxy-core's `RequestEvent`
+ * bits (`BeaconAccepted`, `BeaconRejected`) under its registered key: this
+ * package uses proxy-core's types only, so it spells both here, and
+ * `analytics.test.ts` pins them to proxy-core's.
+ */
+export const BEACON_ACCEPTED = 64;
+export const BEACON_REJECTED = 128;
+export const REQUEST_EVENTS_KEY: unique symbol = Symbol.for('proxyd.requestEvents');
+
+/** proxy-core's `markRequest`: adds an event bit to the record of the request `res` answers. */
+function markBeacon(res: ServerResponse, event: number): void {
+  const marked = res as ServerResponse & { [REQUEST_EVENTS_KEY]?: number };
+  marked[REQUEST_EVENTS_KEY] = (marked[REQUEST_EVENTS_KEY] ?? 0) | event;
+}
 
 /** Options of {@link createAnalytics}. */
 export interface AnalyticsOptions {
@@ -168,7 +178,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
 
   /** A beacon refused: the answer, and the request marked for `proxyd_analytics_beacons_total`. */
   function refuse(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
-    markRequest(res, RequestEvent.BeaconRejected);
+    markBeacon(res, BEACON_REJECTED);
     answer(res, status, message, headers);
   }
 
@@ -203,7 +213,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
     // The page: the beacon's own path, else (older scripts) the Referer's when it is this host.
     const page = beacon.path ?? sameHostPath(req.headers.referer, ctx.host);
     for (const o of beacon.observations) collector.observe(ctx.host, o.metric, o.value, page);
-    markRequest(res, RequestEvent.BeaconAccepted);
+    markBeacon(res, BEACON_ACCEPTED);
     res.writeHead(204, { 'cache-control': 'no-store' }).end();
   }
 

@@ -28,6 +28,8 @@ export interface ExchangeSlot {
 /**
  * What the data plane did to a request, as `RequestEvent` bits set
  * on its response (`markRequest` in hooks.ts) and read into
- * `RequestRecord.events` when the response closes.
+ * `RequestRecord.events` when the response closes. A registered symbol:
+ * `@proxyd/analytics` implements the hooks with proxy-core's types only
+ * and marks its beacons under the same key (its test pins both).
  */
-export const kEvents = Symbol('proxyd.events');
+export const kEvents: unique symbol = Symbol.for('proxyd.requestEvents');
