@@ -354,8 +354,10 @@ describe('RouteStore', () => {
         await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'b.test', upstream: 'h:3', tls: false }] });
         await store.remove('a.test');
         expect(store.countByOrigin()).toEqual({ proxyfile: N, labels: 0, api: 1 });
-        // p5.test left the API: the Proxyfile's route is back, read once by the data plane (it is new to it).
-        expect(file.reads()).toBeLessThan(20);
+        // p5.test left the API: the Proxyfile's route is back, and the data plane reads that one route's
+        // fields (its domain, site, port pin and bind addresses): a few dozen reads, where reading every
+        // route once would be at least N = 2,000.
+        expect(file.reads()).toBeLessThan(40);
         unsubscribe();
       } finally {
         await plane.close();
