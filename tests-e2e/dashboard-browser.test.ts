@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN } from './support/admin.js';
 import { freePort, type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
@@ -29,16 +29,16 @@ const AUTH = `Basic ${Buffer.from('alice:correct horse').toString('base64')}`;
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
 const SITE = 'shop.localhost';
 
-/** A page with a large hero (LCP), a late shift (CLS) and a slow button (INP). */
+/** A page with a large hero (LCP), a late shift (CLS), a slow button (INP) and a link on. */
 const page = (title: string) => `<!doctype html>
 <html><head><meta charset="utf-8"><title>${title}</title>
-<style>body{margin:0;font:16px sans-serif} #hero{width:800px;height:300px;background:linear-gradient(#39f,#f93)} #btn{font-size:24px;padding:20px}</style>
+<style>body{margin:0;font:16px sans-serif} #hero{width:800px;max-width:100%;height:300px;background:linear-gradient(#39f,#f93)} #btn{font-size:24px;padding:20px}</style>
 </head>
 <body>
 <div id="spacer"></div>
 <h1>${title}</h1>
 <div id="hero"></div>
-<p><button id="btn">buy</button> <span id="out"></span></p>
+<p><button id="btn">buy</button> <span id="out"></span> <a id="next" href="${title === '/' ? '/pricing' : '/'}">next</a></p>
 <script>
   setTimeout(() => { document.getElementById('spacer').style.height = '120px'; }, 300);
   document.getElementById('btn').addEventListener('click', () => {
@@ -48,11 +48,26 @@ const page = (title: string) => `<!doctype html>
 </script>
 </body></html>`;
 
-/** Three visitors: where they come from, what they read, from which referrer. */
+// Browsers as people run them: headless Chromium's own User-Agent says HeadlessChrome, which is a bot.
+const DESKTOP = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36';
+const PHONE =
+  'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Mobile Safari/537.36';
+
+/**
+ * Three visitors: where they come from (X-Forwarded-For, trusted), with what,
+ * from which referrer, where they land, and whether they follow the page's
+ * link (a same-site Referer: a page view, not an entry).
+ */
 const VISITS = [
-  { ip: '81.2.69.160', country: 'GB', referer: 'https://news.example/', paths: ['/', '/pricing'] },
-  { ip: '133.242.0.1', country: 'JP', referer: undefined, paths: ['/', '/blog/launch?utm_source=newsletter'] },
-  { ip: '24.48.0.1', country: 'CA', referer: 'https://search.example/?q=proxy', paths: ['/pricing'] },
+  { ip: '81.2.69.160', ua: DESKTOP, referer: 'https://news.example/', land: '/', follow: true },
+  {
+    ip: '133.242.0.1',
+    ua: PHONE,
+    referer: undefined,
+    land: '/blog/launch?utm_source=newsletter&utm_medium=email&utm_campaign=launch',
+    follow: true,
+  },
+  { ip: '24.48.0.1', ua: DESKTOP, referer: 'https://search.example/?q=proxy', land: '/pricing', follow: false },
 ];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -71,7 +86,6 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
   let dashboardPort: number;
   let browser: Browser;
-  let context: BrowserContext;
 
   beforeAll(async () => {
     await mkdir(ARTIFACTS, { recursive: true });
@@ -87,12 +101,12 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
     });
     dashboardPort = await freePort();
     proxyd = await startProxyd({
-      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXYD_ANALYTICS_CYCLE_MS: '500' },
+      // The history flushes every 500 ms (a test hook): what a flush writes is still whole minutes.
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXYD_ANALYTICS_CYCLE_MS: '500', PROXYD_HISTORY_FLUSH_MS: '500' },
       global: `\ttrusted_proxies 127.0.0.1/8\n\tdashboard :${dashboardPort} {\n\t\tbasic_auth alice ${HASH}\n\t}\n`,
       sites: `http://${SITE} {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
     });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: FLAGS });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   });
 
   afterAll(async () => {
@@ -115,19 +129,32 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
 
   it('Chromium visits the site: real page views and real Web Vitals beacons', async () => {
     for (const visit of VISITS) {
-      await context.setExtraHTTPHeaders({ 'x-forwarded-for': visit.ip });
-      for (const p of visit.paths) {
-        const tab = await context.newPage();
-        await tab.goto(`http://${SITE}:${proxyd.httpPort}${p}`, visit.referer ? { referer: visit.referer } : {});
-        expect(await tab.locator('script[data-t]').count()).toBe(1);
+      const visitor = await browser.newContext({
+        userAgent: visit.ua,
+        viewport: visit.ua === PHONE ? { width: 412, height: 915 } : { width: 1280, height: 800 },
+        extraHTTPHeaders: { 'x-forwarded-for': visit.ip },
+      });
+      const tab = await visitor.newPage();
+      await tab.goto(`http://${SITE}:${proxyd.httpPort}${visit.land}`, visit.referer ? { referer: visit.referer } : {});
+      expect(await tab.locator('script[data-t]').count()).toBe(1);
+      await sleep(800);
+      await tab.click('#btn');
+      await sleep(1000);
+      if (visit.follow) {
+        // Leaving the page sends its beacons (web-vitals reports LCP, CLS and INP on pagehide).
+        const from = new URL(tab.url()).pathname;
+        await Promise.all([tab.waitForURL((url) => url.pathname !== from), tab.click('#next')]);
         await sleep(800);
         await tab.click('#btn');
         await sleep(1000);
-        // Closing the page sends the pending beacons (web-vitals reports LCP, CLS and INP on pagehide).
-        await tab.close();
       }
+      await visitor.close();
     }
-    await context.setExtraHTTPHeaders({});
+    // A crawler: a request, counted apart as a bot, never a page view.
+    const bot = await request(proxyd.httpPort, {
+      headers: { host: SITE, 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' },
+    });
+    expect(bot.status).toBe(200);
     // The live snapshot has them once the 500 ms aggregation cycle flushed the vitals.
     let live: Realtime | undefined;
     for (let i = 0; i < 40; i++) {
@@ -156,7 +183,8 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
       expect(await tab.locator('#site').inputValue()).toBe(SITE);
       expect(await kpi(tab, 'page_views_60m')).toBeGreaterThanOrEqual(5);
       expect(await rowValue(tab, 'pages', '/pricing')).toBe(2);
-      expect(await rowValue(tab, 'pages', '/')).toBe(2);
+      // The snapshot counts requests: the crawler's too.
+      expect(await rowValue(tab, 'pages', '/')).toBe(3);
       // Countries count requests (a page, and the favicon Chromium asks for).
       for (const country of ['GB', 'JP', 'CA']) expect(await rowValue(tab, 'countries', country)).toBeGreaterThan(0);
       expect(await tab.locator('[data-panel="countries"] li[data-key="GB"] .key').textContent()).toContain(
@@ -185,6 +213,83 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
       await dashboard.close();
     }
   });
+
+  it('after the history flush, the 24-hour view shows the visits: totals, chart, every list, vitals per page', async () => {
+    // A minute is written once it is complete: wait for the minute of the visits to end and be flushed.
+    let totals: { page_views: number } = { page_views: 0 };
+    for (let i = 0; i < 200 && totals.page_views < 5; i++) {
+      await sleep(500);
+      const res = await request(dashboardPort, { path: `/api/stats/${SITE}/totals`, headers: { authorization: AUTH } });
+      if (res.status === 200) totals = JSON.parse(res.body) as { page_views: number };
+    }
+    expect(totals.page_views).toBe(5);
+    const dashboard = await browser.newContext({
+      httpCredentials: CREDENTIALS,
+      viewport: { width: 1280, height: 800 },
+    });
+    const tab = await dashboard.newPage();
+    const { requests, problems } = watch(tab);
+    try {
+      await tab.goto(`http://127.0.0.1:${dashboardPort}/#site=${SITE}&range=24h`);
+      await tab.locator('[data-panel="entry_pages"] li').first().waitFor();
+      expect(await tab.locator('#range').inputValue()).toBe('24h');
+      expect(await kpi(tab, 'visitors')).toBe(3);
+      expect(await kpi(tab, 'page_views')).toBe(5);
+      // Every request: the pages, the script and beacons, the favicons, the crawler.
+      expect(await kpi(tab, 'requests')).toBeGreaterThan(5);
+      // The crawler, and Chromium's own favicon fetches, which carry its HeadlessChrome User-Agent.
+      const bots = (await tab.locator('[data-kpi="requests"] .sub').textContent()) ?? '';
+      expect(bots).toMatch(/^\d+ by bots$/);
+      expect(Number.parseInt(bots, 10)).toBeGreaterThanOrEqual(1);
+      // The chart's numbers (its table for screen readers): 24 hours, the page views in them.
+      const cells = await tab.locator('[data-chart-table] td[data-series="page_views"]').allTextContents();
+      expect(cells).toHaveLength(24);
+      expect(cells.reduce((n, c) => n + Number(c), 0)).toBe(5);
+      expect(await tab.locator('#chart canvas').count()).toBeGreaterThan(0);
+      const lists: [string, Record<string, number>][] = [
+        ['pages', { '/': 2, '/pricing': 2, '/blog/launch': 1 }],
+        ['entry_pages', { '/': 1, '/pricing': 1, '/blog/launch': 1 }],
+        ['referrers', { 'news.example': 1, 'search.example': 1 }],
+        ['countries', { GB: 2, JP: 2, CA: 1 }],
+        ['devices', { Chrome: 5 }],
+        ['utm', { newsletter: 1 }],
+      ];
+      for (const [panel, rows] of lists) {
+        for (const [key, value] of Object.entries(rows))
+          expect(await rowValue(tab, panel, key), `${panel} ${key}`).toBe(value);
+      }
+      await tab.locator('[data-panel="devices"] [data-tab="devices"]').click();
+      expect(await rowValue(tab, 'devices', 'desktop')).toBe(3);
+      expect(await rowValue(tab, 'devices', 'mobile')).toBe(2);
+      await tab.locator('[data-panel="devices"] [data-tab="os"]').click();
+      expect(await rowValue(tab, 'devices', 'Android')).toBe(2);
+      await tab.locator('[data-panel="utm"] [data-tab="utm_medium"]').click();
+      expect(await rowValue(tab, 'utm', 'email')).toBe(1);
+      await tab.locator('[data-panel="devices"] [data-tab="browsers"]').click();
+      await tab.locator('[data-panel="utm"] [data-tab="utm_source"]').click();
+      // Web Vitals per page: each page the visitors read, each metric rated from its samples.
+      for (const path of ['/', '/pricing', '/blog/launch']) {
+        const row = tab.locator(`#vitals tr[data-path="${path}"]`);
+        expect(await row.count(), path).toBe(1);
+        const rating = await row.locator('td[data-metric="lcp"] [data-rating]').getAttribute('data-rating');
+        expect(['good', 'needs-improvement', 'poor'], path).toContain(rating);
+        expect(await row.locator('td[data-metric="lcp"] .muted').textContent(), path).toMatch(/^[1-9]\d* samples?$/);
+      }
+      await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-desktop.png'), fullPage: true });
+      await tab.setViewportSize({ width: 390, height: 844 });
+      await sleep(300);
+      expect(await tab.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      const chart = await tab.locator('#chart canvas').first().boundingBox();
+      expect(chart?.width).toBeGreaterThan(300);
+      expect(chart?.width).toBeLessThanOrEqual(390);
+      await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-phone.png'), fullPage: true });
+      expect(problems).toEqual([]);
+      const origin = `http://127.0.0.1:${dashboardPort}/`;
+      expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'))).toEqual([]);
+    } finally {
+      await dashboard.close();
+    }
+  }, 150_000);
 });
 
 /** Every request the page makes, and every console error or CSP violation. */

@@ -1,7 +1,7 @@
 import uPlot from 'uplot';
 import type { Interval, TimeseriesPoint } from '../source.js';
 import { h } from './dom.js';
-import { count } from './format.js';
+import { bucketLabel, count } from './format.js';
 
 /** A CSS custom property of the page (the chart draws on a canvas, so it reads the theme once per draw). */
 function cssVar(name: string, fallback: string): string {
@@ -49,7 +49,7 @@ export class SeriesChart {
       ...this.#size(),
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? Math.ceil(max * 1.15) : 1] } },
       series: [
-        {},
+        { label: 'Time', value: (_u, v) => (v === null ? '–' : bucketLabel(v * 1000, interval)) },
         {
           label: 'Page views',
           stroke: accent,
@@ -81,5 +81,30 @@ export class SeriesChart {
       points.map((p) => p.visitors),
     ];
     this.#plot = new uPlot(options, data, this.#container);
+    this.#container.append(dataTable(points, interval));
   }
+}
+
+/** The chart's numbers as a table for screen readers (visually hidden: a table box cannot clip itself): one row per bucket. */
+function dataTable(points: readonly TimeseriesPoint[], interval: Interval): HTMLElement {
+  const table = h(
+    'table',
+    { attrs: { 'data-chart-table': '' } },
+    h('caption', {}, `Page views and visitors per ${interval}`),
+    h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Page views'), h('th', {}, 'Visitors'))),
+    h(
+      'tbody',
+      {},
+      ...points.map((p) =>
+        h(
+          'tr',
+          { attrs: { 'data-t': String(p.t) } },
+          h('td', {}, bucketLabel(p.t, interval)),
+          h('td', { attrs: { 'data-series': 'page_views' } }, String(p.page_views)),
+          h('td', { attrs: { 'data-series': 'visitors' } }, String(p.visitors)),
+        ),
+      ),
+    ),
+  );
+  return h('div', { class: 'sr-only' }, table);
 }
