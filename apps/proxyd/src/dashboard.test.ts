@@ -200,6 +200,8 @@ describe('the daemon with `dashboard` in the Proxyfile', () => {
     for (let i = 0; i < 70; i++) {
       const sites = await request(port, { path: '/api/stats', headers: { authorization: ALICE } });
       expect(sites.status).toBe(200);
+      // History is on by default: the store is read in-process too.
+      expect(JSON.parse(sites.body)).toMatchObject({ history: true });
       expect(JSON.parse(sites.body).domains).toContain('app.test');
     }
     const admin = await request(daemon.adminAddress.port, {
