@@ -178,6 +178,8 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
     const tab = await dashboard.newPage();
     const { requests, problems } = watch(tab);
     try {
+      // The page's timers on a clock the test moves: the 10-second refresh without waiting 10 s.
+      await tab.clock.install();
       await tab.goto(`http://127.0.0.1:${dashboardPort}/#site=${SITE}&range=realtime`);
       await tab.locator('[data-panel="pages"] li[data-key="/pricing"]').waitFor();
       expect(await tab.locator('#site').inputValue()).toBe(SITE);
@@ -197,6 +199,14 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
         expect(['good', 'needs-improvement', 'poor'], metric).toContain(rating);
       }
       await expect.poll(() => tab.locator('#status').textContent()).toMatch(/^Live · updated /);
+      // Another request (a crawler's: not a page view, so the history test's counts stay), then the refresh shows it.
+      const before = await kpi(tab, 'page_views_60m');
+      const calls = () => requests.filter((u) => u.includes('/api/realtime/')).length;
+      const loaded = calls();
+      await request(proxyd.httpPort, { path: '/pricing', headers: { host: SITE, 'user-agent': 'Googlebot/2.1' } });
+      await tab.clock.fastForward(10_000);
+      await expect.poll(calls).toBeGreaterThan(loaded);
+      await expect.poll(() => kpi(tab, 'page_views_60m')).toBe(before + 1);
       await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-realtime-desktop.png'), fullPage: true });
       await tab.setViewportSize({ width: 390, height: 844 });
       await sleep(300);
