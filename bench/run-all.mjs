@@ -7,6 +7,7 @@
 //   pnpm bench h2         just bench/h2 (HTTP/2 vs HTTPS/1.1 keep-alive on proxyd's TLS listener, and vs Caddy's HTTP/2, by h2load)
 //   pnpm bench workers    just bench/workers (proxyd --workers <cores> vs --workers 1, nginx, Caddy, a Node cluster; nothing pinned)
 //   pnpm bench routes     just bench/routes (admin write latency and the worst data-plane stall at 1k, 10k, 100k routes; start and RSS)
+//   pnpm bench history    just bench/history (proxy throughput with analytics history on vs off; the stats API on 90 days of a busy site)
 //   pnpm bench shutdown   just bench/shutdown (SIGTERM under wrk load: failed requests, a download in flight, time to exit)
 //   pnpm bench dashboard  just bench/dashboard (the dashboard's API on 90 days of a busy site: each route, the whole view)
 import { spawnSync } from 'node:child_process';
