@@ -202,7 +202,7 @@ async function loadRealtime(site: string, mine: number): Promise<void> {
     ]),
   );
   els.chartTitle.textContent = 'Last 30 minutes';
-  els.chartNote.textContent = live.minutes === null ? 'history is off' : 'per minute, up to the last complete minute';
+  els.chartNote.textContent = live.minutes === null ? 'history is off' : 'per minute, complete minutes';
   chart.show(minutes, 'minute');
   const list = (items: { key: string; value: number }[], kind: KeyKind) =>
     rankedList(items, kind, 'Requests', 'Nothing yet');

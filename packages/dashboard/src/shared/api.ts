@@ -53,7 +53,7 @@ export interface RealtimeResponse {
   now: number;
   /** The live snapshot (spec §2.4); null when the domain had no traffic since start. */
   snapshot: LiveSnapshot | null;
-  /** The last 30 minutes by minute, from history; null when history is off. */
+  /** The last 30 complete minutes by minute, from history; null when history is off. */
   minutes: TimeseriesPoint[] | null;
 }
 

@@ -9,7 +9,6 @@ describe('range presets', () => {
   it('draws each preset with its interval, its ends on bucket boundaries, the current bucket included', () => {
     const midnight = Date.UTC(2026, 10, 25, 0, 0) - 3 * HOUR; // a time zone at UTC+3
     const cases = [
-      ['realtime', 'minute', 31],
       ['today', 'hour', 16],
       ['24h', 'hour', 24],
       ['7d', 'hour', 168],
@@ -24,6 +23,12 @@ describe('range presets', () => {
       expect(w.to - w.from, preset).toBe(buckets * { minute: 60_000, hour: HOUR, day: DAY }[interval]);
     }
     expect(presetWindow('today', NOW, midnight).from).toBe(midnight);
+    // Real time: the last 30 complete minutes (the current one is not in history yet).
+    expect(presetWindow('realtime', NOW)).toEqual({
+      from: Date.UTC(2026, 10, 25, 12, 0),
+      to: Date.UTC(2026, 10, 25, 12, 30),
+      interval: 'minute',
+    });
     expect(presetWindow('30d', NOW).from).toBe(Date.UTC(2026, 9, 27));
   });
 

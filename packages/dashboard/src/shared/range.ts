@@ -87,7 +87,8 @@ export function aligned(range: Range, interval: Interval): Window {
 /**
  * The window of a preset at `now`. `startOfToday` is the local midnight of
  * `now` (the browser's time zone; default: UTC midnight). `realtime` is the
- * last {@link REALTIME_WINDOW_MS} by minute; `custom` needs its own range
+ * last {@link REALTIME_WINDOW_MS} of complete minutes; the others include the
+ * current bucket; `custom` needs its own range
  * ({@link customWindow}) and is not a preset window.
  */
 export function presetWindow(
@@ -99,7 +100,8 @@ export function presetWindow(
   const day = INTERVAL_MS.day;
   switch (preset) {
     case 'realtime':
-      return aligned({ from: now - REALTIME_WINDOW_MS + 1, to: now + 1 }, 'minute');
+      // Complete minutes only: the current one is not in history until it ends.
+      return aligned({ from: floorTo(now, 'minute') - REALTIME_WINDOW_MS, to: floorTo(now, 'minute') }, 'minute');
     case 'today':
       return aligned({ from: startOfToday, to: now + 1 }, 'hour');
     case '24h':
