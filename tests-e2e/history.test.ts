@@ -55,7 +55,11 @@ describe('history: the stats API over a restart and a kill -9 (built daemon)', (
     return proxyd;
   };
 
-  /** `n` page views of `page` from `visitors` different clients (X-Forwarded-For is not trusted: one IP, so the user agents differ). */
+  /**
+   * `n` page views of `page` by three visitors (one IP, three user agents), each on a new connection: with
+   * workers the kernel spreads them, and the visitors add up right only if every worker hashes with the
+   * control plane's salt.
+   */
   async function views(running: RunningProxyd, page: string, n: number, referer?: string): Promise<void> {
     for (let i = 0; i < n; i++) {
       const res = await request(running.httpPort, {
@@ -64,6 +68,7 @@ describe('history: the stats API over a restart and a kill -9 (built daemon)', (
           host: 'site.localhost',
           'user-agent': `${CHROME} v${i % 3}`,
           accept: 'text/html',
+          connection: 'close',
           ...(referer === undefined ? {} : { referer }),
         },
       });

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { emptyRollup, type MinuteRollup } from '@proxyd/analytics';
@@ -64,6 +64,18 @@ describe('startHistory', () => {
       await startHistory(config({ ...defaultHistoryOptions(), enabled: false }), { stateDir: dir, logger }),
     ).toBeNull();
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('a state dir where no database can be made: history off with an error line, the daemon starts', async () => {
+    const dir = await stateDir();
+    const { logger, lines } = recordingLogger();
+    // The "state dir" is a file: no database can be made in it.
+    const file = path.join(dir, 'not-a-dir');
+    await writeFile(file, '');
+    expect(await startHistory(config(), { stateDir: file, logger })).toBeNull();
+    expect(lines.filter((l) => l.level === 'error').at(-1)?.msg).toBe(
+      'history is off: its database cannot be opened (GET /stats answers 501)',
+    );
   });
 
   it('gives the day’s salt at attach, writes the complete minutes at a flush, and everything at close', async () => {

@@ -51,8 +51,8 @@ export function flushPeriodFromEnv(env: NodeJS.ProcessEnv = process.env): number
 }
 
 /**
- * Opens `<stateDir>/history.db` (unless the Proxyfile says `history off`:
- * null) and starts flushing: a minute after the last, plus 2 s, the
+ * Opens `<stateDir>/history.db` (unless the Proxyfile says `history off`, or
+ * no database can be opened there at all, logged: null) and starts flushing: a minute after the last, plus 2 s, the
  * complete minutes are drained from `source` (merged per domain and minute
  * by the store) and written in one transaction on this thread — the control
  * plane's, so with workers no write runs where traffic is served. The
@@ -67,17 +67,27 @@ export async function startHistory(
   if (!settings.enabled) return null;
   const now = options.now ?? Date.now;
   const { logger } = options;
-  const store = await openHistory({
-    file: path.join(options.stateDir, HISTORY_FILE),
-    retention: {
-      minute: settings.minute_retention_ms,
-      hour: settings.hour_retention_ms,
-      day: settings.day_retention_ms,
-    },
-    maxBytes: settings.max_size_bytes,
-    log: logger,
-    now,
-  });
+  let store: HistoryStore;
+  try {
+    store = await openHistory({
+      file: path.join(options.stateDir, HISTORY_FILE),
+      retention: {
+        minute: settings.minute_retention_ms,
+        hour: settings.hour_retention_ms,
+        day: settings.day_retention_ms,
+      },
+      maxBytes: settings.max_size_bytes,
+      log: logger,
+      now,
+    });
+  } catch (err) {
+    // Not even a new file could be made (the state dir is read-only, the disk full): proxyd still serves.
+    logger.error(
+      { error: (err as Error).message },
+      'history is off: its database cannot be opened (GET /stats answers 501)',
+    );
+    return null;
+  }
   let source: RollupSource | null = null;
   let pending: MinuteRollup[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
