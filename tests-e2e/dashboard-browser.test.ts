@@ -293,6 +293,26 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
       expect(chart?.width).toBeGreaterThan(300);
       expect(chart?.width).toBeLessThanOrEqual(390);
       await tab.screenshot({ path: path.join(ARTIFACTS, 'dashboard-phone.png'), fullPage: true });
+      // The range picker's custom from–to (local dates, both days included): yesterday to today holds the visits.
+      await tab.setViewportSize({ width: 1280, height: 800 });
+      await tab.selectOption('#range', 'custom');
+      const day = (offset: number) => {
+        const d = new Date(Date.now() + offset * 86_400_000);
+        return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+      };
+      await tab.fill('#from', day(-1));
+      await tab.fill('#to', day(0));
+      await tab.click('#custom button[type="submit"]');
+      await expect
+        .poll(() => tab.evaluate<string>('location.hash'))
+        .toBe(`#site=${SITE}&range=custom&from=${day(-1)}&to=${day(0)}`);
+      // Yesterday's midnight to now, by hour: more buckets than the 24 of the view before.
+      const customCells = tab.locator('[data-chart-table] td[data-series="page_views"]');
+      await expect.poll(() => customCells.count()).toBeGreaterThan(24);
+      expect(await tab.locator('#chart-note').textContent()).toBe('per hour');
+      const custom = await customCells.allTextContents();
+      expect(custom.reduce((n, c) => n + Number(c), 0)).toBe(5);
+      expect(await kpi(tab, 'page_views')).toBe(5);
       expect(problems).toEqual([]);
       const origin = `http://127.0.0.1:${dashboardPort}/`;
       expect(requests.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'))).toEqual([]);
