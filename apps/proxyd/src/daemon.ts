@@ -226,6 +226,22 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Every reload (POST /reload, SIGHUP) counted in the metrics.
   const reloader = proxyfileReloader && metrics ? countReloads(proxyfileReloader, metrics) : proxyfileReloader;
 
+  /**
+   * A listener after the data plane failed to open: closes the listeners
+   * `opened` before it and everything started so far, then rethrows.
+   */
+  const abandon = async (err: unknown, opened: readonly ({ close(): Promise<void> } | null)[] = []) => {
+    await Promise.all(opened.map((listener) => listener?.close()));
+    unwatchShadowed();
+    await docker.close();
+    unsubscribe();
+    unwatchCertificates?.();
+    certificates?.close();
+    await serving.close();
+    await history?.close();
+    throw err;
+  };
+
   let control: Awaited<ReturnType<typeof startControlPlane>>;
   try {
     control = await startControlPlane({
@@ -245,13 +261,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       startedAt,
     });
   } catch (err) {
-    unwatchShadowed();
-    await docker.close();
-    unsubscribe();
-    unwatchCertificates?.();
-    certificates?.close();
-    await serving.close();
-    throw err;
+    return await abandon(err);
   }
 
   // The metrics listener (global option `metrics`): GET /metrics without the admin token.
@@ -263,14 +273,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       try {
         metricsListener = await startMetricsListener({ address: splitHostPort(config.global.metrics), metrics });
       } catch (err) {
-        await control.close();
-        unwatchShadowed();
-        await docker.close();
-        unsubscribe();
-        unwatchCertificates?.();
-        certificates?.close();
-        await serving.close();
-        throw err;
+        return await abandon(err, [control]);
       }
     }
   }
@@ -286,14 +289,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         logger: logging.forTarget(DASHBOARD_TARGET),
       });
     } catch (err) {
-      await Promise.all([control.close(), metricsListener?.close()]);
-      unwatchShadowed();
-      await docker.close();
-      unsubscribe();
-      unwatchCertificates?.();
-      certificates?.close();
-      await serving.close();
-      throw err;
+      return await abandon(err, [control, metricsListener]);
     }
   }
 
