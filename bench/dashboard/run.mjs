@@ -23,7 +23,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openHistory } from '@proxyd/history';
-import { busyRollup, prng } from '../history/busy-site.mjs';
+import { prng, seedBusySite } from '../history/busy-site.mjs';
 import { benchSession, median } from '../lib/session.mjs';
 
 const MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
@@ -47,7 +47,6 @@ const DIMENSIONS = [
   'utm_campaign',
 ];
 const MINUTE = 60_000;
-const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
 if (!existsSync(MAIN)) {
@@ -95,19 +94,14 @@ const random = prng(22);
 let clock = first;
 const store = await openHistory({ file: path.join(stateDir, 'history.db'), now: () => clock });
 const seeding = performance.now();
-const minutesFrom = Math.floor((end - 48 * HOUR) / HOUR) * HOUR;
-for (let day = first; day < minutesFrom; day += DAY) {
-  const rollups = [];
-  for (let h = day; h < Math.min(day + DAY, minutesFrom); h += HOUR) rollups.push(busyRollup(DOMAIN, h, 60, random));
-  clock = Math.min(day + DAY, minutesFrom) + 5 * MINUTE;
-  store.write(rollups, clock);
-}
-for (let h = minutesFrom; h < end; h += HOUR) {
-  const rollups = [];
-  for (let m = h; m < Math.min(h + HOUR, end); m += MINUTE) rollups.push(busyRollup(DOMAIN, m, 1, random));
-  clock = Math.min(h + HOUR, end) + 5 * MINUTE;
-  store.write(rollups, clock);
-}
+seedBusySite(store, DOMAIN, {
+  first,
+  end,
+  random,
+  setClock: (ms) => {
+    clock = ms;
+  },
+});
 console.log(
   `seeded ${DAYS} days of ${DOMAIN} in ${((performance.now() - seeding) / 1000).toFixed(0)} s: history.db ${(store.sizeBytes() / 1e6).toFixed(1)} MB`,
 );

@@ -112,3 +112,32 @@ export function busyRollup(domain, start, minutes, random) {
   }
   return r;
 }
+
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/**
+ * Writes the busy site into `store` from `first` (a day's start) to `end`
+ * (a minute's start), as the daemon would have: day by day the hours of
+ * each day (hour rollups, then the store's compaction), and the last 48
+ * hours minute by minute, an hour a write. Each write lands 5 minutes after
+ * its last bucket; `setClock(ms)` moves the store's clock there first.
+ */
+export function seedBusySite(store, domain, { first, end, random, setClock }) {
+  const write = (rollups, at) => {
+    setClock(at);
+    store.write(rollups, at);
+  };
+  const minutesFrom = Math.floor((end - 48 * HOUR) / HOUR) * HOUR;
+  for (let day = first; day < minutesFrom; day += DAY) {
+    const rollups = [];
+    for (let h = day; h < Math.min(day + DAY, minutesFrom); h += HOUR) rollups.push(busyRollup(domain, h, 60, random));
+    write(rollups, Math.min(day + DAY, minutesFrom) + 5 * MINUTE);
+  }
+  for (let h = minutesFrom; h < end; h += HOUR) {
+    const rollups = [];
+    for (let m = h; m < Math.min(h + HOUR, end); m += MINUTE) rollups.push(busyRollup(domain, m, 1, random));
+    write(rollups, Math.min(h + HOUR, end) + 5 * MINUTE);
+  }
+}

@@ -33,7 +33,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openHistory } from '@proxyd/history';
 import { benchSession, cpuSeconds, median } from '../lib/session.mjs';
-import { busyRollup, prng } from './busy-site.mjs';
+import { busyRollup, prng, seedBusySite } from './busy-site.mjs';
 
 const MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
@@ -48,7 +48,6 @@ const HOST = 'bench.local';
 const DOMAIN = 'busy.example';
 const TOKEN = 'bench-history-token-0123456789abcdef';
 const MINUTE = 60_000;
-const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
 if (!existsSync(MAIN)) {
@@ -137,21 +136,14 @@ async function queryPart() {
   let clock = first;
   const store = await openHistory({ file, now: () => clock });
   const seeding = performance.now();
-  // Day by day, as the daemon would have: the hours of each day (hour rollups), then its compaction.
-  const minutesFrom = Math.floor((end - 48 * HOUR) / HOUR) * HOUR;
-  for (let day = first; day < minutesFrom; day += DAY) {
-    const rollups = [];
-    for (let h = day; h < Math.min(day + DAY, minutesFrom); h += HOUR) rollups.push(busyRollup(DOMAIN, h, 60, random));
-    clock = Math.min(day + DAY, minutesFrom) + 5 * MINUTE;
-    store.write(rollups, clock);
-  }
-  // The last 48 hours minute by minute, an hour a write.
-  for (let h = minutesFrom; h < end; h += HOUR) {
-    const rollups = [];
-    for (let m = h; m < Math.min(h + HOUR, end); m += MINUTE) rollups.push(busyRollup(DOMAIN, m, 1, random));
-    clock = Math.min(h + HOUR, end) + 5 * MINUTE;
-    store.write(rollups, clock);
-  }
+  seedBusySite(store, DOMAIN, {
+    first,
+    end,
+    random,
+    setClock: (ms) => {
+      clock = ms;
+    },
+  });
   const seedSeconds = (performance.now() - seeding) / 1000;
   clock = end;
   const size = store.sizeBytes();
