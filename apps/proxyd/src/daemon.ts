@@ -4,7 +4,7 @@ import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateManager } from '@proxyd/certificates';
 import { type Config, composeHooks, DataPlane } from '@proxyd/proxy-core';
-import type { RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteSpec, Site } from '@proxyd/proxy-core/model';
 import { routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';
@@ -202,7 +202,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const unsubscribe = store.subscribe((routes, version) => {
     void followRoutes(routes);
     metrics?.setRouteCounts(store.countByOrigin());
-    siteLogs.retain(routes.map((r) => r.site));
+    siteLogs.retain(sitesOf(routes));
     return serving.setRoutes(routes, version);
   });
   const docker = await startDockerDiscovery({
@@ -473,4 +473,9 @@ async function withResolvedPorts(config: Config, bindHost: string | undefined): 
       https_port: https === 0 ? await free() : https,
     },
   };
+}
+
+/** The sites of `routes`, read only if iterated. */
+function* sitesOf(routes: readonly RouteSpec[]): Generator<Site> {
+  for (const route of routes) yield route.site;
 }

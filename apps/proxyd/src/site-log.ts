@@ -193,6 +193,8 @@ export class SiteLogOutputs {
    * on their way from workers are written meanwhile).
    */
   retain(sites: Iterable<Site>): void {
+    // No file open: nothing to follow, and the sites are not walked (a route write at 100,000 routes).
+    if (this.#files.size === 0) return;
     const wanted = wantedFiles(sites, false);
     for (const [key, open] of this.#files) {
       const want = wanted.get(key);
