@@ -9,11 +9,10 @@
 //
 // Needs what run.mjs needs (openssl, cc + libgnutls28-dev, caddy, taskset, wrk).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchSession, cpuSeconds } from '../lib/session.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -23,37 +22,9 @@ const LOAD_CORE = process.env.LOAD_CORE ?? '0';
 const HOST = 'bench.localhost';
 const ONLY = process.env.ONLY?.split(',');
 
-const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-tlsvar-'));
-const children = [];
-
-/** SIGTERM the children, SIGKILL after 5 s, and only then remove the temp dir (see run.mjs). */
-let stopping = false;
-async function shutdown(code) {
-  if (stopping) return;
-  stopping = true;
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  const gone = Promise.all(alive.map((c) => new Promise((resolve) => c.once('exit', resolve))));
-  for (const c of alive) c.kill('SIGTERM');
-  const timer = setTimeout(() => {
-    for (const c of alive) c.kill('SIGKILL');
-  }, 5000);
-  await gone;
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  process.exit(code);
-}
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-  } catch {}
-});
-process.on('SIGINT', () => shutdown(130));
-process.on('SIGTERM', () => shutdown(143));
-process.on('uncaughtException', (err) => {
-  console.error(err);
-  shutdown(1);
-});
+// The temp dir, the children and their cleanup however the run ends, free ports: bench/lib/session.mjs.
+const session = benchSession('tlsvar');
+const { dir, children, shutdown, freePort } = session;
 
 const tlsLoad = path.join(dir, 'tls-load');
 execFileSync('cc', ['-O2', '-o', tlsLoad, path.join(here, 'tls-load.c'), '-lgnutls']);
@@ -112,23 +83,6 @@ writeFileSync(
   readFileSync(path.join(dir, 'leaf.pem'), 'utf8') + readFileSync(path.join(dir, 'ca.pem'), 'utf8'),
 );
 
-// Ports handed out stay reserved here: a server not listening yet must not get its port handed out again.
-const taken = new Set();
-async function freePort() {
-  for (;;) {
-    const port = await new Promise((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address();
-        s.close(() => resolve(port));
-      });
-    });
-    if (!taken.has(port)) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
-
 // The upstream of the proxy variants: one nginx worker on the load core serving a 30-byte file.
 writeFileSync(path.join(dir, 'small'), `${'x'.repeat(29)}\n`);
 const upPort = await freePort();
@@ -146,7 +100,6 @@ writeFileSync(
   server,
   `import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 const port = Number(process.env.PORT);
@@ -255,12 +208,6 @@ const variants = [
   { name: 'caddy proxy', caddy: true, proxy: true },
 ];
 
-/** CPU seconds (user + system) of a process; with `children`, of its waited-for children. */
-const cpuSeconds = (pid, children = false) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return children ? (Number(f[13]) + Number(f[14])) / 100 : (Number(f[11]) + Number(f[12])) / 100;
-};
 const childCpu = () => cpuSeconds(process.pid, true);
 
 const chosen = ONLY ? variants.filter((v) => ONLY.includes(v.name)) : variants;
