@@ -17,6 +17,7 @@ import { type Config, DEFAULTS } from '@proxyd/proxy-core';
 import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
 import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
+import { trackForDrain } from './listener-drain.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';
 import type { MetricsExposition } from './metrics.js';
 import type { Reloader } from './reload.js';
@@ -53,7 +54,11 @@ export interface ControlPlane {
   adminAddress: { host: string; port: number };
   /** The Unix socket path, or null without `--admin-socket`. */
   socketPath: string | null;
-  close(): Promise<void>;
+  /**
+   * Both listeners stop accepting and answer the calls they accepted
+   * within `graceMs` (default 0: cut them), then close (`listener-drain.ts`).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** What the admin API is wired to. */
@@ -144,6 +149,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.discovery ? { discovery: options.discovery } : {}),
     ...(options.stats ? { stats: options.stats } : {}),
   });
+  const tcp = trackForDrain(app.server);
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();
   let socket: UnixSocketListener | null = null;
@@ -162,8 +168,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   return {
     adminAddress: { host: admin.host, port: typeof bound === 'object' && bound ? bound.port : admin.port },
     socketPath: socket?.path ?? null,
-    async close() {
-      await Promise.all([app.close(), socket?.close()]);
+    async close(graceMs = 0) {
+      // The app closes (its onClose hooks) after the drain: closing first would answer 503 to calls it accepted.
+      await Promise.all([tcp.drain(graceMs).then(() => app.close()), socket?.close(graceMs)]);
     },
   };
 }
