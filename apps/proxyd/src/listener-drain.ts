@@ -29,20 +29,21 @@ export interface ListenerDrain {
  * Tracks the connections of `server` (call before it listens) so that it
  * can stop as the data plane does (proxy-core `ProxyServer.drain`, issue
  * 28): the listener takes the connections waiting in its backlog (their
- * clients count as connected and have sent their requests), then closes
- * (the kernel refuses new connections); a request
- * in flight — its body still arriving, or its handler still running — is
- * answered, with `Connection: close` when its head is still to be sent, and
- * its connection closes after it; a connection without a request gets
+ * clients count as connected and may have sent their requests), then
+ * closes (the kernel refuses new connections); a request in flight — its
+ * body still arriving, or its handler still running — is answered, with
+ * `Connection: close` when its head is still to be sent, and its
+ * connection closes after it; a connection without a request gets
  * {@link LISTENER_DRAIN_IDLE_MS} for one to arrive (answered too), then
  * ends. What is still open after `graceMs` is destroyed.
  *
- * Node's own `server.close()` instead destroys every connection without a
- * request in progress at once, a connection accepted a moment ago whose
- * request is not parsed yet included: its client sees a reset for a request
- * the server may even have run. A Fastify app's `close()` also answers 503
- * to requests it routes after close began; drain the server first, then
- * close the app (its `server.close()` then finds nothing to do).
+ * Node's own `server.close()` instead resets the backlog and destroys every
+ * connection without a request in progress at once, one accepted a moment
+ * ago whose request is not read yet included: their clients see a reset
+ * for a request they sent before the stop. A Fastify app's `close()` also
+ * answers 503 to requests it routes after close began; drain the server
+ * first, then close the app (its `server.close()` then finds nothing to
+ * do).
  */
 export function trackForDrain(server: Server): ListenerDrain {
   /** Open connections and the responses each has in progress. */
