@@ -13,6 +13,8 @@ import { startProxyd, startUpstream } from './support/proxyd.js';
 // default workers, and again with PROXY_WORKERS=1 (`pnpm test`).
 
 const BIG = 20 * 1024 * 1024;
+/** The Proxyfile's default `grace_period`, in ms. */
+const DEFAULT_GRACE_MS = 30_000;
 
 interface Outcome {
   status: number | string;
@@ -246,7 +248,9 @@ describe('stopping with work in flight', () => {
       expect(await exited).toBe(0);
       const took = Date.now() - signalled;
       expect(took).toBeGreaterThanOrEqual(900);
-      expect(took).toBeLessThan(2000);
+      // The 1 s grace period applies, not the default 30 s. (Not "< 2 s": beside a CPU hog the exit after the
+      // cut took 2.4 s, issue 28.)
+      expect(took).toBeLessThan(DEFAULT_GRACE_MS / 3);
       expect(proxyd.output()).toContain('shutting down: finishing requests in flight');
 
       // Again, and a second signal before the grace period ends.
@@ -263,7 +267,8 @@ describe('stopping with work in flight', () => {
         signalled = Date.now();
         again.child.kill('SIGTERM');
         expect(await exited).toBe(1);
-        expect(Date.now() - signalled).toBeLessThan(1000);
+        // Long before the 30 s grace period ends (not "< 1 s": a loaded machine may take longer to run it).
+        expect(Date.now() - signalled).toBeLessThan(DEFAULT_GRACE_MS / 3);
         expect((await hung2).status).toBe('ECONNRESET');
       } finally {
         await again.stop();
