@@ -33,9 +33,10 @@ function isLive(path: string): Promise<boolean> {
  * Serves `handler` on a Unix socket at `path`, mode 0600, owned by the
  * process user. A stale socket file (nobody listening) is replaced; a live
  * one, or a path that is not a socket, is an error (never unlinked). The
- * socket file is removed on close, after a drain (`listener-drain.ts`). `configure` is called with the server
- * before it listens, to attach the listeners for requests that never reach
- * `handler` (`clientError`, `checkExpectation`, `connect`).
+ * socket file is removed on close, after a drain (`listener-drain.ts`).
+ * `configure` is called with the server before it listens, to attach the
+ * listeners for requests that never reach `handler` (`clientError`,
+ * `checkExpectation`, `connect`).
  */
 export async function listenUnixSocket(
   path: string,
