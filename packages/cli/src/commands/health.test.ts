@@ -10,7 +10,7 @@ import { checkHealth } from './health.js';
 describe('proxyd health', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-health-'));
   let status = 200;
-  const seen: { method?: string; url?: string; authorization?: string }[] = [];
+  const seen: { method: string | undefined; url: string | undefined; authorization: string | undefined }[] = [];
   const server = http.createServer((req, res) => {
     seen.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
     res.writeHead(status, { 'content-type': 'application/json' });
