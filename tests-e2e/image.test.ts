@@ -74,7 +74,10 @@ describe('the container image, built from the clone and run with Podman', () => 
     await waitUntil(
       async () => (await adminCall(ports.admin, 'GET', '/health').catch(() => null))?.status === 200,
       30_000,
-    );
+    ).catch(async (err: Error) => {
+      const logs = await run('podman', ['logs', name], { env: runtime.env }).catch((e: Error) => e);
+      throw new Error(`${name} did not answer /health: ${err.message}\n${JSON.stringify(logs).slice(-3000)}`);
+    });
   };
   /** The local CA's root, copied out of the /certs volume of `container`. */
   const exportRoot = async (container: string, to: string) => {
