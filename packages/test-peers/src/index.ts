@@ -26,4 +26,4 @@ export {
   type StartedPebble,
   startPebble,
 } from './pebble.js';
-export { type PodmanOptions, startPodman } from './podman.js';
+export { type PodmanOptions, type PodmanRuntime, startPodman } from './podman.js';
