@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
+import { clientErrorHandler, kOwed, sendOwedAnswer } from './client-errors.js';
 import { ClientIpResolver } from './client-ip.js';
 import {
   BodyWatch,
@@ -419,7 +420,7 @@ export class ProxyServer {
     const idle = setTimeout(
       () => {
         for (const socket of sockets) {
-          if (socket[kDraining] === true && (socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+          if (socket[kDraining] === true && (socket[kOwed] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
         }
       },
       Math.min(DRAIN_IDLE_MS, graceMs),
@@ -464,7 +465,7 @@ export class ProxyServer {
       socket.once('close', () => this.#upgraded.delete(socket));
       this.enter(req, null, socket, head, secure);
     });
-    (server as http.Server).on('clientError', onClientError);
+    (server as http.Server).on('clientError', clientErrorHandler(this.#limits));
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -703,7 +704,7 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
     super(req);
     this.on('close', onResponseClose);
     const socket = req.socket as DrainSocket | null;
-    if (socket !== null) socket[kActive] = (socket[kActive] ?? 0) + 1;
+    if (socket !== null) socket[kOwed] = (socket[kOwed] ?? 0) + 1;
   }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
@@ -800,8 +801,10 @@ function onResponseClose(this: CountingResponse | CountingH2Response): void {
   if (this instanceof CountingResponse) {
     const socket = this.req.socket as DrainSocket | null;
     if (socket !== null) {
-      const active = (socket[kActive] ?? 1) - 1;
-      socket[kActive] = active;
+      const active = (socket[kOwed] ?? 1) - 1;
+      socket[kOwed] = active;
+      // A request the parser refused after this one: its error answer goes out now (`client-errors.ts`).
+      if (active === 0) sendOwedAnswer(socket);
       // Draining: the connection's last response is out; close it (an upgraded one stays).
       if (active === 0 && socket[kDraining] === true && !socket.destroyed) socket.end();
     }
@@ -825,10 +828,9 @@ function hostLines(raw: readonly string[]): number {
  */
 const DRAIN_IDLE_MS = 250;
 
-/** Requests in flight on an HTTP/1 connection, and whether the server drains ({@link ProxyServer.drain}). */
-const kActive = Symbol('proxyd.activeRequests');
+/** Whether the server drains ({@link ProxyServer.drain}); `kOwed`: requests in flight on an HTTP/1 connection. */
 const kDraining = Symbol('proxyd.draining');
-type DrainSocket = Duplex & { [kActive]?: number; [kDraining]?: boolean; alpnProtocol?: string | false | null };
+type DrainSocket = Duplex & { [kOwed]?: number; [kDraining]?: boolean; alpnProtocol?: string | false | null };
 
 /**
  * Emits the request record when the response closes: status 0 when no
@@ -897,22 +899,6 @@ function originForm(url: string, host: string): string | null {
   if (match === null || normalizeHost(match[1] ?? '') !== host) return null;
   const rest = match[2] ?? '';
   return rest.startsWith('/') ? rest : `/${rest}`;
-}
-
-/** Bad requests the HTTP parser refuses: a short answer (as Node's default handler gives), then close. */
-function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  const writable =
-    socket.writable && !(socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-  if (writable) {
-    const status =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? '431 Request Header Fields Too Large'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? '408 Request Timeout'
-          : '400 Bad Request';
-    socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-  }
-  socket.destroy();
 }
 
 /**
