@@ -465,7 +465,10 @@ export class ProxyServer {
     server.prependListener('connection', this.#connections.onConnection);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
-      if (refusedBefore(req)) return;
+      if (refusedBefore(req)) {
+        socket.end();
+        return;
+      }
       this.#upgraded.add(socket);
       socket.once('close', () => this.#upgraded.delete(socket));
       this.enter(req, null, socket, head, secure);

@@ -152,4 +152,17 @@ describe('issue 28: a request pipelined behind one the front door refuses', () =
       expect(up.seen).toEqual([]);
     });
   }
+
+  it('is never forwarded as a WebSocket upgrade either', async () => {
+    const up = await echo();
+    const { port } = await proxy([site('a.test', [up.port])]);
+    const upgrade =
+      'GET /ws HTTP/1.1\r\nhost: a.test\r\nconnection: upgrade\r\nupgrade: websocket\r\n' +
+      'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+    const response = await rawExchange(port, `${post('transfer-encoding: gzip, chunked\r\n')}${upgrade}`, 3000);
+    expect(status(response)).toBe(501);
+    expect(response.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(up.seen).toEqual([]);
+    expect(up.connections.size).toBe(0);
+  });
 });
