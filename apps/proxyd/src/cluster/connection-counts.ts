@@ -1,10 +1,27 @@
 import type { Channel } from '@proxyd/cluster';
-import type { ConnectionCounter } from '@proxyd/proxy-core';
+import type { ConnectionCounter, ConnectionCounts } from '@proxyd/proxy-core';
 
 /** The request a worker sends with a turn's new connections: their per-address keys. */
 export const CONNECTIONS_ACQUIRE = 'connections.acquire';
 /** The one-way message a worker sends with a turn's closed connections (those the primary admitted): their keys. */
 export const CONNECTIONS_RELEASE = 'connections.release';
+
+/**
+ * The primary's side, for the worker of slot `index` on `channel`: its
+ * acquisitions and releases go to the node's `counts` (one
+ * `ConnectionCounts` for every worker; `counts.forget(index)` when the
+ * worker exits).
+ */
+export function serveConnectionCounts(channel: Channel, index: number, counts: ConnectionCounts): void {
+  channel.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
+    const answers = new Uint8Array(keys.length);
+    for (let i = 0; i < keys.length; i++) answers[i] = counts.acquire(index, keys[i] as string) ? 1 : 0;
+    return answers;
+  });
+  channel.handle<string[]>(CONNECTIONS_RELEASE, (keys) => {
+    for (const key of keys) counts.release(index, key);
+  });
+}
 
 interface Waiting {
   resolve(admitted: boolean): void;

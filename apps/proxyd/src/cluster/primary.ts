@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
 import type { MetricsSnapshot } from '../metrics.js';
 import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
-import { CONNECTIONS_ACQUIRE, CONNECTIONS_RELEASE } from './connection-counts.js';
+import { serveConnectionCounts } from './connection-counts.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -170,14 +170,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     setup(channel, index, self) {
       channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
-      channel.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
-        const answers = new Uint8Array(keys.length);
-        for (let i = 0; i < keys.length; i++) answers[i] = connections.acquire(index, keys[i] as string) ? 1 : 0;
-        return answers;
-      });
-      channel.handle<string[]>(CONNECTIONS_RELEASE, (keys) => {
-        for (const key of keys) connections.release(index, key);
-      });
+      serveConnectionCounts(channel, index, connections);
       channel.handle<MinuteRollup[]>(ToPrimary.rollups, (rollups) => {
         options.history?.accept(rollups);
         return true;
