@@ -8,7 +8,13 @@
  * is the lighter subpath `@proxyd/proxy-core/model`.
  */
 export type { ChallengeResponder } from './challenge.js';
-export { LISTENER_DEFAULTS, type ListenerLimits } from './connection-limits.js';
+export {
+  type ConnectionCounter,
+  ConnectionCounts,
+  LISTENER_DEFAULTS,
+  type ListenerLimits,
+  listenerLimitsOf,
+} from './connection-limits.js';
 export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
 export {
   composeHooks,

@@ -1,13 +1,15 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { clientErrorHandler, kOwed, sendOwedAnswer } from './client-errors.js';
 import { ClientIpResolver } from './client-ip.js';
 import {
+  armWriteTimeout,
   BodyWatch,
+  type ConnectionCounter,
   ConnectionLimiter,
   hasBody,
   http1ServerOptions,
@@ -111,6 +113,12 @@ export interface ProxyServerOptions {
    * total); defaults: `LISTENER_DEFAULTS` in `connection-limits.ts`.
    */
   limits?: Partial<ListenerLimits>;
+  /**
+   * The node-wide per-address count, when several processes serve these
+   * listeners (each worker of a multi-core daemon): `maxConnectionsPerIp`
+   * is then the node's cap, not this process's. Default none.
+   */
+  connectionCounter?: ConnectionCounter;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -218,14 +226,17 @@ export class ProxyServer {
     this.#alpnChallenges = options.alpnChallenges;
     this.#httpsPort = options.httpsPort;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
-    this.#http2 = options.http2 ?? {};
+    this.#http2 = {
+      maxHeaderListSize: options.limits?.maxHeaderSize ?? LISTENER_DEFAULTS.maxHeaderSize,
+      ...options.http2,
+    };
     this.#reusePort = options.reusePort ?? false;
     this.#binds = options.binds;
     this.#ticketKeys = options.ticketKeys;
     const limits = { ...LISTENER_DEFAULTS, ...options.limits };
     this.#limits = limits;
     const clientIp = this.#clientIp;
-    this.#connections = new ConnectionLimiter(limits, (ip) => clientIp.isTrusted(ip));
+    this.#connections = new ConnectionLimiter(limits, (ip) => clientIp.isTrusted(ip), options.connectionCounter);
     this.#bodies = new BodyWatch(limits);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
@@ -320,9 +331,11 @@ export class ProxyServer {
 
   #httpServer(): http.Server {
     const bodies = this.#bodies;
+    const writeMs = this.#limits.writeTimeoutMs;
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       if (refusedBefore(req)) return;
       if (hasBody(req)) bodies.watch(req, res);
+      if (writeMs > 0) armWriteTimeout(res, writeMs);
       this.enter(req, res, null, null, false);
     };
     const server = http.createServer(
@@ -350,7 +363,11 @@ export class ProxyServer {
   #httpsServer(): http2.Http2SecureServer {
     const certificates = this.#certificates;
     if (certificates === undefined) throw new Error('no certificate store configured');
-    const enter = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
+    const writeMs = this.#limits.writeTimeoutMs;
+    const enter = (req: IncomingMessage, res: ServerResponse) => {
+      if (writeMs > 0) armWriteTimeout(res, writeMs);
+      this.enter(req, res, null, null, true);
+    };
     const admission = new StreamAdmission(enter);
     const bodies = this.#bodies;
     // HTTP/2: its own limits (`tls/http2.ts`); Node resets a stream whose response ended before its body.
@@ -364,8 +381,9 @@ export class ProxyServer {
     const limits = this.#http2;
     const server = http2.createSecureServer(
       {
-        ...http2ServerOptions(limits),
+        // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
         ...http1ServerOptions(this.#limits),
+        ...http2ServerOptions(limits),
         handshakeTimeout: this.#limits.handshakeTimeoutMs,
         allowHTTP1: true,
         Http1ServerResponse: CountingResponse,
@@ -462,7 +480,8 @@ export class ProxyServer {
   #start(server: http.Server | http2.Http2SecureServer, port: number, host: string): Promise<AddressInfo> {
     const secure = server instanceof tls.Server;
     // First: a connection over a cap is closed before HTTP or TLS sees it.
-    server.prependListener('connection', this.#connections.onConnection);
+    if (this.#connections.waits) holdUntilAdmitted(server, this.#connections, secure);
+    else server.prependListener('connection', this.#connections.onConnection);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
       if (refusedBefore(req)) {
@@ -924,6 +943,28 @@ function originForm(url: string, host: string): string | null {
   if (match === null || normalizeHost(match[1] ?? '') !== host) return null;
   const rest = match[2] ?? '';
   return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/**
+ * Makes `server` accept connections paused and hand each to its own
+ * 'connection' listeners (HTTP's, or TLS's, and the server's bookkeeping)
+ * only once `limiter` admits it: what the client sent meanwhile waits in
+ * the kernel, unread. TLS reads the server's `pauseOnConnect` when it wraps
+ * the socket: it is off for that call, so the TLS socket reads.
+ */
+function holdUntilAdmitted(server: http.Server | http2.Http2SecureServer, limiter: ConnectionLimiter, secure: boolean) {
+  const held = server as (http.Server | http2.Http2SecureServer) & { pauseOnConnect: boolean };
+  held.pauseOnConnect = true;
+  const listeners = server.listeners('connection') as ((socket: Duplex) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) =>
+    limiter.admit(socket, () => {
+      if (secure) held.pauseOnConnect = false;
+      for (const listener of listeners) listener.call(server, socket);
+      if (secure) held.pauseOnConnect = true;
+      else socket.resume();
+    }),
+  );
 }
 
 /**

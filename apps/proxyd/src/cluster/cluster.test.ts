@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileStorage, LocalCa } from '@proxyd/certificates';
 import { Channel } from '@proxyd/cluster';
+import { ConnectionCounts } from '@proxyd/proxy-core';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { describe, expect, it } from 'vitest';
+import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from './connection-counts.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
 import { RoutePublisher, WorkerRoutes } from './route-tables.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
@@ -122,6 +124,39 @@ describe('rate_limit across workers', () => {
     const silent = Object.assign(new EventEmitter(), { send: () => true });
     const limits = new RemoteRateLimits(new Channel(silent), 50);
     await expect(limits.counter(1).admit('a.test', '192.0.2.9')).rejects.toThrow('no answer within 50 ms');
+  });
+});
+
+describe('max_connections_per_ip across workers (issue 28)', () => {
+  it('two workers share the cap; a turn goes in one request; a close gives a place back', async () => {
+    const counts = new ConnectionCounts(3);
+    const [w1, p1] = channelPair();
+    const [w2, p2] = channelPair();
+    serveConnectionCounts(p1, 0, counts);
+    serveConnectionCounts(p2, 1, counts);
+    let batches = 0;
+    p1.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
+      batches++;
+      return keys.map((key) => (counts.acquire(0, key) ? 1 : 0));
+    });
+    const one = new RemoteConnectionCounter(w1);
+    const two = new RemoteConnectionCounter(w2);
+    expect(await Promise.all([one.acquire('192.0.2.1'), one.acquire('192.0.2.1')])).toEqual([true, true]);
+    expect(batches).toBe(1);
+    expect(await Promise.all([two.acquire('192.0.2.1'), two.acquire('192.0.2.1')])).toEqual([true, false]);
+    two.release('192.0.2.1');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(counts.held('192.0.2.1')).toBe(2);
+    expect(await one.acquire('192.0.2.1')).toBe(true);
+    // A worker that exits gives back what it held.
+    counts.forget(0);
+    expect(counts.held('192.0.2.1')).toBe(0);
+  });
+
+  it('an answer that does not come in time rejects (the worker then admits on its own count)', async () => {
+    const silent = Object.assign(new EventEmitter(), { send: () => true });
+    const counter = new RemoteConnectionCounter(new Channel(silent), 50);
+    await expect(counter.acquire('192.0.2.9')).rejects.toThrow('no answer within 50 ms');
   });
 });
 

@@ -9,11 +9,13 @@ import {
 } from '@proxyd/analytics';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
+import { ConnectionCounts, LISTENER_DEFAULTS } from '@proxyd/proxy-core';
 import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
 import type { MetricsSnapshot } from '../metrics.js';
 import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
+import { serveConnectionCounts } from './connection-counts.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -118,8 +120,9 @@ export interface Workers {
  * route table and certificates at start and on every change, ACME
  * challenges before the CA checks them, on-demand certificates when a
  * worker's handshake asks, upstream health (worker 0 probes; what any
- * worker sees goes to the others), and `rate_limit` admissions (counted here, for
- * all workers: `rate-limits.ts`). The primary itself serves no traffic. Every
+ * worker sees goes to the others), `rate_limit` admissions (counted here, for
+ * all workers: `rate-limits.ts`) and connections per client address
+ * (`max_connections_per_ip`, the node's cap: `connection-counts.ts`). The primary itself serves no traffic. Every
  * worker binds the listeners with SO_REUSEPORT: the kernel spreads
  * connections over them, and a worker's crash leaves the others serving
  * while it is replaced (see `WorkerPool`).
@@ -132,6 +135,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const ticketKeys = randomBytes(48);
   const served = (): CertificatePem[] => manager?.served() ?? [];
   const rateLimits = new RateLimitAuthority();
+  // `max_connections_per_ip` counted here for every worker: the cap is the node's.
+  const connections = new ConnectionCounts(
+    config.global.servers?.max_connections_per_ip ?? LISTENER_DEFAULTS.maxConnectionsPerIp,
+  );
   const publisher = new RoutePublisher();
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
   const pool = await WorkerPool.start({
@@ -163,6 +170,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     setup(channel, index, self) {
       channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
+      serveConnectionCounts(channel, index, connections);
       channel.handle<MinuteRollup[]>(ToPrimary.rollups, (rollups) => {
         options.history?.accept(rollups);
         return true;
@@ -182,6 +190,8 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       logger.info({ worker: index, pid, http: ready.http, https: ready.https }, `worker ${index} serving`);
     },
     onExit(index, pid, code, signal, respawnInMs) {
+      // Its connections are gone with it.
+      connections.forget(index);
       logger.error(
         { worker: index, pid, code, signal, respawn_in_ms: respawnInMs },
         `worker ${index} exited (${signal ?? `code ${code}`}); replacing it`,

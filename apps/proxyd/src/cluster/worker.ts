@@ -11,6 +11,7 @@ import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { createLogging } from '../logging.js';
 import { createMetrics } from '../metrics.js';
 import { SiteLogRecorder } from '../site-log.js';
+import { RemoteConnectionCounter } from './connection-counts.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -86,6 +87,8 @@ connectToPrimary<WorkerInit>({
       secret: init.secret,
       ticketKeys: init.ticketKeys,
       rateLimitCounter: (limit) => rateLimits.counter(limit),
+      // Connections per client address are the node's: the primary counts them for every worker.
+      connectionCounter: new RemoteConnectionCounter(channel),
       // One worker probes for all; what any worker sees reaches the others through the primary.
       health: { probes: init.index === 0, report: (event) => channel.notify(ToPrimary.health, event) },
       redirects: init.redirects,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
-import type { ListenerLimits } from '../connection-limits.js';
+import { type ConnectionCounter, type ListenerLimits, listenerLimitsOf } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { Config, RouteSpec } from '../model/index.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
@@ -79,10 +79,18 @@ export interface DataPlaneOptions {
   /**
    * Timeouts and connection caps of every listener: header, body (and its
    * minimum rate), request, keep-alive and TLS handshake timeouts,
-   * connections per client address and in total. Defaults (nginx's range):
-   * `LISTENER_DEFAULTS` in `connection-limits.ts`.
+   * connections per client address and in total. Defaults: the config's
+   * `servers` block (`listenerLimitsOf`), then (nginx's range)
+   * `LISTENER_DEFAULTS` in `connection-limits.ts`; these override both.
    */
   limits?: Partial<ListenerLimits>;
+  /**
+   * The node-wide per-address count this process shares with the other
+   * processes serving the same listeners (a multi-core daemon's workers):
+   * `max_connections_per_ip` is the node's cap. Default none: this
+   * process's.
+   */
+  connectionCounter?: ConnectionCounter;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
@@ -204,6 +212,7 @@ export class DataPlane {
     const manual = new MemoryCertificateStore();
     const certificates = new LayeredCertificateStore(manual, options.certificates);
     const secret = options.secret ?? randomBytes(32);
+    const configured = listenerLimitsOf(config.global.servers);
     const proxy = new ProxyServer({
       hooks,
       trustedProxies: config.global.trusted_proxies,
@@ -223,7 +232,9 @@ export class DataPlane {
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
-      ...(options.limits === undefined ? {} : { limits: options.limits }),
+      limits: { ...configured.limits, ...options.limits },
+      http2: configured.http2,
+      ...(options.connectionCounter === undefined ? {} : { connectionCounter: options.connectionCounter }),
       binds,
     });
     const plane = new DataPlane(proxy, manual, certificates, config, options, binds);

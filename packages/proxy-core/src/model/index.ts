@@ -502,6 +502,61 @@ export const DashboardOptions = Type.Object(
 );
 export type DashboardOptions = Static<typeof DashboardOptions>;
 
+/**
+ * `servers { timeouts { … } max_header_size … max_connections_per_ip … }`:
+ * the limits of every data-plane listener (Caddy's `servers` global option,
+ * for all listeners at once). Each field is optional: absent is the data
+ * plane's default (`LISTENER_DEFAULTS`, `HTTP2_DEFAULTS`), given here.
+ */
+export const ServerOptions = Type.Object(
+  {
+    read_header_ms: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'A request head must have arrived this long after its first byte (or after the connection opened), ms; else 408 and close (default 60000)',
+      }),
+    ),
+    read_body_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'A request body being received may stall this long between two reads, ms; else 408 and close (default 60000; 0: none)',
+      }),
+    ),
+    write_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "A response must be written whole within this long after its request's head arrived, ms; else the connection (HTTP/2: the stream) is reset. WebSockets are exempt (default 0: none)",
+      }),
+    ),
+    idle_ms: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'An idle keep-alive connection (HTTP/1.1) or HTTP/2 session closes after this, ms (default 75000 for HTTP/1.1, 120000 for HTTP/2); WebSockets are exempt',
+      }),
+    ),
+    max_header_size_bytes: Type.Optional(
+      Type.Integer({
+        minimum: 1024,
+        description:
+          'Largest request head (HTTP/1.1: request line and headers; HTTP/2: header list), bytes; over it 431 (default 16384)',
+      }),
+    ),
+    max_connections_per_ip: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Connections one client address (an IPv6 client by its /64) may hold at once on the node, whatever the number of workers; a peer in trusted_proxies is exempt (default 256; 0: no cap)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ServerOptions = Static<typeof ServerOptions>;
+
 /** The global options block. */
 export const GlobalOptions = Type.Object(
   {
@@ -547,6 +602,8 @@ export const GlobalOptions = Type.Object(
     history: Type.Optional(HistoryOptions),
     // Optional rather than null by default, so every compiled Proxyfile without one reads as before.
     dashboard: Type.Optional(DashboardOptions),
+    // Optional, like history: absent is every listener default.
+    servers: Type.Optional(ServerOptions),
   },
   { additionalProperties: false },
 );
