@@ -45,6 +45,19 @@ export function getRequest(authority: string): Buffer {
   return Buffer.concat([Buffer.from([0x82, 0x87, 0x84, 0x01, authority.length]), Buffer.from(authority)]);
 }
 
+/** POST `/` for `authority` with `content-length` (a literal without indexing, new name). */
+export function postRequest(authority: string, contentLength: number): Buffer {
+  const length = String(contentLength);
+  return Buffer.concat([
+    Buffer.from([0x83, 0x87, 0x84, 0x01, authority.length]),
+    Buffer.from(authority),
+    Buffer.from([0x00, 'content-length'.length]),
+    Buffer.from('content-length'),
+    Buffer.from([length.length]),
+    Buffer.from(length),
+  ]);
+}
+
 /**
  * A client that speaks HTTP/2 frame by frame over TLS (ALPN h2): it sends
  * the preface and an empty SETTINGS, acknowledges every SETTINGS the

@@ -67,11 +67,14 @@ export function http2ServerOptions(limits: Partial<Http2Limits>): http2.SecureSe
 
 const kProtocolErrors = Symbol('proxyd.h2ProtocolErrors');
 const kSettled = Symbol('proxyd.h2Settled');
+const kProbe = Symbol('proxyd.h2Probe');
 type WatchedSession = http2.ServerHttp2Session & {
   /** NGHTTP2_ERR_PROTO reports still to check with a SETTINGS frame before the session is ended. */
   [kProtocolErrors]: number;
   /** Whether the client's first SETTINGS arrived. */
   [kSettled]: boolean;
+  /** The SETTINGS sent on the last such report, until acknowledged. */
+  [kProbe]: SettingsProbe | undefined;
 };
 
 type SessionDestroy = http2.ServerHttp2Session['destroy'];
@@ -89,12 +92,14 @@ export const SETTINGS_PROBE_MS = 1000;
  * (`HandlePingFrame` in `node_http2.cc`) destroys the session on one it
  * did not ask for, with the error (nghttp2's NGHTTP2_ERR_PROTO) it also
  * gives for a frame nghttp2 rejected, and nothing in JS tells the two
- * apart. So that error sends an empty SETTINGS frame instead: after a PING
- * ACK nghttp2 still writes it and the client acknowledges it (RFC 9113
- * §6.5.3); after a connection error nghttp2 has sent its GOAWAY and writes
- * nothing more, so a session whose SETTINGS are not acknowledged within
- * {@link SETTINGS_PROBE_MS} is destroyed, as Node would have at once. (A
- * PING would do, but a client waiting for its own PING's ACK may read
+ * apart at that moment. So that error sends an empty SETTINGS frame
+ * instead, which the client must acknowledge (RFC 9113 §6.5.3), and the
+ * session goes on. After a frame nghttp2 rejected as a connection error,
+ * nghttp2 sends its GOAWAY and Node reports the same error a second time
+ * ("terminated internally") while that SETTINGS is unacknowledged: the
+ * session is then destroyed at once, as Node would have. A SETTINGS not
+ * acknowledged within {@link SETTINGS_PROBE_MS} also ends the session.
+ * (A PING would do, but a client waiting for its own PING's ACK may read
  * ours first.) Beyond `maxSessionInvalidFrames` such errors, or before the
  * client's first SETTINGS (where the error means "SETTINGS expected"), the
  * session is destroyed at once.
@@ -105,6 +110,7 @@ export function watchSession(session: http2.ServerHttp2Session, limits: Partial<
   nodeSessionDestroy = session.destroy;
   watched[kProtocolErrors] = limits.maxSessionInvalidFrames ?? HTTP2_DEFAULTS.maxSessionInvalidFrames;
   watched[kSettled] = false;
+  watched[kProbe] = undefined;
   watched.destroy = destroyUnlessAcknowledged;
   session.once('remoteSettings', onFirstSettings);
 }
@@ -114,17 +120,25 @@ function onFirstSettings(this: WatchedSession): void {
 }
 
 function destroyUnlessAcknowledged(this: WatchedSession, error?: Error, code?: number): void {
-  if (this[kSettled] && this[kProtocolErrors] > 0 && isProtocolError(error) && !this.closed) {
+  if (
+    this[kSettled] &&
+    this[kProbe] === undefined &&
+    this[kProtocolErrors] > 0 &&
+    isProtocolError(error) &&
+    !this.closed
+  ) {
     this[kProtocolErrors]--;
     const probe = new SettingsProbe(this, error as Error);
     try {
       // Node ends the session itself when too many SETTINGS are unacknowledged (`maxOutstandingSettings`).
       this.settings({}, probe.acknowledged);
+      this[kProbe] = probe;
       return;
     } catch {
       probe.cancel();
     }
   }
+  this[kProbe]?.cancel();
   (nodeSessionDestroy as SessionDestroy).call(this, error, code);
 }
 
@@ -134,7 +148,7 @@ class SettingsProbe {
   readonly #error: Error;
   readonly #timer: NodeJS.Timeout;
   readonly acknowledged = (err: Error | null): void => {
-    clearTimeout(this.#timer);
+    this.cancel();
     if (err !== null) this.#expire();
   };
 
@@ -147,9 +161,11 @@ class SettingsProbe {
 
   cancel(): void {
     clearTimeout(this.#timer);
+    if (this.#session[kProbe] === this) this.#session[kProbe] = undefined;
   }
 
   #expire(): void {
+    this.cancel();
     if (!this.#session.destroyed) (nodeSessionDestroy as SessionDestroy).call(this.#session, this.#error);
   }
 }
