@@ -1,4 +1,4 @@
-import { defaultGlobalOptions, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { defaultGlobalOptions, emptySite, type RouteSpec } from '@proxyd/model';
 import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
 import { describe, expect, it } from 'vitest';
 import { CertifiedNames, managedNames, onDemandIssuer } from './certificates.js';

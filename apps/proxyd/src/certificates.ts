@@ -10,7 +10,7 @@ import {
   LocalCa,
   type ManagedName,
 } from '@proxyd/certificates';
-import type { Config, GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
+import type { Config, GlobalOptions, RouteSpec } from '@proxyd/model';
 import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */

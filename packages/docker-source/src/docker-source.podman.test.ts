@@ -5,7 +5,8 @@
  * containers in host network mode become routes that serve traffic.
  */
 import http from 'node:http';
-import { DataPlane, defaultGlobalOptions } from '@proxyd/proxy-core';
+import { defaultGlobalOptions } from '@proxyd/model';
+import { DataPlane } from '@proxyd/proxy-core';
 import { RouteStore } from '@proxyd/route-store';
 import { freePort, type ContainerRuntime as Podman, startPodman } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import type { RouteSpec, Site } from '@proxyd/model';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { ClientIpResolver } from './client-ip.js';
 import {
@@ -18,7 +19,6 @@ import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
-import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';

@@ -1,5 +1,5 @@
+import { emptySite, type SiteAddress } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { emptySite, type SiteAddress } from './model/index.js';
 import { httpsLocation, httpsPortSuffix, isHttpsSite, wantsHttps } from './redirect.js';
 
 describe('isHttpsSite', () => {

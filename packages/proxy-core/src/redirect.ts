@@ -1,4 +1,4 @@
-import type { Site } from './model/index.js';
+import type { Site } from '@proxyd/model';
 
 /** What the HTTPS rule reads of a route (a {@link Route} has both). */
 export interface HttpsRuleSubject {

@@ -1,6 +1,6 @@
+import { defaultGlobalOptions, emptySite, type RouteSpec, type SiteAddress } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { DataPlane } from './data-plane/data-plane.js';
-import { defaultGlobalOptions, emptySite, type RouteSpec, type SiteAddress } from './model/index.js';
 import type { CompiledSite } from './pipeline.js';
 import { changesFrom, normalizeHost, ROUTE_CHANGES, type RouteChanges, RouteTable } from './route-table.js';
 

@@ -1,4 +1,4 @@
-import { isCatchAllDomain, type ReverseProxyHandler, type RouteSpec, type Site } from './model/index.js';
+import { isCatchAllDomain, type ReverseProxyHandler, type RouteSpec, type Site } from '@proxyd/model';
 import type { CompiledSite } from './pipeline.js';
 import { isHttpsSite } from './redirect.js';
 

@@ -1,4 +1,4 @@
-import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';

@@ -1,8 +1,8 @@
 import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { defaultGlobalOptions, defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { DataPlane } from '@proxyd/proxy-core';
-import { defaultGlobalOptions, defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_ROUTES, ROUTE_CHANGES, type RouteChanges, RouteStore } from './route-store.js';
 import { StateFile } from './state-file.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileStorage, LocalCa } from '@proxyd/certificates';
 import { Channel } from '@proxyd/cluster';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
 import { RoutePublisher, WorkerRoutes } from './route-tables.js';

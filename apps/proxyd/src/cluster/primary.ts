@@ -9,7 +9,7 @@ import {
 } from '@proxyd/analytics';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
-import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import type { Config, RouteSpec } from '@proxyd/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
 import type { MetricsSnapshot } from '../metrics.js';

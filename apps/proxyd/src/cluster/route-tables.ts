@@ -1,4 +1,4 @@
-import type { RouteSpec, Site } from '@proxyd/proxy-core/model';
+import type { RouteSpec, Site } from '@proxyd/model';
 
 /**
  * Site identity across the IPC boundary. The data plane reuses a compiled

@@ -3,8 +3,8 @@ import type { PresentedChallenge } from '@proxyd/certificates';
 // The light entry: a worker never loads the ACME client.
 import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import { connectToPrimary } from '@proxyd/cluster';
+import type { RouteSpec } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
-import type { RouteSpec } from '@proxyd/proxy-core/model';
 import { createAccessLog } from '../access-log.js';
 import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
 import { tuneHeapForStreaming } from '../heap-tuning.js';

@@ -1,7 +1,7 @@
 import type http from 'node:http';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { proxy, get as request, until, upstream, wait } from '../loopback.test-helpers.js';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
 
 /** An upstream that answers with the headers the test asks for and counts hits per URL. */
 async function setup(

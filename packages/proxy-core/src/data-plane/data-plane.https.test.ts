@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
+import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChallengeResponder } from '../challenge.js';
 import { get, selfSigned, until } from '../loopback.test-helpers.js';
-import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
 import type { CertificateStore } from '../tls/certificate-store.js';
 import { ACME_TLS_1, type AlpnChallengeResponder } from '../tls/handshake.js';
 import { alertOf, fingerprintOf, getOver, h2Request, handshake } from '../tls/tls-client.test-helpers.js';

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
+import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, describe, expect, it } from 'vitest';
 import { get } from '../loopback.test-helpers.js';
-import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
 import { DataPlane } from './data-plane.js';
 
 function freePort(): Promise<number> {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import type { Config, RouteSpec } from '@proxyd/model';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import type { ListenerLimits } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
-import type { Config, RouteSpec } from '../model/index.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
 import { isHttpsSite } from '../redirect.js';
