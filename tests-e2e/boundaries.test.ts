@@ -206,6 +206,19 @@ describe('package boundaries', () => {
     expect(violations).toEqual([]);
   });
 
+  it('registered symbols are defined in one file: nothing rides hidden on shared objects under a key spelled twice', async () => {
+    // The route store's changes travel in the model's RouteSnapshot, not under a symbol on the route array;
+    // the one registered symbol left (the request-events key on a response) is the model's.
+    const found: string[] = [];
+    for (const dir of [...libraries, ...apps]) {
+      for (const file of await sourceFiles(path.join(root, dir, 'src'))) {
+        if (isTest(file)) continue;
+        if ((await readFile(file, 'utf8')).includes('Symbol.for(')) found.push(rel(file));
+      }
+    }
+    expect(found).toEqual(['packages/model/src/request-events.ts']);
+  });
+
   it('test peers are for tests only: no package or app depends on them at run time', async () => {
     const violations: string[] = [];
     for (const dir of [...libraries, ...apps]) {

@@ -10,8 +10,7 @@ import {
   LocalCa,
   type ManagedName,
 } from '@proxyd/certificates';
-import type { Config, GlobalOptions, RouteSpec } from '@proxyd/model';
-import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
+import { type Config, changesFrom, type GlobalOptions, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
@@ -40,7 +39,7 @@ function wantsManagedCertificate(route: RouteSpec): boolean {
  */
 export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions): ManagedName[] {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.names();
 }
 
@@ -67,15 +66,15 @@ export function onDemandIssuer(
   name: string,
 ): ManagedName['issuer'] | null {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.onDemandIssuer(name);
 }
 
 /**
  * What automatic HTTPS wants of a changing route set: the managed names
  * ({@link managedNames}) and the on-demand routes ({@link onDemandIssuer}),
- * kept per change. A route array from the route store carries what changed
- * since the one before (`RouteChanges`): when that one is the array taken
+ * kept per change. A snapshot from the route store carries what changed
+ * since the one before (`RouteChanges`): when their base is the routes taken
  * last, an update costs O(changed routes), else O(n); an on-demand lookup
  * is O(1) (a handshake for an unknown name never scans the routes).
  */
@@ -94,13 +93,13 @@ export class CertifiedNames {
   }
 
   /** Takes a new route set; true when the managed names changed. */
-  update(routes: readonly RouteSpec[]): boolean {
-    const changes = (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
-    const served = this.#routes;
+  update(snapshot: RouteSnapshot): boolean {
+    const { routes } = snapshot;
+    const changes = changesFrom(this.#routes, snapshot);
     this.#routes = routes;
     if (this.#off) return false;
     let changed = false;
-    if (changes !== undefined && changes.base.deref() === served) {
+    if (changes !== null) {
       for (const domain of changes.removed) {
         this.#onDemand.delete(domain);
         if (this.#names.delete(domain)) changed = true;
@@ -145,8 +144,8 @@ export class CertifiedNames {
 /** What the daemon holds of automatic HTTPS. */
 export interface CertificateWiring {
   readonly manager: CertificateManager;
-  /** Makes the manager maintain the names `routes` want (never rejects). */
-  setRoutes(routes: readonly RouteSpec[]): Promise<void>;
+  /** Makes the manager maintain the names the snapshot's routes want (never rejects). */
+  setRoutes(snapshot: RouteSnapshot): Promise<void>;
   /** The rows of `GET /certificates`. */
   status(): CertificateSummary[];
   close(): void;

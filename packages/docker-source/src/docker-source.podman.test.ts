@@ -57,7 +57,7 @@ beforeAll(async () => {
   const global = defaultGlobalOptions();
   global.http_port = 0;
   plane = await DataPlane.start({ global, sites: [] }, [], {}, { bindHost: '127.0.0.1' });
-  store.subscribe((routes, version) => plane.setRoutes(routes, version));
+  store.subscribe((snapshot) => plane.setRoutes(snapshot));
   port = plane.httpAddress.port;
   source = new DockerSource({
     runtime,

@@ -49,6 +49,8 @@ export {
   REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
 } from './placeholders.js';
+export { REQUEST_EVENTS_KEY } from './request-events.js';
+export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
 export { RouteOrigin, RouteSpec } from './routes.js';
 export { HandleBlock, Site } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';

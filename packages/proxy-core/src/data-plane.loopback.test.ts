@@ -40,7 +40,7 @@ describe('route swaps', () => {
     const inFlight = get(port, 'app.test', '/slow');
     await until(() => old.seen.length === 1, 5_000);
     // A new Site object for the same domain: a new compiled site and pool; the old one is dropped.
-    server.setRoutes([site('app.test', [fresh.port])], 2);
+    server.setRoutes({ routes: [site('app.test', [fresh.port])], version: 2, changes: null });
     const next = await get(port, 'app.test', '/after');
     expect(next.body).toBe('new');
     expect(fresh.urls).toEqual(['/after']);

@@ -105,9 +105,9 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     const alpnChallenges: AlpnChallengeResponder = { contextFor: () => null };
     const dp = await start([['http', 'plain.test', 'plain']], { certificates: new FakeManager(), alpnChallenges });
     expect(dp.httpsAddress).toBeNull();
-    dp.setRoutes(sites([['http', 'plain.test', 'plain']]).routes, 2);
+    dp.setRoutes({ routes: sites([['http', 'plain.test', 'plain']]).routes, version: 2, changes: null });
     expect(dp.httpsAddress).toBeNull();
-    dp.setRoutes(sites([[null, 'a.test', 'site']]).routes, 3);
+    dp.setRoutes({ routes: sites([[null, 'a.test', 'site']]).routes, version: 3, changes: null });
     await until(() => dp.httpsAddress !== null);
   });
 

@@ -111,7 +111,7 @@ describe('HTTP/2 on the HTTPS listener', () => {
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
     const sitePort = (probe.address() as AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
-    server.setRoutes(routes, 2, new Map([['a.test', sitePort]]));
+    server.setRoutes({ routes, version: 2, changes: null }, new Map([['a.test', sitePort]]));
     await server.listenSitePort(sitePort, '127.0.0.1', true);
     expect(await h2Request(sitePort, { servername: 'a.test' })).toMatchObject({
       status: 200,
