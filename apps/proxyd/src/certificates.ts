@@ -10,27 +10,22 @@ import {
   LocalCa,
   type ManagedName,
 } from '@proxyd/certificates';
-import { type Config, changesFrom, type GlobalOptions, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
+import {
+  autoHttpsFor,
+  autoHttpsObtainsCertificates,
+  type Config,
+  changesFrom,
+  type GlobalOptions,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
 
 /**
- * Whether the route's domain is an HTTPS site proxyd certifies itself: an
- * address naming the domain without `http://`, `tls` neither `off` nor a
- * manual `<cert> <key>` pair. (The data plane's own rule for redirects is
- * the same test without the manual exclusion.)
- */
-function wantsManagedCertificate(route: RouteSpec): boolean {
-  const { site } = route;
-  if (site.tls.mode === 'off' || site.tls.mode === 'manual') return false;
-  const domain = route.domain.toLowerCase();
-  const address = site.addresses.find((a) => a.host.toLowerCase() === domain);
-  return address !== undefined && address.scheme !== 'http';
-}
-
-/**
- * The names automatic HTTPS maintains for a route set, and who certifies
+ * The names automatic HTTPS maintains for a route set (the model's
+ * `autoHttpsFor` says which), and who certifies
  * each: `tls internal` → the local CA; otherwise a name with no public
  * suffix (`localhost`, `.test`, an IP address, …) → the local CA unless the
  * Proxyfile names a CA (`acme_ca`), since no public CA would issue it; every
@@ -41,12 +36,6 @@ export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions
   const names = new CertifiedNames(global);
   names.update({ routes, version: 0, changes: null });
   return names.names();
-}
-
-/** The issuer of the managed certificate `route` wants (see {@link managedNames}), or null. */
-function managedIssuer(route: RouteSpec, global: GlobalOptions): ManagedName['issuer'] | null {
-  if (!wantsManagedCertificate(route) || route.site.tls.on_demand) return null;
-  return issuerFor(route, route.domain.toLowerCase(), global);
 }
 
 /** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
@@ -89,7 +78,7 @@ export class CertifiedNames {
 
   constructor(global: GlobalOptions) {
     this.#global = global;
-    this.#off = global.auto_https === 'off' || global.auto_https === 'disable_certs';
+    this.#off = !autoHttpsObtainsCertificates(global.auto_https);
   }
 
   /** Takes a new route set; true when the managed names changed. */
@@ -131,9 +120,10 @@ export class CertifiedNames {
   /** Records what `route` wants; true when its managed name changed. */
   #take(route: RouteSpec): boolean {
     const domain = route.domain.toLowerCase();
-    if (route.site.tls.on_demand && wantsManagedCertificate(route)) this.#onDemand.set(domain, route);
+    const { certificate } = autoHttpsFor(route, this.#global);
+    if (certificate === 'on_demand') this.#onDemand.set(domain, route);
     else this.#onDemand.delete(domain);
-    const issuer = managedIssuer(route, this.#global);
+    const issuer = certificate === 'managed' ? issuerFor(route, domain, this.#global) : null;
     if (issuer === null) return this.#names.delete(domain);
     if (this.#names.get(domain) === issuer) return false;
     this.#names.set(domain, issuer);

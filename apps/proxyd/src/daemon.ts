@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateManager } from '@proxyd/certificates';
-import type { Config, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
+import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
 import { routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
@@ -156,7 +156,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         });
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
-  const redirects = config.global.auto_https !== 'off' && config.global.auto_https !== 'disable_redirects';
+  const redirects = autoHttpsRedirects(config.global.auto_https);
   const serving =
     workerCount > 1
       ? await serveWithWorkers({

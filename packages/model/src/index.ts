@@ -10,6 +10,14 @@
  */
 
 export { BindAddress, Port, SiteAddress, UpstreamAddress } from './addresses.js';
+export {
+  type AutoHttpsDecision,
+  type AutoHttpsOptions,
+  autoHttpsFor,
+  autoHttpsObtainsCertificates,
+  autoHttpsRedirects,
+  isHttpsSite,
+} from './auto-https.js';
 export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
 export { Config } from './config.js';
 export {

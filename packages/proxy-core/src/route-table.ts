@@ -1,13 +1,13 @@
 import {
   changesFrom,
   isCatchAllDomain,
+  isHttpsSite,
   type ReverseProxyHandler,
   type RouteSnapshot,
   type RouteSpec,
   type Site,
 } from '@proxyd/model';
 import type { CompiledSite } from './pipeline.js';
-import { isHttpsSite } from './redirect.js';
 
 /** Compiles a Site into its request handler (once per Site object). */
 export type SiteCompiler = (site: Site) => CompiledSite;
@@ -19,7 +19,7 @@ export interface Route extends RouteSpec {
   /**
    * Whether the domain names an HTTPS site: the address that produced this
    * domain has no `http://` scheme and the site's `tls` is not `off`
-   * (`isHttpsSite`). Whether a request is redirected is `wantsHttps` (redirect.ts).
+   * (the model's `isHttpsSite`). Whether a request is redirected is `wantsHttps` (redirect.ts).
    */
   readonly httpsSite: boolean;
   /**

@@ -1,12 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { type Config, changesFrom, type RouteChanges, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
+import {
+  type Config,
+  changesFrom,
+  isHttpsSite,
+  type RouteChanges,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import type { ListenerLimits } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
 import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
-import { isHttpsSite } from '../redirect.js';
 import { compileSite, type RateLimitCounter } from '../site-handler.js';
 import {
   type CertificateStore,
