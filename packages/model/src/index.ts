@@ -63,6 +63,26 @@ export { RouteOrigin, RouteSpec } from './routes.js';
 export { HandleBlock, Site } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
 export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
+export {
+  DEFAULT_STATS_RANGE_MS,
+  MAX_STATS_LIMIT,
+  MAX_STATS_POINTS,
+  MAX_STATS_RANGE_MS,
+  parseStatsDimension,
+  parseStatsDomain,
+  parseStatsInterval,
+  parseStatsLimit,
+  parseStatsRange,
+  parseStatsTime,
+  STATS_DIMENSIONS,
+  STATS_INTERVAL_MS,
+  STATS_INTERVALS,
+  type StatsDimension,
+  type StatsInterval,
+  type StatsQueryValue,
+  type StatsRange,
+  statsBucketCount,
+} from './stats-query.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';
 export {
   type HostPort,
