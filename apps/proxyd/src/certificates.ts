@@ -10,28 +10,22 @@ import {
   LocalCa,
   type ManagedName,
 } from '@proxyd/certificates';
-import type { Config, GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
-import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
+import {
+  autoHttpsFor,
+  autoHttpsObtainsCertificates,
+  type Config,
+  changesFrom,
+  type GlobalOptions,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
 
 /**
- * Whether the route's domain is an HTTPS site proxyd certifies itself: an
- * address naming the domain without `http://`, `tls` neither `off` nor a
- * manual `<cert> <key>` pair. (The data plane's own rule for redirects is
- * the same test without the manual exclusion.)
- */
-function wantsManagedCertificate(route: RouteSpec): boolean {
-  const { site } = route;
-  if (site.tls.mode === 'off' || site.tls.mode === 'manual') return false;
-  const domain = route.domain.toLowerCase();
-  const address = site.addresses.find((a) => a.host.toLowerCase() === domain);
-  return address !== undefined && address.scheme !== 'http';
-}
-
-/**
- * The names automatic HTTPS maintains for a route set, and who certifies
+ * The names automatic HTTPS maintains for a route set (the model's
+ * `autoHttpsFor` says which), and who certifies
  * each: `tls internal` → the local CA; otherwise a name with no public
  * suffix (`localhost`, `.test`, an IP address, …) → the local CA unless the
  * Proxyfile names a CA (`acme_ca`), since no public CA would issue it; every
@@ -40,14 +34,8 @@ function wantsManagedCertificate(route: RouteSpec): boolean {
  */
 export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions): ManagedName[] {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.names();
-}
-
-/** The issuer of the managed certificate `route` wants (see {@link managedNames}), or null. */
-function managedIssuer(route: RouteSpec, global: GlobalOptions): ManagedName['issuer'] | null {
-  if (!wantsManagedCertificate(route) || route.site.tls.on_demand) return null;
-  return issuerFor(route, route.domain.toLowerCase(), global);
 }
 
 /** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
@@ -67,15 +55,15 @@ export function onDemandIssuer(
   name: string,
 ): ManagedName['issuer'] | null {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.onDemandIssuer(name);
 }
 
 /**
  * What automatic HTTPS wants of a changing route set: the managed names
  * ({@link managedNames}) and the on-demand routes ({@link onDemandIssuer}),
- * kept per change. A route array from the route store carries what changed
- * since the one before (`RouteChanges`): when that one is the array taken
+ * kept per change. A snapshot from the route store carries what changed
+ * since the one before (`RouteChanges`): when their base is the routes taken
  * last, an update costs O(changed routes), else O(n); an on-demand lookup
  * is O(1) (a handshake for an unknown name never scans the routes).
  */
@@ -90,17 +78,17 @@ export class CertifiedNames {
 
   constructor(global: GlobalOptions) {
     this.#global = global;
-    this.#off = global.auto_https === 'off' || global.auto_https === 'disable_certs';
+    this.#off = !autoHttpsObtainsCertificates(global.auto_https);
   }
 
   /** Takes a new route set; true when the managed names changed. */
-  update(routes: readonly RouteSpec[]): boolean {
-    const changes = (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
-    const served = this.#routes;
+  update(snapshot: RouteSnapshot): boolean {
+    const { routes } = snapshot;
+    const changes = changesFrom(this.#routes, snapshot);
     this.#routes = routes;
     if (this.#off) return false;
     let changed = false;
-    if (changes !== undefined && changes.base.deref() === served) {
+    if (changes !== null) {
       for (const domain of changes.removed) {
         this.#onDemand.delete(domain);
         if (this.#names.delete(domain)) changed = true;
@@ -132,9 +120,10 @@ export class CertifiedNames {
   /** Records what `route` wants; true when its managed name changed. */
   #take(route: RouteSpec): boolean {
     const domain = route.domain.toLowerCase();
-    if (route.site.tls.on_demand && wantsManagedCertificate(route)) this.#onDemand.set(domain, route);
+    const { certificate } = autoHttpsFor(route, this.#global);
+    if (certificate === 'on_demand') this.#onDemand.set(domain, route);
     else this.#onDemand.delete(domain);
-    const issuer = managedIssuer(route, this.#global);
+    const issuer = certificate === 'managed' ? issuerFor(route, domain, this.#global) : null;
     if (issuer === null) return this.#names.delete(domain);
     if (this.#names.get(domain) === issuer) return false;
     this.#names.set(domain, issuer);
@@ -145,8 +134,8 @@ export class CertifiedNames {
 /** What the daemon holds of automatic HTTPS. */
 export interface CertificateWiring {
   readonly manager: CertificateManager;
-  /** Makes the manager maintain the names `routes` want (never rejects). */
-  setRoutes(routes: readonly RouteSpec[]): Promise<void>;
+  /** Makes the manager maintain the names the snapshot's routes want (never rejects). */
+  setRoutes(snapshot: RouteSnapshot): Promise<void>;
   /** The rows of `GET /certificates`. */
   status(): CertificateSummary[];
   close(): void;

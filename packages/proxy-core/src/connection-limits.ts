@@ -2,8 +2,8 @@ import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ServerOptions } from '@proxyd/model';
 import { rateLimitKey } from './middleware/rate-limiter.js';
-import type { ServerOptions } from './model/index.js';
 import { type ExchangeSlot, kExchange } from './slots.js';
 import type { Http2Limits } from './tls/http2.js';
 

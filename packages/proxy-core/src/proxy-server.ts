@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import type { RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
 import { clientErrorHandler, kOwed, sendOwedAnswer } from './client-errors.js';
 import { ClientIpResolver } from './client-ip.js';
@@ -21,18 +22,10 @@ import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
-import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import {
-  normalizeHost,
-  proxyHandlers,
-  type Route,
-  type RouteChanges,
-  RouteTable,
-  type TableChange,
-} from './route-table.js';
+import { normalizeHost, proxyHandlers, type Route, RouteTable, type TableChange } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kEvents, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
@@ -269,20 +262,15 @@ export class ProxyServer {
 
   /**
    * Publishes a new route set; a request in flight finishes on the route it
-   * matched. The table is updated in place (`RouteTable.update`): with
-   * `changes` (the route store's, see `changesFrom`) in O(changed routes),
-   * else by comparing every route. Compiled sites are kept for unchanged
+   * matched. The table is updated in place (`RouteTable.update`): with the
+   * snapshot's `changes`, when they apply to the routes served now, in
+   * O(changed routes), else by comparing every route. Compiled sites are kept for unchanged
    * Site objects; dropped ones are closed, their pools and caches released.
    * `sitePorts` (lowercase domain → port, from `sitePortsOf`) pins routes to
    * site-port listeners; default none.
    */
-  setRoutes(
-    routes: readonly RouteSpec[],
-    version: number,
-    sitePorts?: ReadonlyMap<string, number>,
-    changes?: RouteChanges,
-  ): void {
-    const change = this.#table.update(routes, version, sitePorts, changes);
+  setRoutes(snapshot: RouteSnapshot, sitePorts?: ReadonlyMap<string, number>): void {
+    const change = this.#table.update(snapshot, sitePorts);
     this.#pinning = this.#table.pinnedCount > 0 || this.#sitePorts.size > 0;
     this.#retain(change);
     for (const compiled of change.dropped) safeClose(compiled);

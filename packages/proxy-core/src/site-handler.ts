@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { HandleBlock, HeaderOp, Site, SiteStepName } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
@@ -9,7 +10,6 @@ import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
 import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { HandleBlock, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { canned, send } from './site/canned.js';

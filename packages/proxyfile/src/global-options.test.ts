@@ -1,4 +1,4 @@
-import { defaultGlobalOptions } from '@proxyd/proxy-core/model';
+import { defaultGlobalOptions } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { ProxyfileError, ProxyfileErrorCode, parse } from './index.js';
 

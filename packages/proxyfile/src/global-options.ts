@@ -4,7 +4,7 @@ import {
   type GlobalOptions,
   parseHostPort,
   type ServerOptions,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';

@@ -1,4 +1,4 @@
-import type { HeaderMatch, RequestMatcher } from '@proxyd/proxy-core/model';
+import type { HeaderMatch, RequestMatcher } from '@proxyd/model';
 import { checkPathPattern } from './directives/redir.js';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';

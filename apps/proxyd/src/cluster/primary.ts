@@ -9,8 +9,8 @@ import {
 } from '@proxyd/analytics';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
+import type { Config, RouteSnapshot } from '@proxyd/model';
 import { ConnectionCounts, LISTENER_DEFAULTS } from '@proxyd/proxy-core';
-import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
 import type { Logger } from 'pino';
 import type { CertificateWiring } from '../certificates.js';
 import type { MetricsSnapshot } from '../metrics.js';
@@ -74,8 +74,8 @@ export interface WorkersOptions {
   count: number;
   /** The running config, its `http_port` and `https_port` resolved (not 0: every worker binds the same port). */
   config: Config;
-  /** The published route table now (a worker's init). */
-  routes(): { routes: readonly RouteSpec[]; version: number };
+  /** The published route snapshot now (a worker's init). */
+  routes(): RouteSnapshot;
   certificates: CertificateWiring | undefined;
   challenges: BroadcastChallengeTable | undefined;
   stateDir: string;
@@ -94,8 +94,8 @@ export interface WorkersOptions {
 export interface Workers {
   readonly httpAddress: { host: string; port: number };
   readonly pool: WorkerPool;
-  /** Publishes a route table to every worker; resolves once each swapped (failures are logged). */
-  setRoutes(routes: readonly RouteSpec[], version: number): Promise<void>;
+  /** Publishes a route snapshot to every worker; resolves once each swapped (failures are logged). */
+  setRoutes(snapshot: RouteSnapshot): Promise<void>;
   /** Sends every worker the certificates that changed in the manager since the last call. */
   certificatesChanged(name?: string): Promise<void>;
   /** The admin API's AnalyticsPort: every worker's collectors merged, as one collector fed all traffic would show. */
@@ -149,11 +149,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     // V8's compile cache (the first worker writes it): a fresh worker starts in ~60 % of the time.
     env: { NODE_COMPILE_CACHE: path.join(options.stateDir, 'compile-cache'), ...process.env },
     init(index): WorkerInit {
-      const { routes, version } = options.routes();
       return {
         index,
         config,
-        table: publisher.full(routes, version),
+        table: publisher.full(options.routes()),
         certificates: manager === undefined ? null : sync.all(served()),
         onDemand: config.global.on_demand_ask !== null,
         challenges: options.challenges?.presented() ?? [],
@@ -214,15 +213,16 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       port: config.global.http_port,
     },
     pool,
-    async setRoutes(routes, version) {
-      cacheEnabled = routes.some((r) => r.site.cache !== null);
+    async setRoutes(snapshot) {
+      const { version } = snapshot;
+      cacheEnabled = snapshot.routes.some((r) => r.site.cache !== null);
       try {
-        await pool.broadcast(ToWorker.routes, publisher.next(routes, version));
+        await pool.broadcast(ToWorker.routes, publisher.next(snapshot));
         return;
       } catch {
         // A worker missed a change (or refused it): the whole table, to every worker; those up to date skip it.
       }
-      await pool.broadcast(ToWorker.routes, publisher.full(routes, version)).catch((err: unknown) => {
+      await pool.broadcast(ToWorker.routes, publisher.full(snapshot)).catch((err: unknown) => {
         logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
       });
     },

@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import type { RequestContext } from '../hooks.js';
 import {
   PLACEHOLDER_PATTERN,
   REMAINDER_PLACEHOLDER,
   REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
-} from '../model/index.js';
+} from '@proxyd/model';
+import type { RequestContext } from '../hooks.js';
 import type { PathPattern } from './path-pattern.js';
 
 /** One part of a compiled template: literal text, a request placeholder, or `redir`'s remainder. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import type { HeaderMatch, RequestMatcher } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
-import type { HeaderMatch, RequestMatcher } from '../model/index.js';
 import { matchablePath, PathPattern } from './path-pattern.js';
 
 /** One accepted header value: exact, prefix (`x*`), suffix (`*x`), substring (`*x*`) or any (`*`). */

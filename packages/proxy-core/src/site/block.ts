@@ -1,11 +1,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Handler, ReverseProxyHandler } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
 import type { BasicAuthenticator } from '../middleware/basic-auth.js';
 import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
 import type { RequestMatch } from '../middleware/request-matcher.js';
-import type { Handler, ReverseProxyHandler } from '../model/index.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
 

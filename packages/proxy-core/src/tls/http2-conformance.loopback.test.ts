@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import type { RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { selfSigned, site, siteProxy, upstream, wait } from '../loopback.test-helpers.js';
-import type { RouteSpec } from '../model/index.js';
 import type { ProxyServerOptions } from '../proxy-server.js';
 import { MemoryCertificateStore } from './certificate-store.js';
 import {
