@@ -111,6 +111,8 @@ describe('CertificateManager: loading and obtaining', () => {
         status: 'valid',
         lastError: null,
         nextAttemptAt: lifetimeRenewalTimes(issued).renewAt,
+        challenge: null,
+        dnsStep: null,
       },
     ]);
   });
@@ -248,8 +250,10 @@ describe('CertificateManager: loading and obtaining', () => {
         issuer: null,
         notAfter: null,
         status: 'failing',
-        lastError: expect.stringContaining('DNS-01'),
+        lastError: expect.stringContaining('needs the DNS-01 challenge: configure a DNS provider'),
         nextAttemptAt: null,
+        challenge: null,
+        dnsStep: null,
       },
     ]);
     expect(log.lines.filter((l) => l.obj.code === CertificatesErrorCode.ACME_WILDCARD_UNSUPPORTED)).toHaveLength(1);
