@@ -9,9 +9,11 @@
  * bytes, host names lowercase. Every schema and its static type share a name.
  */
 import { type Static, Type } from 'typebox';
+import { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
 import { MatcherName, RequestMatcher } from './matchers.js';
 
 export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
+export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
 export { HeaderMatch, MatcherName, RequestMatcher } from './matchers.js';
 export {
   hasRequestPlaceholder,
@@ -251,7 +253,7 @@ export const SiteAddress = Type.Object(
 );
 export type SiteAddress = Static<typeof SiteAddress>;
 
-/** `tls auto | off | internal | <cert_file> <key_file>`, and `tls [internal] { on_demand }`. */
+/** `tls auto | off | internal | <cert_file> <key_file>`, and `tls [auto|internal] { on_demand; dns … }`. */
 export const TlsPolicy = Type.Object(
   {
     mode: Type.Union([Type.Literal('auto'), Type.Literal('off'), Type.Literal('internal'), Type.Literal('manual')]),
@@ -261,6 +263,13 @@ export const TlsPolicy = Type.Object(
       description:
         'Obtain the certificate at the first TLS handshake for a name, after the global on_demand_ask endpoint allows it (default false; only with mode auto or internal)',
     }),
+    // Optional, so configs and routes written before DNS-01 read as before.
+    dns: Type.Optional(
+      Type.Union([DnsChallengeConfig, Type.Null()], {
+        description:
+          'DNS-01 for this site: its provider (or the global acme_dns) and propagation settings (default absent: HTTP-01/TLS-ALPN-01, or DNS-01 through acme_dns when set)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -521,6 +530,13 @@ export const GlobalOptions = Type.Object(
         "PEM file of roots trusted for the ACME CA's own API endpoint, besides the bundled ones (default null)",
     }),
     acme_eab: Type.Union([AcmeEab, Type.Null()], { description: 'External account binding (default null: none)' }),
+    // Optional, so configs written before DNS-01 read as before.
+    acme_dns: Type.Optional(
+      Type.Union([DnsProviderConfig, Type.Null()], {
+        description:
+          'The DNS provider for DNS-01 of every ACME name without its own (default absent: HTTP-01/TLS-ALPN-01)',
+      }),
+    ),
     on_demand_ask: Type.Union([HttpUrl, Type.Null()], {
       description:
         'URL asked `?domain=<name>` before an on-demand certificate is obtained; 2xx allows (default null: on-demand TLS refused)',
