@@ -152,6 +152,29 @@ describe('zone finding and propagation against BIND', () => {
     expect(bind.dig('alias.validation.example.net', 'TXT')).toBe('');
   });
 
+  it('names the failed step: no zone, and a record the servers never answer', async () => {
+    const accepting = { name: 'silent', appendTxt: async () => {}, deleteTxt: async () => {} };
+    const challenge = (identifier: string) =>
+      ({ type: 'dns-01', identifier, wildcard: false, token: 't', keyAuthorization: value(8) }) as const;
+    const noZone = new Dns01Solver({ provider: accepting, resolvers: [bind.address] });
+    expect(dnsStepOf(await noZone.present(challenge('www.example.org')).catch((e: unknown) => e))).toBe(
+      'zone-not-found',
+    );
+    const silent = new Dns01Solver({
+      provider: accepting,
+      resolvers: [bind.address],
+      authoritativePort: bind.port,
+      propagationTimeoutMs: 300,
+      propagationIntervalMs: 50,
+    });
+    expect(dnsStepOf(await silent.present(challenge('www.example.com')).catch((e: unknown) => e))).toBe(
+      'not-propagated',
+    );
+    // A skipped check trusts the provider at once.
+    const unchecked = new Dns01Solver({ provider: accepting, resolvers: [bind.address], propagationTimeoutMs: null });
+    await expect(unchecked.present(challenge('www.example.com'))).resolves.toBeUndefined();
+  });
+
   it('names the failed step: a refused update', async () => {
     const solver = new Dns01Solver({
       provider: provider(Buffer.alloc(32, 1).toString('base64')),

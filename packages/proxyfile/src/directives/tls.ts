@@ -175,7 +175,11 @@ function readDnsOption(sub: Dispenser, state: BlockState, seen: Map<string, Toke
       const args = sub.remainingArgs();
       sub.noBlock();
       if (args.length === 0) throw sub.missing('one or more resolvers (host or host:port)');
-      for (const t of args) sub.nonEmpty(t, 'a resolver (host or host:port)');
+      for (const t of args) {
+        if (!isDnsServer(t.text)) {
+          throw sub.unexpected(t, 'a resolver: host, host:port or [ipv6]:port', ProxyfileErrorCode.INVALID_VALUE);
+        }
+      }
       dns.resolvers = args.map((t) => t.text);
       break;
     }
@@ -188,4 +192,13 @@ function readDnsOption(sub: Dispenser, state: BlockState, seen: Map<string, Toke
       dns.authoritative_port = port.value;
     }
   }
+}
+
+/** `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 address, port 1-65535. */
+function isDnsServer(text: string): boolean {
+  const bracket = /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(text);
+  const plain = /^([A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(text);
+  if (bracket === null && plain === null && !/^[0-9a-fA-F:]+$/.test(text)) return false;
+  const port = (bracket ?? plain)?.[2];
+  return port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
 }
