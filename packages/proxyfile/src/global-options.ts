@@ -7,6 +7,7 @@ import {
 } from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
+import { readDnsProvider } from './dns-provider.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
@@ -210,6 +211,7 @@ function readTimeouts(d: Dispenser, once: Seen, servers: ServerOptions): void {
  *     on_demand_tls {
  *         ask <url>                 # required by any `tls { on_demand }`
  *     }
+ *     acme_dns <provider> [<value>] { … }   # DNS-01 for every ACME name without its own tls { dns } (see dns-provider.ts)
  *     key_type p256|rsa2048         # default p256
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
@@ -339,6 +341,9 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       }
     }
     g.acme_eab = eab;
+  },
+  acme_dns(d, g) {
+    g.acme_dns = readDnsProvider(d, 'acme_dns');
   },
   on_demand_tls(d, g) {
     d.end();
