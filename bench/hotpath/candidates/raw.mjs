@@ -44,8 +44,11 @@ class Upstream extends Parser {
     this.socket.destroy();
   }
   feed(buf) {
-    const ret = this.execute(buf);
     const c = this.client;
+    // Corked: the response head and the body parsed from one read leave in one write (writev).
+    c?.socket.cork();
+    const ret = this.execute(buf);
+    c?.socket.uncork();
     if (ret !== OK) {
       this.socket.destroy();
       return;
