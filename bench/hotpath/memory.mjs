@@ -4,6 +4,8 @@
 // load today (fastify, acme-client, node:sqlite), and each candidate idle.
 // Every process is started with each flag set; PSS (smaps_rollup), RSS and
 // thread count are read after IDLE_MS (2000) idle. Prints a markdown table.
+// USS (private pages) is what one more such process costs; PSS also
+// charges it a share of the pages it shares (here: with this script only).
 //
 //   node bench/hotpath/memory.mjs
 //   FLAGS="--max-semi-space-size=1|--lite-mode" node bench/hotpath/memory.mjs
@@ -17,7 +19,7 @@ const root = path.resolve(here, '../..');
 const IDLE_MS = Number(process.env.IDLE_MS ?? 2000);
 const FLAGS = (
   process.env.FLAGS ??
-  '|--max-semi-space-size=1|--max-old-space-size=32|--single-threaded-gc|--v8-pool-size=0|--single-threaded|--lite-mode|--jitless|--optimize-for-size|--max-semi-space-size=1 --single-threaded-gc --lite-mode'
+  '|--max-semi-space-size=1|--max-old-space-size=32|--single-threaded-gc|--v8-pool-size=0|--lite-mode|--jitless|--optimize-for-size'
 ).split('|');
 
 const keep = 'setInterval(() => {}, 1 << 30);';
@@ -40,11 +42,14 @@ const SUBJECTS = [
 ];
 
 function read(pid) {
-  const pss = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1]) / 1024;
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const pss = kb('Pss') / 1024;
+  const uss = (kb('Private_Clean') + kb('Private_Dirty')) / 1024;
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1]) / 1024;
   const threads = Number(/^Threads:\s+(\d+)/m.exec(status)?.[1]);
-  return { pss, rss, threads };
+  return { pss, uss, rss, threads };
 }
 
 async function measure(args, flags) {
@@ -61,7 +66,7 @@ async function measure(args, flags) {
   try {
     r = read(child.pid);
   } catch {
-    r = { error: err.trim().split('\n')[0] || 'exited' };
+    r = { error: /\w*Error: .*/.exec(err)?.[0] ?? 'exited' };
   }
   if (child.exitCode === null && child.signalCode === null) {
     const gone = new Promise((res) => child.once('exit', res));
@@ -71,14 +76,14 @@ async function measure(args, flags) {
   return r;
 }
 
-console.log(`Node ${process.version}, after ${IDLE_MS} ms idle: PSS MB (RSS MB, threads)\n`);
+console.log(`Node ${process.version}, after ${IDLE_MS} ms idle: USS / PSS MB (threads)\n`);
 console.log(`| process | ${FLAGS.map((f) => f || 'defaults').join(' | ')} |`);
 console.log(`| --- | ${FLAGS.map(() => '---').join(' | ')} |`);
 for (const [label, args] of SUBJECTS) {
   const cells = [];
   for (const f of FLAGS) {
     const r = await measure(args, f);
-    cells.push(r.error ? `– (${r.error.slice(0, 40)})` : `${r.pss.toFixed(1)} (${r.rss.toFixed(0)}, ${r.threads})`);
+    cells.push(r.error ? `– (${r.error.slice(0, 60)})` : `${r.uss.toFixed(1)} / ${r.pss.toFixed(1)} (${r.threads})`);
   }
   console.log(`| ${label} | ${cells.join(' | ')} |`);
 }

@@ -121,15 +121,23 @@ function tree(pid) {
   } catch {}
   return [pid, ...kids.flatMap((k) => tree(Number(k)))];
 }
-/** PSS in MB summed over a process tree (the Pss line of smaps_rollup is the process's sum). */
-function pssMb(pid) {
-  let kb = 0;
+/**
+ * PSS and USS (Private_Clean + Private_Dirty) in MB, summed over a process
+ * tree. PSS splits each shared page among its sharers, so it falls as more
+ * processes of the same binary run; USS is what the process alone adds.
+ */
+function memMb(pid) {
+  let pss = 0;
+  let uss = 0;
   for (const p of tree(pid)) {
     try {
-      kb += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+      const text = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+      const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      pss += kb('Pss');
+      uss += kb('Private_Clean') + kb('Private_Dirty');
     } catch {}
   }
-  return kb / 1024;
+  return { pss: pss / 1024, uss: uss / 1024 };
 }
 const cpuTree = (pid) => tree(pid).reduce((s, p) => s + (cpuSeconds(p) || 0), 0);
 const peakTree = (pid) => tree(pid).reduce((s, p) => s + (peakRssMb(p) || 0), 0);
@@ -314,7 +322,7 @@ for (const t of targets) {
   t.pid = t.child.pid;
 }
 await new Promise((r) => setTimeout(r, 2000));
-for (const t of targets) t.pssIdle = pssMb(t.pid);
+for (const t of targets) t.idle = memMb(t.pid);
 
 // --- measure, in alternation ---------------------------------------------------------
 const results = new Map();
@@ -339,7 +347,7 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 for (const t of targets) {
-  t.pssAfter = pssMb(t.pid);
+  t.after = memMb(t.pid);
   t.peak = peakTree(t.pid);
 }
 
@@ -371,8 +379,10 @@ table(
   `CPU µs per request (per connection for hs-*), median; capacity ×Caddy / ×floor = their µs over this one's`,
   (s, c, f) => `${s.cpuUs.toFixed(0)} ${ratio(c?.cpuUs, s.cpuUs)} / ${ratio(f?.cpuUs, s.cpuUs)}`,
 );
-console.log('\n| target | PSS idle MB | PSS after load MB | peak RSS MB |');
-console.log('| --- | --- | --- | --- |');
+console.log('\n| target | PSS idle MB | PSS after load MB | USS idle MB | USS after load MB | peak RSS MB |');
+console.log('| --- | --- | --- | --- | --- | --- |');
 for (const t of targets)
-  console.log(`| ${t.name} | ${t.pssIdle.toFixed(1)} | ${t.pssAfter.toFixed(1)} | ${t.peak.toFixed(1)} |`);
+  console.log(
+    `| ${t.name} | ${t.idle.pss.toFixed(1)} | ${t.after.pss.toFixed(1)} | ${t.idle.uss.toFixed(1)} | ${t.after.uss.toFixed(1)} | ${t.peak.toFixed(1)} |`,
+  );
 await session.shutdown(0);
