@@ -24,5 +24,5 @@ for (const [k, us] of [...self.entries()]
   .filter(([k]) => k !== '(idle)')
   .sort((a, b) => b[1] - a[1])
   .slice(0, Number(count))) {
-  console.log(`${(((us / (total - idle)) * 100).toFixed(1) + ' %').padStart(7)}  ${k}`);
+  console.log(`${(`${((us / (total - idle)) * 100).toFixed(1)} %`).padStart(7)}  ${k}`);
 }
