@@ -4,7 +4,7 @@
 //
 //   node bench/hotpath/run.mjs           (or: pnpm bench hotpath)
 //   ROUNDS=3 DURATION=5 ONLY="caddy,floor,raw" SCENARIOS="small,large" node bench/hotpath/run.mjs
-//   VARIANTS="raw:--max-semi-space-size=1,raw:--single-threaded-gc" node bench/hotpath/run.mjs
+//   VARIANTS="raw:--max-semi-space-size=1,raw:--single-threaded-gc,raw+tuned" node bench/hotpath/run.mjs
 //   NODE_ARGS_raw="--cpu-prof --cpu-prof-dir=/tmp/prof" ONLY=raw node bench/hotpath/run.mjs
 //
 // Scenarios, targets in alternation, ROUNDS times, median of the rounds:
@@ -292,11 +292,13 @@ if (wanted('proxyd') && existsSync(PROXYD) && (SCENARIOS.includes('small') || SC
   });
   targets.push({ name: 'proxyd', child, port, plainOnly: true });
 }
-// Candidates, and VARIANTS: "name:--flag --flag2,…" runs a candidate again with Node flags.
+// Candidates, and VARIANTS: "name[+tuned][:--flag --flag2],…" runs a candidate
+// again with Node flags, or (+tuned) with the TLS options of lib/listen.mjs's TLS_TUNED.
 const variants = (process.env.VARIANTS ?? '').split(',').filter(Boolean);
 for (const spec of [...CANDIDATES, ...variants]) {
-  const [file, flags = ''] = spec.split(':');
-  const name = flags ? `${file} ${flags}` : file;
+  const [base, flags = ''] = spec.split(':');
+  const [file, tuned] = base.split('+');
+  const name = [file, tuned && '+tuned', flags].filter(Boolean).join(' ');
   if (!wanted(name)) continue;
   const p = await ports();
   const nodeArgs = [
@@ -313,6 +315,7 @@ for (const spec of [...CANDIDATES, ...variants]) {
       TLS_EC_PORT: String(p.ec),
       TLS_RSA_PORT: String(p.rsa),
       CERT_DIR: dir,
+      TLS_TUNED: tuned === 'tuned' ? '1' : '',
     },
   );
   targets.push({ name, child, ...p, plainOnly: file === 'pipe' });

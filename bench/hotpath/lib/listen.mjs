@@ -5,8 +5,12 @@
 //   PORT            plain HTTP listener on 127.0.0.1
 //   TLS_EC_PORT     TLS listener with CERT_DIR/ec.pem + ec.key (ECDSA P-256)
 //   TLS_RSA_PORT    TLS listener with CERT_DIR/rsa.pem + rsa.key (RSA-2048)
+//   TLS_TUNED=1     the two options bench/tls/notes/2026-11-24-handshake-cost.md
+//                   measured: no TLS 1.3 session tickets, AES-128-GCM first
+import { constants } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import tls from 'node:tls';
 
 export const UPSTREAM_PORT = Number(process.env.UPSTREAM_PORT);
 
@@ -40,6 +44,11 @@ export function listen(plain, secure) {
       key: readFileSync(path.join(dir, `${kind}.key`)),
       ALPNProtocols: ['http/1.1'],
     };
+    if (process.env.TLS_TUNED === '1') {
+      options.secureOptions = constants.SSL_OP_NO_TICKET;
+      options.ciphers = `TLS_AES_128_GCM_SHA256:${tls.DEFAULT_CIPHERS}`;
+      options.honorCipherOrder = true; // else the client's order wins
+    }
     servers.push([secure(options), Number(process.env[env])]);
   }
   for (const [server, port] of servers) server.listen(port, '127.0.0.1');
