@@ -118,18 +118,19 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     pattern: string | null,
     strip: boolean,
     ops: readonly HeaderOp[],
-    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler' | 'matched_proxies'>,
+    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler' | 'matched_proxies' | 'matched_responses'>,
     match: RequestMatch | null,
   ): Block => {
     const headers = new HeaderPlan(ops, matchers);
     const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
-    const proxies = (fields.matched_proxies ?? []).map((p) => ({
+    // `respond @name …` / `abort @name` before `reverse_proxy @name …` (Caddy's directive order).
+    const proxies = [...(fields.matched_responses ?? []), ...(fields.matched_proxies ?? [])].map((p) => ({
       match: matcherOf(matchers, p.matcher) as RequestMatch,
       handler: p.handler,
       terminal: compileTerminal(p.handler, headers, forwarder, caches),
     }));
     const own = compileTerminal(fields.handler, headers, forwarder, caches);
-    // `reverse_proxy @name …`: the first whose matcher matches answers, else the block's own handler.
+    // `… @name`: the first whose matcher matches answers, else the block's own handler.
     const terminal: Terminal =
       proxies.length === 0
         ? own
@@ -348,6 +349,10 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       const block =
         blocks.find((b) => b.pattern.matches(mp) && (b.match === null || b.match.matches(req, ctx, mp))) ?? siteBlock;
       const handler = handlerFor(block, req, ctx, mp);
+      if (handler?.kind === 'abort') {
+        socket.destroy();
+        return true;
+      }
       if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
         refuse(socket, '403 Forbidden');
         return true;
@@ -383,7 +388,9 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       'headers',
       ...steps.map((step) => step.name),
       ...(caches !== undefined &&
-      [siteBlock, ...blocks].some((b) => b.handler?.kind === 'reverse_proxy' || b.proxies.length > 0)
+      [siteBlock, ...blocks].some(
+        (b) => b.handler?.kind === 'reverse_proxy' || b.proxies.some((p) => p.handler.kind === 'reverse_proxy'),
+      )
         ? (['cache'] as const)
         : []),
       'terminal',

@@ -33,3 +33,11 @@ export interface ExchangeSlot {
  * and marks its beacons under the same key (its test pins both).
  */
 export const kEvents: unique symbol = Symbol.for('proxyd.requestEvents');
+
+/**
+ * The captures of the regexp matchers (`path_regexp`, `header_regexp`) that
+ * matched a request, on the request: name → the match (`''`: the last one),
+ * read by `{re.<name>.<group>}` placeholders. Set only by sites whose
+ * matchers use a regexp.
+ */
+export const kCaptures = Symbol('proxyd.regexpCaptures');

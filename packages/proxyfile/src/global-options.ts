@@ -10,6 +10,7 @@ import {
   isCidr,
   isEmail,
   isLoopbackHost,
+  PRIVATE_RANGES,
   parseDuration,
   parseHttpUrl,
   parseSize,
@@ -17,9 +18,6 @@ import {
   readDuration,
   readPort,
 } from './values.js';
-
-/** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
-const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
 
 function single(d: Dispenser, expected: string): Token {
   const t = d.nonEmptyArg(expected);

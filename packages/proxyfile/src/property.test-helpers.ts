@@ -172,6 +172,55 @@ const siteOnly: fc.Arbitrary<readonly Node[]> = fc
   ])
   .chain((arbs) => (arbs.length ? fc.tuple(...arbs) : fc.constant([] as Node[])));
 
+/** One condition of a named matcher (issue 34's Caddy matchers among them). */
+const condition = fc.constantFrom<readonly string[]>(
+  ['path', '/admin/*', '/api/*'],
+  ['method', 'POST'],
+  ['header', 'X-Test', 'a*'],
+  ['host', 'a.test', '*.b.test'],
+  ['query', 'format=json', 'debug=*'],
+  ['path_regexp', 'u', '"^/users/([0-9]+)$"'],
+  ['header_regexp', 'Cookie', '"beta=(\\w+)"'],
+  ['client_ip', 'private_ranges', '100.64.0.0/10'],
+  ['remote_ip', '127.0.0.1', '::1'],
+  ['not', 'client_ip', '10.0.0.0/8'],
+);
+
+/**
+ * Named matchers and their uses (`abort @m`, `respond @m …`): `@m0`, `@m1`
+ * with one to three conditions, written on one line or as a block
+ * (`not` also as a block of its own).
+ */
+const matcherRules: fc.Arbitrary<readonly Node[]> = fc
+  .array(
+    fc.tuple(
+      fc.uniqueArray(condition, { minLength: 1, maxLength: 3, selector: (c) => c[0] }),
+      fc.boolean(),
+      fc.constantFrom<readonly string[]>(
+        ['abort'],
+        ['respond', '403'],
+        ['respond', '"no {client_ip} {re.u.1}"', '451'],
+      ),
+    ),
+    { maxLength: 2 },
+  )
+  .map((rules) =>
+    rules.flatMap(([conds, asNotBlock, use], i): Node[] => {
+      const name = `@m${i}`;
+      const first = conds[0] as readonly string[];
+      const def: Node =
+        conds.length === 1 && !asNotBlock
+          ? { tokens: [name, ...first] }
+          : {
+              tokens: [name],
+              block: conds.map((c) =>
+                asNotBlock && c[0] === 'not' ? { tokens: ['not'], block: [{ tokens: c.slice(1) }] } : { tokens: c },
+              ),
+            };
+      return [def, { tokens: [use[0] as string, name, ...use.slice(1)] }];
+    }),
+  );
+
 const handles: fc.Arbitrary<readonly Node[]> = fc
   .uniqueArray(fc.constantFrom('/api/*', '/static/*', '/health', '*.php', null), { maxLength: 3 })
   .chain((patterns) =>
@@ -233,11 +282,12 @@ const sitePlan = (domains: string[], first: number): fc.Arbitrary<SitePlan> =>
       handler,
       fc.boolean(),
       fc.array(addressForm, { minLength: domains.length, maxLength: domains.length }),
+      matcherRules,
       fc.constantFrom<SitePlan['share']>('inline', 'inline', 'snippet', 'file', 'whole-file', 'glob'),
       fc.nat(),
     )
-    .chain(([so, mid, hs, h, shuffle, forms, share, cut]) => {
-      const body = [...so, ...mid, ...hs, ...h];
+    .chain(([so, mid, hs, h, shuffle, forms, rules, share, cut]) => {
+      const body = [...so, ...mid, ...rules, ...hs, ...h];
       return (shuffle ? fc.shuffledSubarray(body, { minLength: body.length }) : fc.constant(body)).map(
         (b): SitePlan => ({
           addresses: domains.map((d, i) => `${forms[i] ?? 'bare'}|${d}|${first + i}`),

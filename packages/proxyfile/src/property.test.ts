@@ -67,6 +67,16 @@ describe('property: generated valid Proxyfiles', () => {
       ['docker { network, host }', /docker\s+\{[^}]*network\s+web\.1[^}]*host\s+tcp:/],
       ['tls { on_demand }', /^\s*tls\s+\{/m],
       ['tls internal { on_demand }', /tls\s+internal\s+\{/],
+      ['client_ip matcher', /client_ip\s+private_ranges/],
+      ['remote_ip matcher', /remote_ip\s+127/],
+      ['not line', /not\s+client_ip/],
+      ['not block', /not\s+\{/],
+      ['host matcher', /host\s+a\.test/],
+      ['query matcher', /query\s+format=json/],
+      ['path_regexp', /path_regexp\s+u/],
+      ['header_regexp', /header_regexp\s+Cookie/],
+      ['abort @name', /abort\s+@m/],
+      ['respond @name', /respond\s+@m\d\s+"no/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

@@ -251,3 +251,97 @@ http://m.test {
     expect(signed.headers['x-content-type-options']).toBe('nosniff');
   });
 });
+
+/** A raw HTTP/1.1 request; resolves with what came back before the connection closed. */
+function raw(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.end(text));
+    let got = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      got += c;
+    });
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+  });
+}
+
+// Issue 34: client address rules and Caddy's matchers, Proxyfile text to the data plane.
+describe('client_ip / remote_ip rules, not, host, query, regexps (issue 34)', () => {
+  it('keeps an admin panel LAN-only: abort and respond 403 for clients outside, honouring trusted_proxies', async () => {
+    const { http: main, global } = await mainPorts();
+    const up = await upstream('panel');
+    await serve(`${global.replace('}', '\ttrusted_proxies 127.0.0.1\n}')}
+http://admin.test {
+	@outside not client_ip 10.0.0.0/8 192.168.0.0/16
+	abort @outside
+	reverse_proxy 127.0.0.1:${up}
+}
+
+http://panel.test {
+	@outside not client_ip private_ranges
+	respond @outside "LAN only, not {client_ip}" 403
+	reverse_proxy 127.0.0.1:${up}
+}
+
+http://peer.test {
+	@local remote_ip 127.0.0.1
+	respond @local "peer {remote_host}, client {client_ip}"
+	respond "elsewhere"
+}
+`);
+    const lan = { 'x-forwarded-for': '10.1.2.3' };
+    const wan = { 'x-forwarded-for': '203.0.113.9' };
+    expect(await request(main, 'admin.test', '/x', { headers: lan })).toMatchObject({
+      status: 200,
+      body: 'panel GET /x',
+    });
+    // abort: the connection closes without any answer.
+    const aborted = await raw(main, 'GET /x HTTP/1.1\r\nhost: admin.test\r\nx-forwarded-for: 203.0.113.9\r\n\r\n');
+    expect(aborted).toBe('');
+    await expect(request(main, 'admin.test', '/x', { headers: wan })).rejects.toThrow(/socket hang up|ECONNRESET/);
+    expect(await request(main, 'panel.test', '/', { headers: wan })).toMatchObject({
+      status: 403,
+      body: 'LAN only, not 203.0.113.9',
+    });
+    expect(await request(main, 'panel.test', '/', { headers: { 'x-forwarded-for': '192.168.1.4' } })).toMatchObject({
+      status: 200,
+    });
+    // remote_ip is the connection's peer (127.0.0.1), whatever X-Forwarded-For says.
+    expect(await request(main, 'peer.test', '/', { headers: wan })).toMatchObject({
+      body: 'peer 127.0.0.1, client 203.0.113.9',
+    });
+  });
+
+  it('matches host, query and header_regexp, and fills {re.*}, {header.*} and {query.*}', async () => {
+    const { http: main, global } = await mainPorts();
+    const up = await upstream('api');
+    await serve(`${global}
+http://app.test, http://x.app.test, http://y.z.app.test {
+	@sub host *.app.test
+	@json query format=json
+	@user path_regexp user ^/users/(?<id>[0-9]+)$
+	@beta header_regexp Cookie beta=(\\w+)
+	respond @user "user {re.user.id}"
+	respond @beta "beta {re.beta.1} {re.1}"
+	reverse_proxy @json 127.0.0.1:${up} {
+		header_up X-Up-Flag {header.X-Flag}
+		header_up X-Up-Page {query.page}
+	}
+	respond @sub "sub {host}"
+	respond "main"
+}
+`);
+    expect(await request(main, 'app.test', '/users/42')).toMatchObject({ body: 'user 42' });
+    expect(await request(main, 'app.test', '/users/abc')).toMatchObject({ body: 'main' });
+    expect(await request(main, 'app.test', '/', { headers: { cookie: 'a=1; beta=yes' } })).toMatchObject({
+      body: 'beta yes yes',
+    });
+    const proxied = await request(main, 'app.test', '/?format=json&page=3', { headers: { 'x-flag': 'on' } });
+    expect(proxied.body).toBe('api GET /?format=json&page=3');
+    expect(JSON.parse(String(proxied.headers['x-seen']))).toEqual({ 'x-up-flag': 'on', 'x-up-page': '3' });
+    expect(await request(main, 'x.app.test')).toMatchObject({ body: 'sub x.app.test' });
+    // `*` is one label: y.z.app.test is not *.app.test.
+    expect(await request(main, 'y.z.app.test')).toMatchObject({ body: 'main' });
+  });
+});

@@ -12,13 +12,25 @@ import { type Static, Type } from 'typebox';
 import { MatcherName, RequestMatcher } from './matchers.js';
 
 export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
-export { HeaderMatch, MatcherName, RequestMatcher } from './matchers.js';
+export {
+  HeaderMatch,
+  HeaderRegexpMatch,
+  MatcherConditions,
+  MatcherName,
+  QueryMatch,
+  RegexpMatch,
+  RequestMatcher,
+} from './matchers.js';
 export {
   hasRequestPlaceholder,
   PLACEHOLDER_PATTERN,
+  type PlaceholderRef,
+  PREFIXED_PLACEHOLDERS,
+  type PrefixedPlaceholder,
   REMAINDER_PLACEHOLDER,
   REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
+  requestPlaceholder,
 } from './placeholders.js';
 
 export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
@@ -164,8 +176,15 @@ export const RespondHandler = Type.Object(
 );
 export type RespondHandler = Static<typeof RespondHandler>;
 
+/**
+ * `abort`: close the connection without an answer (HTTP/1: the socket;
+ * HTTP/2: the stream is reset), as Caddy's `abort`.
+ */
+export const AbortHandler = Type.Object({ kind: Type.Literal('abort') }, { additionalProperties: false });
+export type AbortHandler = Static<typeof AbortHandler>;
+
 /** The terminal handler of a block: what finally answers the request. */
-export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler]);
+export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler, AbortHandler]);
 export type Handler = Static<typeof Handler>;
 
 /**
@@ -218,6 +237,18 @@ const blockFields = {
     Type.Array(Type.Object({ matcher: MatcherName, handler: ReverseProxyHandler }, { additionalProperties: false }), {
       description: '`reverse_proxy @name …`: the first whose matcher matches answers instead of `handler`',
     }),
+  ),
+  matched_responses: Type.Optional(
+    Type.Array(
+      Type.Object(
+        { matcher: MatcherName, handler: Type.Union([RespondHandler, AbortHandler]) },
+        { additionalProperties: false },
+      ),
+      {
+        description:
+          '`respond @name …` / `abort @name`: the first whose matcher matches answers, before `matched_proxies` and `handler` (Caddy orders abort and respond before reverse_proxy)',
+      },
+    ),
   ),
 };
 

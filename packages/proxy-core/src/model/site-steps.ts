@@ -19,8 +19,10 @@
  * - `handle`: `handle` / `handle_path` selection (most specific pattern
  *   first), then the chosen block's own `basic_auth` and `redir`.
  * - `cache`: in front of `reverse_proxy`.
- * - `terminal`: `file_server` (with `root`), `respond` or `reverse_proxy`;
- *   none: 404.
+ * - `terminal`: `file_server` (with `root`), `abort`, `respond` or
+ *   `reverse_proxy`; none: 404. A block's `abort @name` and `respond @name`
+ *   are tried before its `reverse_proxy @name`, then its own handler
+ *   (Caddy's order: abort, respond, reverse_proxy).
  */
 export const SITE_STEP_ORDER = [
   'front_door',
@@ -59,6 +61,7 @@ export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: S
   { name: 'cache', step: 'cache' },
   { name: 'root', step: 'terminal' },
   { name: 'file_server', step: 'terminal' },
+  { name: 'abort', step: 'terminal' },
   { name: 'respond', step: 'terminal' },
   { name: 'reverse_proxy', step: 'terminal' },
 ];

@@ -5,7 +5,7 @@ import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
 import type { RequestMatch } from '../middleware/request-matcher.js';
-import type { Handler, ReverseProxyHandler } from '../model/index.js';
+import type { AbortHandler, Handler, RespondHandler, ReverseProxyHandler } from '../model/index.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
 
@@ -22,8 +22,14 @@ export interface Block {
   readonly terminal: Terminal;
   /** `handle @name`: the site matcher that must match too (null: the pattern decides). */
   readonly match: RequestMatch | null;
-  /** `reverse_proxy @name …`: the first that matches answers instead of `handler` (in `terminal`). */
-  readonly proxies: readonly { readonly match: RequestMatch; readonly handler: ReverseProxyHandler }[];
+  /**
+   * `respond @name …`, `abort @name`, then `reverse_proxy @name …`: the first that matches answers
+   * instead of `handler` (in `terminal`).
+   */
+  readonly proxies: readonly {
+    readonly match: RequestMatch;
+    readonly handler: ReverseProxyHandler | RespondHandler | AbortHandler;
+  }[];
 }
 
 /** The handler that answers a request in the block: a matching `reverse_proxy @name`, else the block's own. */

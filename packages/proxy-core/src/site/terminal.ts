@@ -65,6 +65,13 @@ export function compileTerminal(
         res.writeHead(handler.status, base).end(bytes);
       };
     }
+    case 'abort':
+      // Caddy's abort: no answer at all. Destroying the response closes an HTTP/1 connection
+      // and resets an HTTP/2 stream; the request record shows status 0.
+      return (req, res) => {
+        req.resume();
+        res.destroy();
+      };
     case 'file_server': {
       const server = new FileServer(handler.root);
       return (req, res, ctx, path) => {

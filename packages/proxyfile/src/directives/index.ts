@@ -1,4 +1,5 @@
 import { SITE_DIRECTIVES } from '@proxyd/proxy-core/model';
+import { abort } from './abort.js';
 import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';
 import { bind } from './bind.js';
@@ -33,6 +34,7 @@ const PARSERS: readonly Directive[] = [
   cache,
   root,
   fileServer,
+  abort,
   respond,
   reverseProxy,
 ];

@@ -1,6 +1,7 @@
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import type { Token } from '../lexer.js';
+import { readMatcherRef } from '../matchers.js';
 import { checkPlaceholders } from '../placeholders.js';
 import type { Directive } from './directive.js';
 
@@ -8,17 +9,19 @@ const STATUS = /^[1-9]\d\d$/;
 
 /**
  * ```
- * respond [<body>] [<status>]
+ * respond [@name] [<body>] [<status>]
  * ```
  * A fixed response. One argument that is a three-digit number is a status
  * with an empty body; otherwise the body, answered with 200 unless a status
- * follows.
+ * follows. With `@name`, only the requests that matcher matches, before the
+ * block's `reverse_proxy` (model `matched_responses`): `respond @denied 403`.
  */
 export const respond: Directive = {
   name: 'respond',
   scope: 'any',
   once: false,
   parse(d, state) {
+    const matcher = readMatcherRef(d, state.matchers);
     const args = d.remainingArgs();
     d.noBlock();
     if (args.length > 2) throw d.unexpected(args[2] as Token, 'the end of the line (respond [<body>] [<status>])');
@@ -39,6 +42,10 @@ export const respond: Directive = {
       else body = t.text;
     }
     if (args.length > 0) checkPlaceholders(args[0] as Token, 'response body');
-    setHandler(d, state, { kind: 'respond', body, status });
+    if (matcher === null) setHandler(d, state, { kind: 'respond', body, status });
+    else {
+      state.target.matched_responses ??= [];
+      state.target.matched_responses.push({ matcher, handler: { kind: 'respond', body, status } });
+    }
   },
 };
