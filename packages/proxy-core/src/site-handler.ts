@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
@@ -8,12 +8,20 @@ import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
 import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
+import { RequestRewrites } from './middleware/rewrite.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
 import type { HandleBlock, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
-import { canned, send } from './site/canned.js';
-import { compileTerminal, type Terminal } from './site/terminal.js';
+import { answerHead, canned, send } from './site/canned.js';
+import { compileTerminal, type ErrorHook, type Terminal } from './site/terminal.js';
+import { type ErrorSlot, kError } from './slots.js';
+
+/** What a block (the site, a `handle`, a `handle_errors`) holds that {@link compileSite} compiles. */
+type BlockFields = Pick<
+  Site,
+  'basic_auth' | 'redirects' | 'handler' | 'matched_proxies' | 'matched_responses' | 'rewrites' | 'uri' | 'try_files'
+>;
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
@@ -114,22 +122,41 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   // Named matchers (`@name`), compiled once; a site without any pays nothing per request.
   const matchers = compileMatchers(site.matchers);
 
+  // `handle_errors`: the blocks that answer instead of proxyd's own errors; compiled below, reached
+  // through this hook (null, and nothing per request, for a site without them).
+  const errorBlocks: { readonly test: (status: number) => boolean; readonly block: Block }[] = [];
+  const errors: ErrorHook | null =
+    (site.handle_errors ?? []).length === 0
+      ? null
+      : (req, res, ctx, status, message) => {
+          if (res.headersSent || res.destroyed) return false;
+          for (const e of errorBlocks) {
+            if (!e.test(status)) continue;
+            runErrorBlock(req, res, ctx, e.block, status, message);
+            return true;
+          }
+          return false;
+        };
+
   const compileBlock = (
     pattern: string | null,
     strip: boolean,
     ops: readonly HeaderOp[],
-    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler' | 'matched_proxies' | 'matched_responses'>,
+    fields: BlockFields,
     match: RequestMatch | null,
+    errorRoute = false,
   ): Block => {
     const headers = new HeaderPlan(ops, matchers);
     const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
+    const hook = errorRoute ? null : errors;
     // `respond @name …` / `abort @name` before `reverse_proxy @name …` (Caddy's directive order).
     const proxies = [...(fields.matched_responses ?? []), ...(fields.matched_proxies ?? [])].map((p) => ({
       match: matcherOf(matchers, p.matcher) as RequestMatch,
       handler: p.handler,
-      terminal: compileTerminal(p.handler, headers, forwarder, caches),
+      terminal: compileTerminal(p.handler, headers, forwarder, caches, hook, errorRoute),
     }));
-    const own = compileTerminal(fields.handler, headers, forwarder, caches);
+    const own = compileTerminal(fields.handler, headers, forwarder, caches, hook, errorRoute);
+    const rewrites = new RequestRewrites(fields, matchers);
     // `… @name`: the first whose matcher matches answers, else the block's own handler.
     const terminal: Terminal =
       proxies.length === 0
@@ -153,9 +180,50 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       redirects: fields.redirects.map((r) => new CompiledRedirect(r, matchers)),
       handler: fields.handler,
       terminal,
+      rewrites: rewrites.empty ? null : rewrites,
       match,
       proxies,
     };
+  };
+
+  /** Answers `status` as an error: the site's `handle_errors`, else proxyd's plain answer. */
+  const answerError = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, status: number): void => {
+    if (res.destroyed) return;
+    const message = (STATUS_CODES[status] ?? 'error').toLowerCase();
+    if (errors?.(req, res, ctx, status, message) === true) return;
+    req.resume();
+    const { bytes, base } = answerHead(status, `${message}\n`);
+    siteHeaders.editFor(req, ctx)(base, status);
+    res.writeHead(status, base).end(bytes);
+  };
+
+  /** Runs a `handle_errors` block for the error `status`: its redirects, rewrites, then its handler. */
+  const runErrorBlock = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    block: Block,
+    status: number,
+    message: string,
+  ): void => {
+    (req as IncomingMessage & { [kError]?: ErrorSlot })[kError] = { status, message };
+    req.resume();
+    const mp = matchablePath(ctx.path);
+    if (block.redirects.length > 0 && redirect(req, res, ctx, block, mp)) return;
+    const done = block.rewrites?.apply(req, ctx) ?? null;
+    if (done === null) {
+      block.terminal(req, res, ctx, req.url ?? '/');
+      return;
+    }
+    // `try_files … =<status>` inside an error block: no second error route, proxyd's answer.
+    done.then(
+      (failed) => {
+        if (res.destroyed) return;
+        if (failed === null) block.terminal(req, res, ctx, req.url ?? '/');
+        else send(req, res, canned(block.headers, failed, `${(STATUS_CODES[failed] ?? 'error').toLowerCase()}\n`), ctx);
+      },
+      () => res.destroy(),
+    );
   };
 
   // `headers`: compiled into every block and canned answer.
@@ -170,6 +238,14 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     })
     .sort((a, b) => b.spec - a.spec || a.index - b.index)
     .map(({ h, match }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h, match));
+  for (const e of site.handle_errors ?? []) {
+    const codes = new Set(e.statuses.filter((x) => !x.endsWith('xx')).map(Number));
+    const classes = new Set(e.statuses.filter((x) => x.endsWith('xx')).map((x) => Number(x[0])));
+    errorBlocks.push({
+      test: e.statuses.length === 0 ? () => true : (st) => codes.has(st) || classes.has(Math.floor(st / 100)),
+      block: compileBlock(null, false, [...site.header, ...e.header], e, null, true),
+    });
+  }
   const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });
   /** The bcrypt gate is full: nothing was checked, so neither 401 nor access; the client retries. */
   const busy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
@@ -295,6 +371,32 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     });
   }
 
+  const siteRewrites = siteBlock.rewrites;
+  if (siteRewrites !== null) {
+    steps.push({
+      name: 'rewrite',
+      request: (req, res, ctx, next) => {
+        if (res.destroyed) return true;
+        const done = siteRewrites.apply(req, ctx);
+        if (done === null) return false;
+        done.then(
+          (failed) => (failed === null ? walk(req, res, ctx, next) : answerError(req, res, ctx, failed)),
+          () => res.destroy(),
+        );
+        return true;
+      },
+      upgrade: (req, socket, head, ctx, next) => {
+        const done = siteRewrites.apply(req, ctx);
+        if (done === null) return false;
+        done.then(
+          (failed) => (failed === null ? walkUpgrade(req, socket, head, ctx, next) : refuse(socket, '404 Not Found')),
+          () => socket.destroy(),
+        );
+        return true;
+      },
+    });
+  }
+
   /** The block's own auth and redirects (not the site block's: those were steps), then its terminal handler. */
   const runBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string): void => {
     if (block.auth !== null && block !== siteBlock) {
@@ -321,7 +423,19 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   const finishBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string) => {
     if (res.destroyed) return;
     if (block !== siteBlock && block.redirects.length > 0 && redirect(req, res, ctx, block, mp)) return;
-    block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+    const done = block === siteBlock ? null : (block.rewrites?.apply(req, ctx) ?? null);
+    if (done === null) {
+      block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+      return;
+    }
+    done.then(
+      (failed) => {
+        if (res.destroyed) return;
+        if (failed !== null) answerError(req, res, ctx, failed);
+        else block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+      },
+      () => res.destroy(),
+    );
   };
 
   steps.push({

@@ -34,6 +34,7 @@ describe('the site pipeline', () => {
         users: [{ user: 'ann', hash: '$2a$04$invalidinvalidinvalidinvalidinvalidinvalidinvalidinv' }],
       };
       s.redirects = [{ from: '/old', to: '/new', status: 301 }];
+      s.rewrites = [{ path: '/a', to: '/b' }];
       s.handles = [{ kind: 'handle', path: '/api/*', header: [], basic_auth: null, redirects: [], handler: null }];
       s.cache = { max_size_bytes: 1024, ttl_ms: 1000 };
       s.encode = { encodings: ['gzip'], minimum_length: 512 };

@@ -41,3 +41,15 @@ export const kEvents: unique symbol = Symbol.for('proxyd.requestEvents');
  * matchers use a regexp.
  */
 export const kCaptures = Symbol('proxyd.regexpCaptures');
+
+/**
+ * The error a `handle_errors` block is answering, on the request (`status`,
+ * proxyd's short `message`), read by `{err.*}` placeholders.
+ */
+export const kError = Symbol('proxyd.error');
+
+/** What the {@link kError} slot holds. */
+export interface ErrorSlot {
+  readonly status: number;
+  readonly message: string;
+}

@@ -86,6 +86,17 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
     }
     directive.parse(d, state);
   }
+  if (state.tryFilesAt !== undefined) {
+    const at = state.tryFilesAt;
+    if (state.root === null) {
+      throw new Dispenser({ tokens: [at], block: null }).error(
+        at,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        'try_files looks files up below the root: add "root <dir>" to the block',
+      );
+    }
+    if (state.target.try_files !== undefined) state.target.try_files.root = state.root.dir;
+  }
   if (state.fileServerAt !== null) {
     const at = state.fileServerAt;
     const d = new Dispenser({ tokens: [at], block: null });
@@ -97,7 +108,7 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
       );
     }
     setHandler(d, state, { kind: 'file_server', root: state.root.dir }, at);
-  } else if (state.root !== null) {
+  } else if (state.root !== null && state.tryFilesAt === undefined) {
     const at = state.root.at;
     throw new Dispenser({ tokens: [at], block: null }).error(
       at,

@@ -97,8 +97,46 @@ const handler: fc.Arbitrary<readonly Node[]> = fc.oneof(
     [{ tokens: ['respond', '""', '404'] }],
     [{ tokens: ['root', '*', '/srv/www'] }, { tokens: ['file_server'] }],
     [{ tokens: ['file_server'], block: [{ tokens: ['root', '"/srv/with space"'] }] }],
+    [
+      { tokens: ['root', '*', '/srv/spa'] },
+      { tokens: ['try_files', '{path}', '{path}/', '/index.html'] },
+      { tokens: ['file_server'] },
+    ],
+    [
+      { tokens: ['try_files', '{path}.html', '=404'], block: [{ tokens: ['policy', 'first_exist'] }] },
+      { tokens: ['root', '/srv'] },
+      { tokens: ['file_server'] },
+    ],
   ),
 );
+
+/** `rewrite` and `uri` lines (issue 34), with and without a matcher token. */
+const rewrites: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
+  { tokens: ['rewrite', '/old/*', '/new{path}?{query}'] },
+  { tokens: ['rewrite', '*', '/index.php?p={path}'] },
+  { tokens: ['rewrite', '/v2{uri}'] },
+  { tokens: ['uri', 'strip_prefix', '/api'] },
+  { tokens: ['uri', '/files/*', 'strip_suffix', '.bak'] },
+  { tokens: ['uri', 'replace', '/beta/', '/v2/', '1'] },
+  { tokens: ['uri', 'path_regexp', '"^/u/([0-9]+)$"', '/users/$1'] },
+]);
+
+/** `handle_errors` blocks (issue 34): by code, by class, and for every error. */
+const errorBlocks: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
+  {
+    tokens: ['handle_errors', '404', '410'],
+    block: [
+      { tokens: ['rewrite', '*', '/errors/{err.status_code}.html'] },
+      { tokens: ['root', '*', '/srv/errors'] },
+      { tokens: ['file_server'] },
+    ],
+  },
+  {
+    tokens: ['handle_errors', '5xx'],
+    block: [{ tokens: ['respond', '"{err.status_code} {err.status_text}"', '{err.status_code}'] }],
+  },
+  { tokens: ['handle_errors'], block: [{ tokens: ['respond', '"oops {err.message}"', '500'] }] },
+]);
 
 const basicAuth: fc.Arbitrary<Node> = fc
   .tuple(
@@ -283,11 +321,13 @@ const sitePlan = (domains: string[], first: number): fc.Arbitrary<SitePlan> =>
       fc.boolean(),
       fc.array(addressForm, { minLength: domains.length, maxLength: domains.length }),
       matcherRules,
+      rewrites,
+      errorBlocks,
       fc.constantFrom<SitePlan['share']>('inline', 'inline', 'snippet', 'file', 'whole-file', 'glob'),
       fc.nat(),
     )
-    .chain(([so, mid, hs, h, shuffle, forms, rules, share, cut]) => {
-      const body = [...so, ...mid, ...rules, ...hs, ...h];
+    .chain(([so, mid, hs, h, shuffle, forms, rules, rw, errs, share, cut]) => {
+      const body = [...so, ...mid, ...rules, ...rw, ...hs, ...h, ...errs];
       return (shuffle ? fc.shuffledSubarray(body, { minLength: body.length }) : fc.constant(body)).map(
         (b): SitePlan => ({
           addresses: domains.map((d, i) => `${forms[i] ?? 'bare'}|${d}|${first + i}`),

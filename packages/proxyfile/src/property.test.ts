@@ -77,6 +77,14 @@ describe('property: generated valid Proxyfiles', () => {
       ['header_regexp', /header_regexp\s+Cookie/],
       ['abort @name', /abort\s+@m/],
       ['respond @name', /respond\s+@m\d\s+"no/],
+      ['rewrite with a path matcher', /rewrite\s+\/old/],
+      ['rewrite without a matcher', /rewrite\s+\/v2/],
+      ['uri strip_prefix', /uri\s+strip_prefix/],
+      ['uri path_regexp', /uri\s+path_regexp/],
+      ['try_files SPA', /try_files\s+\{path\}\s+\{path\}\//],
+      ['try_files =404 { policy }', /try_files\s+\S+\s+=404\s+\{/],
+      ['handle_errors 5xx', /handle_errors\s+5xx/],
+      ['handle_errors for every error', /handle_errors\s+\{/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

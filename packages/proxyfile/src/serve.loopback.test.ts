@@ -345,3 +345,83 @@ http://app.test, http://x.app.test, http://y.z.app.test {
     expect(await request(main, 'y.z.app.test')).toMatchObject({ body: 'main' });
   });
 });
+
+// Issue 34, group 2: rewrite, uri, try_files and handle_errors, Proxyfile text to the data plane.
+describe('rewrite, uri, try_files, handle_errors (issue 34)', () => {
+  it('rewrites and edits the path the handler and the upstream see', async () => {
+    const { http: main, global } = await mainPorts();
+    const up = await upstream('up');
+    await serve(`${global}
+http://app.test {
+	@legacy header X-Legacy *
+	rewrite /old/* /new{path}?from=old&{query}
+	rewrite @legacy /v2{uri}
+	rewrite /search ?q={query.term}
+	uri /api/* strip_prefix /api
+	uri replace /beta/ /v2/ 1
+	uri path_regexp ^/u/([0-9]+)$ /users/$1
+	handle /new/* {
+		respond "new {path} {query}"
+	}
+	reverse_proxy 127.0.0.1:${up}
+}
+`);
+    expect(await request(main, 'app.test', '/old/a?x=1')).toMatchObject({ body: 'new /new/old/a from=old&x=1' });
+    expect((await request(main, 'app.test', '/p?k=v', { headers: { 'x-legacy': '1' } })).body).toBe('up GET /v2/p?k=v');
+    expect((await request(main, 'app.test', '/search?term=cats&page=2')).body).toBe('up GET /search?q=cats');
+    expect((await request(main, 'app.test', '/api/items?id=3')).body).toBe('up GET /items?id=3');
+    expect((await request(main, 'app.test', '/beta/beta/x')).body).toBe('up GET /v2/beta/x');
+    expect((await request(main, 'app.test', '/u/42')).body).toBe('up GET /users/42');
+  });
+
+  it('serves a single-page app with try_files, and custom error pages for 404 and 502', async () => {
+    const { http: main, global } = await mainPorts();
+    const fs = await import('node:fs/promises');
+    const dir = await fs.mkdtemp('/tmp/proxyfile-spa-');
+    await fs.mkdir(`${dir}/assets`);
+    await fs.mkdir(`${dir}/errors`);
+    await fs.writeFile(`${dir}/index.html`, '<p>app shell</p>');
+    await fs.writeFile(`${dir}/assets/app.js`, 'console.log(1)');
+    await fs.writeFile(`${dir}/errors/404.html`, '<p>custom 404</p>');
+    const down = await freePort();
+    await serve(`${global}
+http://spa.test {
+	handle /api/* {
+		reverse_proxy 127.0.0.1:${down}
+	}
+	handle /docs/* {
+		root * ${dir}
+		try_files {path} {path}.html =404
+		file_server
+	}
+	handle {
+		root * ${dir}
+		try_files {path} /index.html
+		file_server
+	}
+	handle_errors 404 {
+		rewrite * /errors/404.html
+		file_server {
+			root ${dir}
+		}
+	}
+	handle_errors 5xx {
+		respond "{err.status_code} {err.status_text}: {err.message}" {err.status_code}
+	}
+}
+`);
+    expect(await request(main, 'spa.test', '/assets/app.js')).toMatchObject({ status: 200, body: 'console.log(1)' });
+    // A client-side route: the app shell, 200.
+    expect(await request(main, 'spa.test', '/settings/profile')).toMatchObject({
+      status: 200,
+      body: '<p>app shell</p>',
+    });
+    // try_files … =404: the custom page, with the error's status.
+    expect(await request(main, 'spa.test', '/docs/missing')).toMatchObject({ status: 404, body: '<p>custom 404</p>' });
+    // A refused upstream connection: 502 through handle_errors 5xx.
+    expect(await request(main, 'spa.test', '/api/x')).toMatchObject({
+      status: 502,
+      body: '502 Bad Gateway: bad gateway',
+    });
+  });
+});

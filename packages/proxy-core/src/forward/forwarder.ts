@@ -170,6 +170,7 @@ export class HttpForwarder implements Forwarder {
     const pool = compiled.pool;
     const member = pool.pick(ctx.clientIp);
     if (member === null) {
+      if (options.onError?.(503, 'no healthy upstream') === true) return;
       res.writeHead(503, { 'content-type': TEXT, 'retry-after': String(pool.retryAfterSeconds()) });
       res.end('no healthy upstream\n');
       return;

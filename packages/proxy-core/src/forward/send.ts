@@ -140,6 +140,7 @@ export function failExchange(exchange: Exchange, err: NodeJS.ErrnoException): vo
   }
   const status = timeout ? 504 : 502;
   res.removeHeader('x-cache');
+  if (exchange.options.onError?.(status, timeout ? 'gateway timeout' : 'bad gateway') === true) return;
   res.writeHead(status, { 'content-type': TEXT, connection: 'close' });
   res.end(timeout ? 'gateway timeout\n' : 'bad gateway\n');
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { RequestContext } from '../hooks.js';
 import {
   PLACEHOLDER_PATTERN,
@@ -7,6 +7,7 @@ import {
   type RequestPlaceholder,
   requestPlaceholder,
 } from '../model/index.js';
+import { type ErrorSlot, kError } from '../slots.js';
 import type { PathPattern } from './path-pattern.js';
 import { capturesOf } from './request-matcher.js';
 
@@ -100,6 +101,15 @@ export class Template {
         case 'client_ip':
           out += ctx.clientIp;
           break;
+        case 'err_status_code':
+          out += errorOf(req)?.status ?? '';
+          break;
+        case 'err_status_text':
+          out += STATUS_CODES[errorOf(req)?.status ?? 0] ?? '';
+          break;
+        case 'err_message':
+          out += errorOf(req)?.message ?? '';
+          break;
       }
     }
     return out;
@@ -141,4 +151,9 @@ function prefixed(part: Prefixed, req: IncomingMessage): string {
       return (index >= 0 ? m[index] : m.groups?.[part.group]) ?? '';
     }
   }
+}
+
+/** The error a `handle_errors` block is answering for `req` (undefined: none). */
+export function errorOf(req: IncomingMessage): ErrorSlot | undefined {
+  return (req as IncomingMessage & { [kError]?: ErrorSlot })[kError];
 }

@@ -171,6 +171,12 @@ export const RespondHandler = Type.Object(
     kind: Type.Literal('respond'),
     body: Type.String(),
     status: Type.Integer({ minimum: 100, maximum: 999 }),
+    error_status: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Inside handle_errors, `respond <body> {err.status_code}`: answer with the error status (`status` is used outside an error)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -223,6 +229,68 @@ export const BasicAuth = Type.Object(
 );
 export type BasicAuth = Static<typeof BasicAuth>;
 
+/** Where a rewrite applies: a path pattern (null: every path) and optionally a named matcher too. */
+const rewriteScope = {
+  path: Type.Union([Type.String(), Type.Null()], {
+    description: 'Path pattern (/exact, /prefix/*, *.suffix); null: every path',
+  }),
+  matcher: Type.Optional(MatcherName),
+};
+
+/**
+ * `rewrite [<path>|@name] <to>`: the request's target becomes `to` (request
+ * placeholders filled); without a `?` in `to` the query is kept, with one
+ * it is replaced by what follows it. The first matching rewrite of a block
+ * applies (Caddy's rule: rewrites of one block are mutually exclusive).
+ */
+export const Rewrite = Type.Object(
+  { ...rewriteScope, to: Type.String({ minLength: 1, description: 'New path[?query]; placeholders allowed' }) },
+  { additionalProperties: false },
+);
+export type Rewrite = Static<typeof Rewrite>;
+
+/**
+ * `uri [<path>|@name] strip_prefix|strip_suffix|replace|path_regexp …`: an
+ * edit of the request's path (the query is kept). Every matching one
+ * applies, in file order, after the block's `rewrite`.
+ */
+export const UriOp = Type.Object(
+  {
+    ...rewriteScope,
+    op: Type.Union([
+      Type.Literal('strip_prefix'),
+      Type.Literal('strip_suffix'),
+      Type.Literal('replace'),
+      Type.Literal('path_regexp'),
+    ]),
+    find: Type.String({ minLength: 1, description: 'Prefix, suffix, substring or regexp' }),
+    replace: Type.String({ description: 'Replacement (replace, path_regexp: $1 refers to a group); empty otherwise' }),
+    limit: Type.Integer({ minimum: 0, description: 'replace: at most this many replacements; 0: all' }),
+  },
+  { additionalProperties: false },
+);
+export type UriOp = Static<typeof UriOp>;
+
+/**
+ * `try_files <file>... [=<status>]`: rewrite to the first candidate that
+ * exists below `root` (a candidate ending in `/` must be a directory,
+ * others a file), placeholders filled; none: the request goes on as it
+ * was, or answers `status` (an error, `handle_errors` applies) when the
+ * list ends with `=<status>`.
+ */
+export const TryFiles = Type.Object(
+  {
+    files: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Candidates, in order' }),
+    root: Type.String({ minLength: 1, description: "The block's file_server root, where candidates are looked up" }),
+    status: Type.Union([Type.Integer({ minimum: 400, maximum: 599 }), Type.Null()], {
+      description: 'Answered when no candidate exists (`=404`); null: the request goes on unchanged',
+    }),
+    matcher: Type.Optional(MatcherName),
+  },
+  { additionalProperties: false },
+);
+export type TryFiles = Static<typeof TryFiles>;
+
 /**
  * The directives a block may hold (a site, or a `handle` inside it). The data
  * plane applies them in one fixed order, documented in proxy-core's README,
@@ -250,7 +318,27 @@ const blockFields = {
       },
     ),
   ),
+  rewrites: Type.Optional(Type.Array(Rewrite, { description: '`rewrite`: the first that matches applies' })),
+  uri: Type.Optional(Type.Array(UriOp, { description: '`uri`: every one that matches applies, in order' })),
+  try_files: Type.Optional(TryFiles),
 };
+
+/**
+ * `handle_errors [<status>...] { … }`: the block that answers instead of an
+ * error proxyd produced in the site (404 without a handler or a file, 403
+ * of file_server, 502/503/504 of reverse_proxy, `try_files =<status>`).
+ * `statuses` are codes (`404`) or classes (`5xx`); empty: every error.
+ */
+export const ErrorHandleBlock = Type.Object(
+  {
+    statuses: Type.Array(Type.String({ pattern: '^[1-5]([0-9][0-9]|xx)$' }), {
+      description: 'Status codes or classes (5xx) handled; empty: every error',
+    }),
+    ...blockFields,
+  },
+  { additionalProperties: false },
+);
+export type ErrorHandleBlock = Static<typeof ErrorHandleBlock>;
 
 /**
  * `handle <pattern>` / `handle_path <pattern>`; a null pattern is the fallback `handle`;
@@ -430,6 +518,11 @@ export const Site = Type.Object(
       Type.Record(Type.String(), RequestMatcher, { description: 'Named matchers (`@name`), by name without @' }),
     ),
     ...blockFields,
+    handle_errors: Type.Optional(
+      Type.Array(ErrorHandleBlock, {
+        description: '`handle_errors` blocks: the first whose statuses hold the error answers it',
+      }),
+    ),
     log: Type.Union([SiteLog, Type.Null()], { description: 'Access log of the site (default null: none)' }),
   },
   { additionalProperties: false },

@@ -22,6 +22,15 @@ export const REQUEST_PLACEHOLDERS = {
   /** The client's IP after `trusted_proxies` (the X-Forwarded-For client when the peer is trusted). */
   '{client_ip}': 'client_ip',
   '{http.vars.client_ip}': 'client_ip',
+  /** In `handle_errors`: the error's status code (empty outside an error). */
+  '{err.status_code}': 'err_status_code',
+  '{http.error.status_code}': 'err_status_code',
+  /** In `handle_errors`: the status's reason phrase (`Not Found`). */
+  '{err.status_text}': 'err_status_text',
+  '{http.error.status_text}': 'err_status_text',
+  /** In `handle_errors`: proxyd's short message for the error (`no healthy upstream`). */
+  '{err.message}': 'err_message',
+  '{http.error.message}': 'err_message',
 } as const;
 
 /** What a request placeholder stands for. */

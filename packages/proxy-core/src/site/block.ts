@@ -5,6 +5,7 @@ import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
 import type { RequestMatch } from '../middleware/request-matcher.js';
+import type { RequestRewrites } from '../middleware/rewrite.js';
 import type { AbortHandler, Handler, RespondHandler, ReverseProxyHandler } from '../model/index.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
@@ -20,6 +21,8 @@ export interface Block {
   readonly redirects: readonly CompiledRedirect[];
   readonly handler: Handler | null;
   readonly terminal: Terminal;
+  /** The block's `rewrite`, `uri` and `try_files` (null: none). */
+  readonly rewrites: RequestRewrites | null;
   /** `handle @name`: the site matcher that must match too (null: the pattern decides). */
   readonly match: RequestMatch | null;
   /**

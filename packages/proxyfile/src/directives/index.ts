@@ -8,14 +8,18 @@ import type { Directive } from './directive.js';
 import { encode } from './encode.js';
 import { fileServer, root } from './file-server.js';
 import { handle, handlePath } from './handle.js';
+import { handleErrors } from './handle-errors.js';
 import { header } from './header.js';
 import { log } from './log.js';
 import { rateLimit } from './rate-limit.js';
 import { redir } from './redir.js';
 import { respond } from './respond.js';
 import { reverseProxy } from './reverse-proxy.js';
+import { rewrite } from './rewrite.js';
 import { tls } from './tls.js';
+import { tryFiles } from './try-files.js';
 import { underAttack } from './under-attack.js';
+import { uri } from './uri.js';
 
 /** Every directive parser, in no particular order. */
 const PARSERS: readonly Directive[] = [
@@ -29,6 +33,9 @@ const PARSERS: readonly Directive[] = [
   rateLimit,
   basicAuth,
   redir,
+  rewrite,
+  uri,
+  tryFiles,
   handle,
   handlePath,
   cache,
@@ -37,6 +44,7 @@ const PARSERS: readonly Directive[] = [
   abort,
   respond,
   reverseProxy,
+  handleErrors,
 ];
 
 /**
