@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
+import { AUTH_ALLOWED, ForwardAuthenticator } from './middleware/forward-auth.js';
 import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
@@ -20,7 +21,15 @@ import { type ErrorSlot, kError } from './slots.js';
 /** What a block (the site, a `handle`, a `handle_errors`) holds that {@link compileSite} compiles. */
 type BlockFields = Pick<
   Site,
-  'basic_auth' | 'redirects' | 'handler' | 'matched_proxies' | 'matched_responses' | 'rewrites' | 'uri' | 'try_files'
+  | 'basic_auth'
+  | 'redirects'
+  | 'handler'
+  | 'matched_proxies'
+  | 'matched_responses'
+  | 'rewrites'
+  | 'uri'
+  | 'try_files'
+  | 'forward_auth'
 >;
 
 /** What {@link compileSite} needs besides the Site. */
@@ -181,15 +190,21 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       handler: fields.handler,
       terminal,
       rewrites: rewrites.empty ? null : rewrites,
+      forwardAuth: fields.forward_auth === undefined ? null : new ForwardAuthenticator(fields.forward_auth, matchers),
       match,
       proxies,
     };
   };
 
   /** Answers `status` as an error: the site's `handle_errors`, else proxyd's plain answer. */
-  const answerError = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, status: number): void => {
-    if (res.destroyed) return;
-    const message = (STATUS_CODES[status] ?? 'error').toLowerCase();
+  const answerError = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    status: number,
+    message = (STATUS_CODES[status] ?? 'error').toLowerCase(),
+  ): void => {
+    if (res.destroyed || res.headersSent) return;
     if (errors?.(req, res, ctx, status, message) === true) return;
     req.resume();
     const { bytes, base } = answerHead(status, `${message}\n`);
@@ -360,6 +375,40 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     });
   }
 
+  const siteForwardAuth = siteBlock.forwardAuth;
+  if (siteForwardAuth !== null) {
+    steps.push({
+      name: 'forward_auth',
+      request: (req, res, ctx, next) => {
+        if (res.destroyed) return true;
+        if (!siteForwardAuth.applies(req, ctx)) return false;
+        siteForwardAuth.check(
+          req,
+          ctx,
+          { res, plan: siteHeaders },
+          (status, message) => answerError(req, res, ctx, status, message),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) walk(req, res, ctx, next);
+          },
+        );
+        return true;
+      },
+      upgrade: (req, socket, head, ctx, next) => {
+        if (!siteForwardAuth.applies(req, ctx)) return false;
+        siteForwardAuth.check(
+          req,
+          ctx,
+          { socket },
+          (status) => refuse(socket, `${status} ${STATUS_CODES[status]}`),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) walkUpgrade(req, socket, head, ctx, next);
+          },
+        );
+        return true;
+      },
+    });
+  }
+
   if (siteBlock.redirects.length > 0) {
     steps.push({
       name: 'redir',
@@ -411,13 +460,37 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
           return;
         }
         verdict.then(
-          (ok) => (ok ? finishBlock(req, res, ctx, block, mp) : deny(req, res, ctx, block)),
+          (ok) => (ok ? forwardAuthBlock(req, res, ctx, block, mp) : deny(req, res, ctx, block)),
           () => deny(req, res, ctx, block),
         );
         return;
       }
     }
-    finishBlock(req, res, ctx, block, mp);
+    forwardAuthBlock(req, res, ctx, block, mp);
+  };
+
+  /** The block's own `forward_auth` (not the site's: that was a step), then the rest of the block. */
+  const forwardAuthBlock = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    block: Block,
+    mp: string,
+  ): void => {
+    const fa = block.forwardAuth;
+    if (fa === null || block === siteBlock || !fa.applies(req, ctx)) {
+      finishBlock(req, res, ctx, block, mp);
+      return;
+    }
+    fa.check(
+      req,
+      ctx,
+      { res, plan: block.headers },
+      (status, message) => answerError(req, res, ctx, status, message),
+      (verdict) => {
+        if (verdict === AUTH_ALLOWED && !res.destroyed) finishBlock(req, res, ctx, block, mp);
+      },
+    );
   };
 
   const finishBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string) => {
@@ -474,10 +547,26 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       const checks = [siteBlock.auth, block === siteBlock ? null : block.auth].filter(
         (a): a is BasicAuthenticator => a !== null,
       );
-      const go = (): void => {
+      const forward = (): void => {
         if (socket.destroyed) return;
         if (block.strip) req.url = strippedUrl(req, ctx, block);
         forwarder.upgrade?.(req, socket, head, ctx, handler);
+      };
+      const fa = block === siteBlock ? null : block.forwardAuth;
+      const go = (): void => {
+        if (fa === null || !fa.applies(req, ctx)) {
+          forward();
+          return;
+        }
+        fa.check(
+          req,
+          ctx,
+          { socket },
+          (status) => refuse(socket, `${status} ${STATUS_CODES[status]}`),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) forward();
+          },
+        );
       };
       const verdicts = checks.map((a) => a.check(req.headers.authorization));
       if (verdicts.some((v) => v === AUTH_DENIED)) {

@@ -121,6 +121,30 @@ const rewrites: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
   { tokens: ['uri', 'path_regexp', '"^/u/([0-9]+)$"', '/users/$1'] },
 ]);
 
+/** `forward_auth` (issue 34): Authelia's form, and oauth2-proxy's with renamed headers in a block. */
+const forwardAuth: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>(
+  [
+    {
+      tokens: ['forward_auth', 'authelia:9091'],
+      block: [
+        { tokens: ['uri', '/api/authz/forward-auth'] },
+        { tokens: ['copy_headers', 'Remote-User', 'Remote-Groups'] },
+      ],
+    },
+    {
+      tokens: ['forward_auth', 'https://auth.internal'],
+      block: [
+        { tokens: ['uri', '"/oauth2/auth?rd={uri}"'] },
+        {
+          tokens: ['copy_headers'],
+          block: [{ tokens: ['X-Auth-Request-User>X-User'] }, { tokens: ['X-Auth-Request-Email'] }],
+        },
+      ],
+    },
+  ],
+  { maxLength: 1 },
+);
+
 /** `handle_errors` blocks (issue 34): by code, by class, and for every error. */
 const errorBlocks: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
   {
@@ -323,11 +347,12 @@ const sitePlan = (domains: string[], first: number): fc.Arbitrary<SitePlan> =>
       matcherRules,
       rewrites,
       errorBlocks,
+      forwardAuth,
       fc.constantFrom<SitePlan['share']>('inline', 'inline', 'snippet', 'file', 'whole-file', 'glob'),
       fc.nat(),
     )
-    .chain(([so, mid, hs, h, shuffle, forms, rules, rw, errs, share, cut]) => {
-      const body = [...so, ...mid, ...rules, ...rw, ...hs, ...h, ...errs];
+    .chain(([so, mid, hs, h, shuffle, forms, rules, rw, errs, fa, share, cut]) => {
+      const body = [...so, ...mid, ...rules, ...fa, ...rw, ...hs, ...h, ...errs];
       return (shuffle ? fc.shuffledSubarray(body, { minLength: body.length }) : fc.constant(body)).map(
         (b): SitePlan => ({
           addresses: domains.map((d, i) => `${forms[i] ?? 'bare'}|${d}|${first + i}`),

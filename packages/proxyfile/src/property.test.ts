@@ -85,6 +85,8 @@ describe('property: generated valid Proxyfiles', () => {
       ['try_files =404 { policy }', /try_files\s+\S+\s+=404\s+\{/],
       ['handle_errors 5xx', /handle_errors\s+5xx/],
       ['handle_errors for every error', /handle_errors\s+\{/],
+      ['forward_auth authelia', /forward_auth\s+authelia:9091/],
+      ['forward_auth copy_headers block', /copy_headers\s+\{/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

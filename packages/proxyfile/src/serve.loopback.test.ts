@@ -425,3 +425,83 @@ http://spa.test {
     });
   });
 });
+
+// Issue 34, group 3: forward_auth, Proxyfile text to the data plane.
+describe('forward_auth (issue 34)', () => {
+  it('relays a refusal as it came, passes the body of an allowed request, and answers 502 without the auth server', async () => {
+    const { http: main, global } = await mainPorts();
+    const authServer = http.createServer((req, res) => {
+      if (req.headers.authorization === 'Bearer good') {
+        res.writeHead(204, { 'x-user': 'bob' }).end();
+        return;
+      }
+      res
+        .writeHead(401, { 'www-authenticate': 'Bearer', 'x-reason': 'no token' })
+        .end(`denied ${req.headers['x-forwarded-method']} ${req.headers['x-forwarded-uri']}`);
+    });
+    servers.push(authServer);
+    await new Promise<void>((r) => authServer.listen(0, '127.0.0.1', r));
+    const authPort = (authServer.address() as net.AddressInfo).port;
+    const app = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => res.end(`app ${req.method} ${req.url} user=${req.headers['x-user']} body=${body}`));
+    });
+    servers.push(app);
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+    const appPort = (app.address() as net.AddressInfo).port;
+    const gone = await freePort();
+    await serve(`${global}
+http://api.test {
+	handle /admin/* {
+		forward_auth 127.0.0.1:${authPort} {
+			uri /check?for={path}
+			copy_headers X-User
+		}
+		reverse_proxy 127.0.0.1:${appPort}
+	}
+	handle /broken/* {
+		forward_auth 127.0.0.1:${gone} {
+			uri /check
+		}
+		reverse_proxy 127.0.0.1:${appPort}
+	}
+	reverse_proxy 127.0.0.1:${appPort}
+}
+`);
+    const refused = await request(main, 'api.test', '/admin/users?x=1', { method: 'POST' });
+    expect(refused).toMatchObject({ status: 401, body: 'denied POST /admin/users?x=1' });
+    expect(refused.headers).toMatchObject({ 'www-authenticate': 'Bearer', 'x-reason': 'no token' });
+    const allowed = await new Promise<Answer>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: main,
+          path: '/admin/users',
+          method: 'POST',
+          headers: {
+            host: 'api.test',
+            authorization: 'Bearer good',
+            'x-user': 'mallory',
+            'content-type': 'text/plain',
+          },
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end('payload');
+    });
+    expect(allowed).toMatchObject({ status: 200, body: 'app POST /admin/users user=bob body=payload' });
+    expect(await request(main, 'api.test', '/open')).toMatchObject({ status: 200 });
+    expect(await request(main, 'api.test', '/broken/x')).toMatchObject({ status: 502 });
+  });
+});

@@ -291,6 +291,37 @@ export const TryFiles = Type.Object(
 );
 export type TryFiles = Static<typeof TryFiles>;
 
+/** One `copy_headers` entry of `forward_auth`: `from` of the auth response is set as `to` on the request. */
+export const CopyHeader = Type.Object(
+  {
+    from: Type.String({ minLength: 1, description: 'Header of the auth response' }),
+    to: Type.String({ minLength: 1, description: 'Header set on the request (the same name unless renamed: From>To)' }),
+  },
+  { additionalProperties: false },
+);
+export type CopyHeader = Static<typeof CopyHeader>;
+
+/**
+ * `forward_auth <upstream> { uri …; copy_headers … }` (Authelia, Authentik,
+ * oauth2-proxy): before the request is handled, a GET subrequest to the
+ * auth server with the client's headers and `X-Forwarded-Method`,
+ * `-Proto`, `-Host`, `-Uri`, `-For`. A 2xx lets the request through with
+ * `copy_headers` copied from the auth answer (and removed from the request
+ * when the auth answer lacks them); any other answer is relayed to the
+ * client as it came (a redirect to the login page included).
+ */
+export const ForwardAuth = Type.Object(
+  {
+    upstreams: Type.Array(UpstreamAddress, { minItems: 1, description: 'Auth server(s); the first that answers' }),
+    tls: Type.Boolean({ description: 'Connect with TLS (https:// upstream), verified' }),
+    uri: Type.String({ minLength: 1, description: 'Path (and query) of the subrequest; request placeholders allowed' }),
+    copy_headers: Type.Array(CopyHeader),
+    matcher: Type.Optional(MatcherName),
+  },
+  { additionalProperties: false },
+);
+export type ForwardAuth = Static<typeof ForwardAuth>;
+
 /**
  * The directives a block may hold (a site, or a `handle` inside it). The data
  * plane applies them in one fixed order, documented in proxy-core's README,
@@ -321,6 +352,7 @@ const blockFields = {
   rewrites: Type.Optional(Type.Array(Rewrite, { description: '`rewrite`: the first that matches applies' })),
   uri: Type.Optional(Type.Array(UriOp, { description: '`uri`: every one that matches applies, in order' })),
   try_files: Type.Optional(TryFiles),
+  forward_auth: Type.Optional(ForwardAuth),
 };
 
 /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { RequestContext } from '../hooks.js';
 import type { BasicAuthenticator } from '../middleware/basic-auth.js';
+import type { ForwardAuthenticator } from '../middleware/forward-auth.js';
 import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
@@ -21,6 +22,8 @@ export interface Block {
   readonly redirects: readonly CompiledRedirect[];
   readonly handler: Handler | null;
   readonly terminal: Terminal;
+  /** The block's `forward_auth` (null: none). */
+  readonly forwardAuth: ForwardAuthenticator | null;
   /** The block's `rewrite`, `uri` and `try_files` (null: none). */
   readonly rewrites: RequestRewrites | null;
   /** `handle @name`: the site matcher that must match too (null: the pattern decides). */

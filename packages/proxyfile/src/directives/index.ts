@@ -7,6 +7,7 @@ import { cache } from './cache.js';
 import type { Directive } from './directive.js';
 import { encode } from './encode.js';
 import { fileServer, root } from './file-server.js';
+import { forwardAuth } from './forward-auth.js';
 import { handle, handlePath } from './handle.js';
 import { handleErrors } from './handle-errors.js';
 import { header } from './header.js';
@@ -32,6 +33,7 @@ const PARSERS: readonly Directive[] = [
   underAttack,
   rateLimit,
   basicAuth,
+  forwardAuth,
   redir,
   rewrite,
   uri,
