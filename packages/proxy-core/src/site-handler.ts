@@ -11,7 +11,7 @@ import { CompiledRedirect } from './middleware/redirect.js';
 import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
 import { RequestRewrites } from './middleware/rewrite.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { HandleBlock, HeaderOp, Site, SiteStepName } from './model/index.js';
+import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { answerHead, canned, send } from './site/canned.js';
@@ -158,13 +158,18 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     const headers = new HeaderPlan(ops, matchers);
     const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
     const hook = errorRoute ? null : errors;
+    // `reverse_proxy { header_down … }`: its ops run on the upstream's headers before the block's.
+    const planFor = (h: Handler | null): HeaderPlan =>
+      h?.kind === 'reverse_proxy' && h.header_down !== undefined && h.header_down.length > 0
+        ? new HeaderPlan([...h.header_down, ...ops], matchers)
+        : headers;
     // `respond @name …` / `abort @name` before `reverse_proxy @name …` (Caddy's directive order).
     const proxies = [...(fields.matched_responses ?? []), ...(fields.matched_proxies ?? [])].map((p) => ({
       match: matcherOf(matchers, p.matcher) as RequestMatch,
       handler: p.handler,
-      terminal: compileTerminal(p.handler, headers, forwarder, caches, hook, errorRoute),
+      terminal: compileTerminal(p.handler, planFor(p.handler), forwarder, caches, hook, errorRoute),
     }));
-    const own = compileTerminal(fields.handler, headers, forwarder, caches, hook, errorRoute);
+    const own = compileTerminal(fields.handler, planFor(fields.handler), forwarder, caches, hook, errorRoute);
     const rewrites = new RequestRewrites(fields, matchers);
     // `… @name`: the first whose matcher matches answers, else the block's own handler.
     const terminal: Terminal =

@@ -51,6 +51,7 @@ const transport: fc.Arbitrary<Node> = fc.constantFrom<Node>(
     block: [{ tokens: ['tls_server_name', 'backend.internal'] }, { tokens: ['tls_insecure_skip_verify'] }],
   },
   { tokens: ['transport', 'http'], block: [{ tokens: ['tls'] }, { tokens: ['tls_trusted_ca_certs', '/ca.pem'] }] },
+  { tokens: ['transport', 'http'], block: [{ tokens: ['read_timeout', '5m'] }] },
 );
 
 const reverseProxy: fc.Arbitrary<Node> = fc
@@ -67,6 +68,10 @@ const reverseProxy: fc.Arbitrary<Node> = fc
       duration.map((d) => ['fail_duration', d]),
       fc.constant(['header_up', 'X-Up', '"v"']),
       fc.constant(['header_up', '-X-Down']),
+      fc.constant(['header_down', '-Server']),
+      fc.constant(['header_down', '+X-Served-By', '"{host}"']),
+      fc.constantFrom('-1', '100ms').map((f) => ['flush_interval', f]),
+      duration.map((d) => ['stream_timeout', d]),
     ]),
   )
   .chain(([ups, onLine, tp, vanishing, optsArbs]) =>

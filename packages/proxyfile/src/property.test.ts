@@ -87,6 +87,10 @@ describe('property: generated valid Proxyfiles', () => {
       ['handle_errors for every error', /handle_errors\s+\{/],
       ['forward_auth authelia', /forward_auth\s+authelia:9091/],
       ['forward_auth copy_headers block', /copy_headers\s+\{/],
+      ['header_down', /header_down\s+-Server/],
+      ['flush_interval -1', /flush_interval\s+-1/],
+      ['stream_timeout', /stream_timeout\s+\S/],
+      ['read_timeout', /read_timeout\s+5m/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

@@ -505,3 +505,108 @@ http://api.test {
     expect(await request(main, 'api.test', '/broken/x')).toMatchObject({ status: 502 });
   });
 });
+
+/** Reads a response as it streams: resolves with what arrived and how it ended. */
+function streamed(
+  port: number,
+  host: string,
+  path: string,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; chunks: string[]; ended: 'end' | 'error' }> {
+  return new Promise((resolve) => {
+    const chunks: string[] = [];
+    const req = http.request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, ended: 'end' }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, ended: 'error' }));
+      res.on('close', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, ended: 'error' }));
+    });
+    req.on('error', () => resolve({ status: 0, headers: {}, chunks, ended: 'error' }));
+    req.end();
+  });
+}
+
+// Issue 34, group 4: reverse_proxy's header_down, read_timeout, flush_interval and stream_timeout.
+describe('reverse_proxy header_down and stream timeouts (issue 34)', () => {
+  it('edits the upstream response headers with header_down', async () => {
+    const { http: main, global } = await mainPorts();
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { server: 'gunicorn', 'x-powered-by': 'php', 'cache-control': 'no-store' }).end('ok');
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    await serve(`${global}
+http://down.test {
+	reverse_proxy 127.0.0.1:${port} {
+		header_down -Server
+		header_down -X-Powered-By
+		header_down Cache-Control "public, max-age=60"
+		header_down +X-Served-For {host}
+	}
+}
+`);
+    const res = await request(main, 'down.test');
+    expect(res.headers.server).toBeUndefined();
+    expect(res.headers['x-powered-by']).toBeUndefined();
+    expect(res.headers['cache-control']).toBe('public, max-age=60');
+    expect(res.headers['x-served-for']).toBe('down.test');
+  });
+
+  it('keeps a silent event stream open past read_timeout, and cuts a silent plain response', async () => {
+    const { http: main, global } = await mainPorts();
+    const server = http.createServer((req, res) => {
+      if (req.url === '/plain') {
+        // Headers after 1.5 s of silence: past the 500 ms read_timeout.
+        setTimeout(() => res.writeHead(200).end('late'), 1_500);
+        return;
+      }
+      const sse = req.url === '/events';
+      res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/octet-stream' });
+      res.write(sse ? 'data: one\n\n' : 'one;');
+      // 1.5 s of silence, three times the read_timeout, then the next event.
+      setTimeout(() => res.end(sse ? 'data: two\n\n' : 'two;'), 1_500);
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    await serve(`${global}
+http://sse.test {
+	reverse_proxy 127.0.0.1:${port} {
+		transport http {
+			read_timeout 500ms
+		}
+	}
+}
+
+http://flush.test {
+	reverse_proxy 127.0.0.1:${port} {
+		flush_interval -1
+		transport http {
+			read_timeout 500ms
+		}
+	}
+}
+
+http://bounded.test {
+	reverse_proxy 127.0.0.1:${port} {
+		stream_timeout 700ms
+	}
+}
+`);
+    const [events, plain, flushed, bounded] = await Promise.all([
+      streamed(main, 'sse.test', '/events'),
+      streamed(main, 'sse.test', '/plain'),
+      streamed(main, 'flush.test', '/bytes'),
+      streamed(main, 'bounded.test', '/events'),
+    ]);
+    expect(events).toMatchObject({ status: 200, ended: 'end' });
+    expect(events.chunks.join('')).toBe('data: one\n\ndata: two\n\n');
+    expect(plain.status).toBe(504);
+    expect(flushed.chunks.join('')).toBe('one;two;');
+    expect(flushed.ended).toBe('end');
+    // stream_timeout bounds the stream's life: cut before its second event.
+    expect(bounded.chunks.join('')).toBe('data: one\n\n');
+    expect(bounded.ended).toBe('error');
+  });
+});

@@ -8,6 +8,18 @@ import { type ExchangeSlot, kExchange } from '../slots.js';
 /** `Content-Type` of the forwarder's own short answers (502, 503, 504). */
 export const TEXT = 'text/plain; charset=utf-8';
 
+/**
+ * A handler's timeouts: `readTimeoutMs` replaces the upstream idle timeout
+ * for its requests (null: the default; 0: none); `streamAll`
+ * (`flush_interval -1`) makes every response a stream; `streamTimeoutMs`
+ * bounds a stream's life (0: no bound).
+ */
+export interface StreamTiming {
+  readonly readTimeoutMs: number | null;
+  readonly streamAll: boolean;
+  readonly streamTimeoutMs: number;
+}
+
 /** An emitter that carries an exchange in its {@link kExchange} slot. */
 export type Emitter = { [kExchange]?: Exchange };
 
@@ -44,6 +56,8 @@ export class Exchange implements ExchangeSlot {
   body: Buffer[] | null = null;
   /** Bytes in {@link body}. */
   bodyBytes = 0;
+  /** The handler's read and stream timeouts, when it sets any (null: the daemon's defaults). */
+  timing: StreamTiming | null = null;
 
   constructor(
     readonly req: IncomingMessage,

@@ -9,6 +9,7 @@ import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
 import { AgentPool } from './agents.js';
 import { deliverBuffered } from './buffered-response.js';
+import type { StreamTiming } from './exchange.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
 import { forwardPass } from './send.js';
@@ -40,6 +41,8 @@ export interface HttpForwarderOptions {
 interface CompiledHandler {
   readonly pool: UpstreamPool;
   readonly headers: UpstreamHeaderPlan;
+  /** Its read and stream timeouts (null: the defaults). */
+  readonly timing: StreamTiming | null;
 }
 
 /**
@@ -188,6 +191,7 @@ export class HttpForwarder implements Forwarder {
       requestHasBody(req),
       options.observer ?? null,
     );
+    exchange.timing = compiled.timing;
     this.#proxy.web(req, res, { target: member.target, exchange } as never);
   }
 
@@ -226,6 +230,16 @@ export class HttpForwarder implements Forwarder {
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
         headers,
+        timing:
+          handler.read_timeout_ms === undefined &&
+          handler.stream_timeout_ms === undefined &&
+          handler.flush_interval_ms !== -1
+            ? null
+            : {
+                readTimeoutMs: handler.read_timeout_ms ?? null,
+                streamAll: handler.flush_interval_ms === -1,
+                streamTimeoutMs: handler.stream_timeout_ms ?? 0,
+              },
       };
       for (const member of compiled.pool.members) {
         const seen = this.#healthSeen.get(member.label);

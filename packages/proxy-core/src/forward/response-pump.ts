@@ -31,6 +31,7 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
   if (status === 204 && headers['content-length'] !== undefined) delete headers['content-length'];
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
+  if (exchange.timing?.streamAll === true || isEventStream(headers['content-type'])) startStream(exchange, proxyRes);
   exchange.observer?.onUpstreamResponse(proxyRes, status, headers);
   options.editResponseHeaders?.(headers, status);
   const hooks = exchange.hooks;
@@ -124,4 +125,29 @@ function pumpEnd(this: UpstreamResponse): void {
 function onUpstreamBodyError(this: UpstreamResponse): void {
   const exchange = this.req?.[kExchange];
   if (exchange !== undefined && !exchange.res.writableFinished) exchange.res.destroy();
+}
+
+/** Whether a response is Server-Sent Events (`text/event-stream`, any parameters). */
+function isEventStream(type: string | string[] | undefined): boolean {
+  return typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
+}
+
+/**
+ * A streamed response (SSE, or `flush_interval -1`): its head arrived, so
+ * the upstream's silence no longer means trouble (an event stream is quiet
+ * between events), and the read timeout stops; `stream_timeout`, when set,
+ * bounds its life instead. The socket gets its idle timeout back when it
+ * is pooled again (`UpstreamAgent.addRequest`).
+ */
+function startStream(exchange: Exchange, proxyRes: IncomingMessage): void {
+  const socket = proxyRes.socket;
+  socket?.setTimeout(0);
+  const limit = exchange.timing?.streamTimeoutMs ?? 0;
+  if (limit <= 0) return;
+  // Both sides go: the client learns the stream ended without its last chunk (no clean end).
+  const timer = setTimeout(() => {
+    proxyRes.destroy();
+    if (!exchange.res.writableFinished) exchange.res.destroy();
+  }, limit);
+  proxyRes.once('close', () => clearTimeout(timer));
 }

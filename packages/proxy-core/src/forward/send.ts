@@ -94,6 +94,9 @@ function send(exchange: Exchange, head: Buffer[] | null, more: boolean): void {
     headers: exchange.headers,
   });
   exchange.proxyReq = proxyReq;
+  // `transport http { read_timeout }`: this handler's upstream silence limit instead of the default.
+  const readTimeout = exchange.timing?.readTimeoutMs ?? null;
+  if (readTimeout !== null) proxyReq.setTimeout(readTimeout);
   (proxyReq as Emitter & http.ClientRequest)[kExchange] = exchange;
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);

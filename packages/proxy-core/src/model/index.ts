@@ -150,6 +150,32 @@ export const ReverseProxyHandler = Type.Object(
     health: HealthCheck,
     header_up: Type.Array(HeaderOp, { description: 'Request header operations applied before forwarding' }),
     tls: UpstreamTls,
+    header_down: Type.Optional(
+      Type.Array(HeaderOp, {
+        description: "Operations on the upstream's response headers, before the block's `header` ops",
+      }),
+    ),
+    flush_interval_ms: Type.Optional(
+      Type.Integer({
+        minimum: -1,
+        description:
+          "Caddy's flush_interval: proxyd writes every upstream chunk as it arrives whatever the value; -1 also makes every response of the handler a stream (no read timeout once its head arrived)",
+      }),
+    ),
+    read_timeout_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Longest upstream silence while waiting for or reading a response, ms (absent: the daemon default, 60000; 0: none); streams are exempt once their head arrived',
+      }),
+    ),
+    stream_timeout_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Longest life of a streamed response (text/event-stream, or any with flush_interval -1), ms (absent or 0: none)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

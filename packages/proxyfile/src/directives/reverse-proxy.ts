@@ -17,6 +17,9 @@ const OPTIONS = [
   'health_timeout',
   'fail_duration',
   'header_up',
+  'header_down',
+  'flush_interval',
+  'stream_timeout',
   'transport',
 ];
 const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random', 'ip_hash', 'first'];
@@ -31,10 +34,14 @@ const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random',
  *     health_timeout <duration>
  *     fail_duration <duration>
  *     header_up [+|-]<name> [<value>]
+ *     header_down [+|-]<name> [<value>] # the upstream's response headers
+ *     flush_interval -1|<duration>      # -1: every response is a stream
+ *     stream_timeout <duration>         # longest life of a streamed response
  *     transport tls {                   # or: transport http { tls ... }
  *         tls_insecure_skip_verify
  *         tls_server_name <name>
  *         tls_trusted_ca_certs <pem_file>
+ *         read_timeout <duration>       # upstream silence limit (default 60s; 0: none)
  *     }
  * }
  * ```
@@ -70,10 +77,11 @@ export const reverseProxy: Directive = {
     const handler = defaultReverseProxy(upstreams);
     let transportTls = false;
     const headerUp: HeaderOp[] = [];
+    const headerDown: HeaderOp[] = [];
     const once = new Map<string, Token>();
     for (const sub of d.blockLines()) {
       const name = sub.name.text;
-      if (name !== 'to' && name !== 'header_up') {
+      if (name !== 'to' && name !== 'header_up' && name !== 'header_down') {
         const first = once.get(name);
         if (first) {
           throw sub.error(
@@ -134,6 +142,24 @@ export const reverseProxy: Directive = {
         case 'header_up':
           headerUp.push(...readHeaderOp(sub));
           break;
+        case 'header_down':
+          headerDown.push(...readHeaderOp(sub));
+          break;
+        case 'flush_interval': {
+          const t = sub.peekArg();
+          if (t?.text === '-1') {
+            sub.nextArg();
+            handler.flush_interval_ms = -1;
+          } else handler.flush_interval_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'stream_timeout':
+          handler.stream_timeout_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
         case 'transport': {
           const t = sub.arg('a transport (tls or http)');
           if (t.text !== 'tls' && t.text !== 'http') {
@@ -158,10 +184,13 @@ export const reverseProxy: Directive = {
                 transportTls = true;
                 handler.tls.ca_file = opt.nonEmptyArg('a PEM file of trusted CA certificates').text;
                 break;
+              case 'read_timeout':
+                handler.read_timeout_ms = readDuration(opt, 0);
+                break;
               default:
                 throw opt.unexpected(
                   opt.name,
-                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs)',
+                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs, read_timeout)',
                   ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
                 );
             }
@@ -200,6 +229,7 @@ export const reverseProxy: Directive = {
     }
     handler.tls.enabled = schemeTls || transportTls;
     handler.header_up = headerUp;
+    if (headerDown.length > 0) handler.header_down = headerDown;
     if (matcher !== null) {
       // Not the block's handler: it answers, in file order, the requests its matcher matches.
       state.target.matched_proxies ??= [];
