@@ -61,7 +61,12 @@ const reverseProxy: fc.Arbitrary<Node> = fc
     fc.option(transport),
     fc.boolean(),
     fc.subarray([
-      fc.constantFrom('round_robin', 'least_conn', 'random', 'ip_hash', 'first').map((p) => ['lb_policy', p]),
+      fc
+        .constantFrom('round_robin', 'least_conn', 'random', 'ip_hash', 'first', 'cookie', 'cookie srv', 'cookie srv key')
+        .map((p) => ['lb_policy', ...p.split(' ')]),
+      fc.nat(20).map((n) => ['lb_retries', String(n)]),
+      duration.map((d) => ['lb_try_duration', d]),
+      duration.map((d) => ['lb_try_interval', d]),
       fc.constant(['health_uri', '/health']),
       duration.filter((d) => d !== '0').map((d) => ['health_interval', d]),
       duration.filter((d) => d !== '0').map((d) => ['health_timeout', d]),

@@ -91,6 +91,9 @@ describe('property: generated valid Proxyfiles', () => {
       ['flush_interval -1', /flush_interval\s+-1/],
       ['stream_timeout', /stream_timeout\s+\S/],
       ['read_timeout', /read_timeout\s+5m/],
+      ['lb_policy cookie with a secret', /lb_policy\s+cookie\s+srv\s+key/],
+      ['lb_retries', /lb_retries\s+\d/],
+      ['lb_try_duration', /lb_try_duration\s+\S/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

@@ -610,3 +610,100 @@ http://bounded.test {
     expect(bounded.ended).toBe('error');
   });
 });
+
+// Issue 34, group 4: load balancing knobs, Proxyfile text to the data plane.
+describe('reverse_proxy lb_retries, weighted_round_robin, cookie (issue 34)', () => {
+  it('tries another upstream after a refused connection, for idempotent requests only', async () => {
+    const { http: main, global } = await mainPorts();
+    const live = await upstream('live');
+    const dead = await freePort();
+    await serve(`${global}
+http://retry.test {
+	reverse_proxy 127.0.0.1:${dead} 127.0.0.1:${live} {
+		lb_policy first
+		lb_retries 2
+		lb_try_interval 50ms
+	}
+}
+
+http://noretry.test {
+	reverse_proxy 127.0.0.1:${dead} 127.0.0.1:${live} {
+		lb_policy first
+	}
+}
+`);
+    // The first member refuses: the GET goes to the second.
+    expect(await request(main, 'retry.test', '/a')).toMatchObject({ status: 200, body: 'live GET /a' });
+    // Without lb_retries the same failure is a 502 (the member then leaves the rotation).
+    expect((await request(main, 'noretry.test', '/a')).status).toBe(502);
+  });
+
+  it('keeps a POST on its failure (not idempotent), and retries while lb_try_duration allows', async () => {
+    const { http: main, global } = await mainPorts();
+    const dead = await freePort();
+    const late = await freePort();
+    const live = await upstream('live');
+    await serve(`${global}
+http://post.test {
+	reverse_proxy 127.0.0.1:${dead} 127.0.0.1:${live} {
+		lb_policy first
+		lb_retries 3
+		fail_duration 0
+	}
+}
+
+http://later.test {
+	reverse_proxy 127.0.0.1:${late} {
+		lb_try_duration 3s
+		lb_try_interval 100ms
+		fail_duration 0
+	}
+}
+`);
+    // A POST may have done its work: it is not sent to a second upstream. A GET is.
+    expect((await request(main, 'post.test', '/p', { method: 'POST' })).status).toBe(502);
+    expect(await request(main, 'post.test', '/p')).toMatchObject({ status: 200, body: 'live GET /p' });
+    // The only upstream starts 400 ms after the request: tried again until it answers.
+    const pending = request(main, 'later.test', '/boot');
+    await new Promise((r) => setTimeout(r, 400));
+    await upstream('late', late);
+    expect(await pending).toMatchObject({ status: 200, body: 'late GET /boot' });
+  });
+
+  it('spreads by weight, and sticks a client to its upstream with a cookie', async () => {
+    const { http: main, global } = await mainPorts();
+    const a = await upstream('a');
+    const b = await upstream('b');
+    await serve(`${global}
+http://weighted.test {
+	reverse_proxy 127.0.0.1:${a} 127.0.0.1:${b} {
+		lb_policy weighted_round_robin 3 1
+	}
+}
+
+http://sticky.test {
+	reverse_proxy 127.0.0.1:${a} 127.0.0.1:${b} {
+		lb_policy cookie srv s3cret
+	}
+}
+`);
+    const names: string[] = [];
+    for (let i = 0; i < 8; i++) names.push((await request(main, 'weighted.test')).body.split(' ')[0] as string);
+    expect(names.filter((n) => n === 'a').length).toBe(6);
+    expect(names.filter((n) => n === 'b').length).toBe(2);
+    const first = await request(main, 'sticky.test');
+    const cookie = String(first.headers['set-cookie']).split(';')[0] as string;
+    expect(cookie).toMatch(/^srv=[0-9a-f]{32}$/);
+    const who = first.body.split(' ')[0];
+    for (let i = 0; i < 4; i++) {
+      const again = await request(main, 'sticky.test', '/', { headers: { cookie: `x=1; ${cookie}` } });
+      expect(again.body.split(' ')[0]).toBe(who);
+      // Already stuck: no new cookie.
+      expect(again.headers['set-cookie']).toBeUndefined();
+    }
+    // Without the cookie, round robin: the next client lands on the other upstream and gets its own cookie.
+    const other = await request(main, 'sticky.test');
+    expect(other.body.split(' ')[0]).not.toBe(who);
+    expect(String(other.headers['set-cookie'])).not.toContain(cookie);
+  });
+});

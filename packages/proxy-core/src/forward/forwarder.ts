@@ -9,7 +9,7 @@ import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
 import { AgentPool } from './agents.js';
 import { deliverBuffered } from './buffered-response.js';
-import type { StreamTiming } from './exchange.js';
+import type { RetryPolicy, StreamTiming } from './exchange.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
 import { forwardPass } from './send.js';
@@ -43,6 +43,13 @@ interface CompiledHandler {
   readonly headers: UpstreamHeaderPlan;
   /** Its read and stream timeouts (null: the defaults). */
   readonly timing: StreamTiming | null;
+  /** Its retry policy (null: none). */
+  readonly retry: RetryPolicy | null;
+}
+
+/** Whether the Cookie header already holds `name=value` (the client sticks to that member). */
+function hasCookie(header: string | undefined, name: string, value: string): boolean {
+  return header !== undefined && header.includes(`${name}=${value}`);
 }
 
 /**
@@ -171,7 +178,7 @@ export class HttpForwarder implements Forwarder {
   ): void {
     const compiled = this.#compile(handler);
     const pool = compiled.pool;
-    const member = pool.pick(ctx.clientIp);
+    const member = pool.pick(ctx.clientIp, pool.sticky ? req.headers.cookie : undefined);
     if (member === null) {
       if (options.onError?.(503, 'no healthy upstream') === true) return;
       res.writeHead(503, { 'content-type': TEXT, 'retry-after': String(pool.retryAfterSeconds()) });
@@ -192,6 +199,14 @@ export class HttpForwarder implements Forwarder {
       options.observer ?? null,
     );
     exchange.timing = compiled.timing;
+    const retry = compiled.retry;
+    if (retry !== null) {
+      exchange.retry = retry;
+      if (retry.durationMs > 0) exchange.deadline = Date.now() + retry.durationMs;
+    }
+    if (pool.sticky && !hasCookie(req.headers.cookie, pool.cookieName, member.sticky)) {
+      exchange.setCookie = pool.stickyCookie(member);
+    }
     this.#proxy.web(req, res, { target: member.target, exchange } as never);
   }
 
@@ -230,6 +245,14 @@ export class HttpForwarder implements Forwarder {
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
         headers,
+        retry:
+          (handler.lb_retries ?? 0) > 0 || (handler.lb_try_duration_ms ?? 0) > 0
+            ? {
+                retries: handler.lb_retries ?? null,
+                durationMs: handler.lb_try_duration_ms ?? 0,
+                intervalMs: handler.lb_try_interval_ms ?? 250,
+              }
+            : null,
         timing:
           handler.read_timeout_ms === undefined &&
           handler.stream_timeout_ms === undefined &&

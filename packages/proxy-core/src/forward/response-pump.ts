@@ -34,6 +34,7 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
   if (exchange.timing?.streamAll === true || isEventStream(headers['content-type'])) startStream(exchange, proxyRes);
   exchange.observer?.onUpstreamResponse(proxyRes, status, headers);
   options.editResponseHeaders?.(headers, status);
+  if (exchange.setCookie !== null) appendSetCookie(headers, exchange.setCookie);
   const hooks = exchange.hooks;
   if (hooks.rewriteBody !== undefined) {
     const declared = headers['content-length'];
@@ -150,4 +151,10 @@ function startStream(exchange: Exchange, proxyRes: IncomingMessage): void {
     if (!exchange.res.writableFinished) exchange.res.destroy();
   }, limit);
   proxyRes.once('close', () => clearTimeout(timer));
+}
+
+/** Adds a `Set-Cookie` line to the response headers, after the upstream's own. */
+function appendSetCookie(headers: IncomingHttpHeaders, cookie: string): void {
+  const have = headers['set-cookie'];
+  headers['set-cookie'] = have === undefined ? [cookie] : [...have, cookie];
 }

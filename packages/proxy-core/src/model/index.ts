@@ -79,6 +79,8 @@ export const LbPolicy = Type.Union(
     Type.Literal('random'),
     Type.Literal('ip_hash'),
     Type.Literal('first'),
+    Type.Literal('weighted_round_robin'),
+    Type.Literal('cookie'),
   ],
   { description: 'How a pool picks a healthy member' },
 );
@@ -168,6 +170,37 @@ export const ReverseProxyHandler = Type.Object(
         description:
           'Longest upstream silence while waiting for or reading a response, ms (absent: the daemon default, 60000; 0: none); streams are exempt once their head arrived',
       }),
+    ),
+    lb_weights: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0, maximum: 1_000_000 }), {
+        description: 'weighted_round_robin: one weight per upstream, in order (0: never picked)',
+      }),
+    ),
+    lb_cookie: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'Cookie name (default lb)' }),
+          secret: Type.Union([Type.String(), Type.Null()], {
+            description: 'HMAC key of the cookie value (null: a plain hash of the upstream)',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    lb_retries: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'Other upstreams tried after a failed connection, for idempotent requests without a body',
+      }),
+    ),
+    lb_try_duration_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'How long to keep trying to reach an upstream, ms (0: no retry by time)',
+      }),
+    ),
+    lb_try_interval_ms: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Wait between two tries, ms (default 250)' }),
     ),
     stream_timeout_ms: Type.Optional(
       Type.Integer({

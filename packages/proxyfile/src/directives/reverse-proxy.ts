@@ -16,19 +16,35 @@ const OPTIONS = [
   'health_interval',
   'health_timeout',
   'fail_duration',
+  'lb_retries',
+  'lb_try_duration',
+  'lb_try_interval',
   'header_up',
   'header_down',
   'flush_interval',
   'stream_timeout',
   'transport',
 ];
-const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random', 'ip_hash', 'first'];
+const LB_POLICIES: readonly LbPolicy[] = [
+  'round_robin',
+  'least_conn',
+  'random',
+  'ip_hash',
+  'first',
+  'weighted_round_robin',
+  'cookie',
+];
 
 /**
  * ```
  * reverse_proxy [@name] [<upstream>...] {
  *     to <upstream>...
  *     lb_policy round_robin|least_conn|random|ip_hash|first
+ *     lb_policy weighted_round_robin <weight>...   # one per upstream, in order
+ *     lb_policy cookie [<name> [<secret>]]         # sticky sessions (default name lb)
+ *     lb_retries <n>                    # other upstreams tried after a failed connection
+ *     lb_try_duration <duration>        # ... for this long
+ *     lb_try_interval <duration>        # ... this far apart (default 250ms)
  *     health_uri <path>
  *     health_interval <duration>
  *     health_timeout <duration>
@@ -78,6 +94,7 @@ export const reverseProxy: Directive = {
     let transportTls = false;
     const headerUp: HeaderOp[] = [];
     const headerDown: HeaderOp[] = [];
+    let weightsAt: Token | null = null;
     const once = new Map<string, Token>();
     for (const sub of d.blockLines()) {
       const name = sub.name.text;
@@ -111,10 +128,53 @@ export const reverseProxy: Directive = {
             );
           }
           handler.lb_policy = policy;
+          if (policy === 'weighted_round_robin') {
+            const weights = sub.remainingArgs();
+            if (weights.length === 0) throw sub.missing('one weight per upstream, e.g. 3 1');
+            handler.lb_weights = weights.map((w) => {
+              if (!/^(0|[1-9]\d{0,5})$/.test(w.text)) {
+                throw sub.unexpected(w, 'a weight: a whole number from 0 to 999999', ProxyfileErrorCode.INVALID_VALUE);
+              }
+              return Number(w.text);
+            });
+            weightsAt = t;
+          } else if (policy === 'cookie') {
+            const name = sub.nextArg();
+            const secret = sub.nextArg();
+            if (name !== null && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name.text)) {
+              throw sub.unexpected(
+                name,
+                "a cookie name (letters, digits and !#$%&'*+-.^_`|~)",
+                ProxyfileErrorCode.INVALID_VALUE,
+              );
+            }
+            if (secret !== null) sub.nonEmpty(secret, 'a secret that signs the cookie');
+            handler.lb_cookie = { name: name?.text ?? 'lb', secret: secret?.text ?? null };
+          }
           sub.end();
           sub.noBlock();
           break;
         }
+        case 'lb_retries': {
+          const t = sub.arg('a number of retries');
+          if (!/^(0|[1-9]\d{0,3})$/.test(t.text)) {
+            throw sub.unexpected(t, 'a number of retries (0-9999)', ProxyfileErrorCode.INVALID_VALUE);
+          }
+          handler.lb_retries = Number(t.text);
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'lb_try_duration':
+          handler.lb_try_duration_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
+        case 'lb_try_interval':
+          handler.lb_try_interval_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
         case 'health_uri': {
           const t = sub.arg('a path such as /health');
           if (!t.text.startsWith('/'))
@@ -225,6 +285,13 @@ export const reverseProxy: Directive = {
         d.name,
         ProxyfileErrorCode.INVALID_UPSTREAM,
         'reverse_proxy: http:// upstreams cannot use transport tls (write https:// or drop the scheme)',
+      );
+    }
+    if (weightsAt !== null && handler.lb_weights?.length !== upstreams.length) {
+      throw d.error(
+        weightsAt,
+        ProxyfileErrorCode.INVALID_VALUE,
+        `weighted_round_robin has ${handler.lb_weights?.length ?? 0} weights for ${upstreams.length} upstreams: write one weight per upstream, in order`,
       );
     }
     handler.tls.enabled = schemeTls || transportTls;
