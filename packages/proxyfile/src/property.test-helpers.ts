@@ -62,7 +62,16 @@ const reverseProxy: fc.Arbitrary<Node> = fc
     fc.boolean(),
     fc.subarray([
       fc
-        .constantFrom('round_robin', 'least_conn', 'random', 'ip_hash', 'first', 'cookie', 'cookie srv', 'cookie srv key')
+        .constantFrom(
+          'round_robin',
+          'least_conn',
+          'random',
+          'ip_hash',
+          'first',
+          'cookie',
+          'cookie srv',
+          'cookie srv key',
+        )
         .map((p) => ['lb_policy', ...p.split(' ')]),
       fc.nat(20).map((n) => ['lb_retries', String(n)]),
       duration.map((d) => ['lb_try_duration', d]),

@@ -49,7 +49,7 @@ interface CompiledHandler {
 
 /** Whether the Cookie header already holds `name=value` (the client sticks to that member). */
 function hasCookie(header: string | undefined, name: string, value: string): boolean {
-  return header !== undefined && header.includes(`${name}=${value}`);
+  return header?.includes(`${name}=${value}`) === true;
 }
 
 /**
