@@ -217,6 +217,12 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     res.writeHead(status, base).end(bytes);
   };
 
+  /** `forward_auth`: a refusal that a `handle_errors` block takes (none without handle_errors). */
+  const refusedBy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) =>
+    errors === null
+      ? undefined
+      : (status: number) => errors(req, res, ctx, status, (STATUS_CODES[status] ?? 'error').toLowerCase());
+
   /** Runs a `handle_errors` block for the error `status`: its redirects, rewrites, then its handler. */
   const runErrorBlock = (
     req: IncomingMessage,
@@ -390,7 +396,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
         siteForwardAuth.check(
           req,
           ctx,
-          { res, plan: siteHeaders },
+          { res, plan: siteHeaders, refused: refusedBy(req, res, ctx) },
           (status, message) => answerError(req, res, ctx, status, message),
           (verdict) => {
             if (verdict === AUTH_ALLOWED) walk(req, res, ctx, next);
@@ -490,7 +496,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     fa.check(
       req,
       ctx,
-      { res, plan: block.headers },
+      { res, plan: block.headers, refused: refusedBy(req, res, ctx) },
       (status, message) => answerError(req, res, ctx, status, message),
       (verdict) => {
         if (verdict === AUTH_ALLOWED && !res.destroyed) finishBlock(req, res, ctx, block, mp);

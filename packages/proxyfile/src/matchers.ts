@@ -1,5 +1,6 @@
 import type { HeaderMatch, MatcherConditions, QueryMatch, RequestMatcher } from '@proxyd/proxy-core/model';
 import { type Parsed, parseDomain, parseHost } from '@proxyd/proxy-core/model';
+import type { BlockState } from './directives/directive.js';
 import { checkPathPattern } from './directives/redir.js';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
@@ -348,5 +349,36 @@ export function readMatcherRef(d: Dispenser, defined: ReadonlyMap<string, Token>
       }; define it in the site block: @${name} path|header|host|… …)`,
     );
   }
+  return name;
+}
+
+/**
+ * Caddy's matcher token, for the directives that take one: `@name`, `*`
+ * (every request: no matcher), or a path pattern (`/api/*`), which becomes
+ * a site matcher named `~<pattern>` holding that path (one per pattern,
+ * shared). Null when the line has none.
+ */
+export function readMatcherToken(d: Dispenser, state: BlockState): string | null {
+  const named = readMatcherRef(d, state.matchers);
+  if (named !== null) return named;
+  const t = d.peekArg();
+  if (t === null || t.quoted) return null;
+  if (t.text === '*') {
+    d.nextArg();
+    return null;
+  }
+  if (!t.text.startsWith('/')) return null;
+  d.nextArg();
+  const path = checkPathPattern(d, t);
+  if (/[\s{}@]/.test(path)) {
+    throw d.unexpected(
+      t,
+      'a path pattern without braces or @ (define a named matcher for it)',
+      ProxyfileErrorCode.INVALID_VALUE,
+    );
+  }
+  const name = `~${path}`;
+  state.site.matchers ??= {};
+  state.site.matchers[name] ??= { path: [path], method: null, header: [] };
   return name;
 }

@@ -498,8 +498,14 @@ function assemble(global: Node | null, plans: readonly SitePlan[], ipv6: boolean
       const shared = body.slice(0, plan.cut);
       let importLine: Node;
       if (plan.share === 'snippet') {
-        snippets.push({ tokens: [`(part${i})`], block: shared });
-        importLine = { tokens: ['import', `part${i}`] };
+        // Import arguments (Caddy's): one by index, the rest as a range.
+        const withArgs: Node[] = [
+          ...shared,
+          { tokens: ['header', '{args[0]}', '"{args[1]}"'] },
+          { tokens: [`@argsm${i}`, 'not', 'remote_ip', '{args[2:]}'] },
+        ];
+        snippets.push({ tokens: [`(part${i})`], block: withArgs });
+        importLine = { tokens: ['import', `part${i}`, 'X-Part', `"part ${i}"`, '127.0.0.1', '::1'] };
       } else {
         files[`parts/part${i}.conf`] = render(shared, style);
         importLine = { tokens: ['import', `parts/part${i}.conf`] };

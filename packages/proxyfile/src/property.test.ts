@@ -94,6 +94,7 @@ describe('property: generated valid Proxyfiles', () => {
       ['lb_policy cookie with a secret', /lb_policy\s+cookie\s+srv\s+key/],
       ['lb_retries', /lb_retries\s+\d/],
       ['lb_try_duration', /lb_try_duration\s+\S/],
+      ['import with arguments', /import\s+part\d+\s+X-Part/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

@@ -707,3 +707,60 @@ http://sticky.test {
     expect(String(other.headers['set-cookie'])).not.toContain(cookie);
   });
 });
+
+describe("Caddy's inline matcher tokens (issue 34)", () => {
+  it('routes reverse_proxy /api/*, respond /secret/* and reverse_proxy * as Caddy does', async () => {
+    const { http: main, global } = await mainPorts();
+    const api = await upstream('api');
+    const web = await upstream('web');
+    await serve(`${global}
+http://inline.test {
+	reverse_proxy /api/* 127.0.0.1:${api}
+	respond /secret/* 403
+	reverse_proxy * 127.0.0.1:${web}
+}
+`);
+    expect((await request(main, 'inline.test', '/api/x')).body).toBe('api GET /api/x');
+    expect((await request(main, 'inline.test', '/secret/k')).status).toBe(403);
+    expect((await request(main, 'inline.test', '/page')).body).toBe('web GET /page');
+  });
+});
+
+describe('forward_auth refusals and handle_errors (issue 34)', () => {
+  it("sends oauth2-proxy's 401 to handle_errors 401 when the site has it, and relays others", async () => {
+    const { http: main, global } = await mainPorts();
+    const authServer = http.createServer((req, res) => {
+      res.writeHead(req.url === '/oauth2/auth' && req.headers.cookie === 'ok=1' ? 202 : 401).end('no');
+    });
+    servers.push(authServer);
+    await new Promise<void>((r) => authServer.listen(0, '127.0.0.1', r));
+    const authPort = (authServer.address() as net.AddressInfo).port;
+    const app = await upstream('app');
+    await serve(`${global}
+http://o2p.test {
+	forward_auth 127.0.0.1:${authPort} {
+		uri /oauth2/auth
+	}
+	reverse_proxy 127.0.0.1:${app}
+	handle_errors 401 {
+		redir * /oauth2/sign_in?rd={scheme}://{host}{uri} 302
+	}
+}
+
+http://plain401.test {
+	forward_auth 127.0.0.1:${authPort} {
+		uri /oauth2/auth
+	}
+	reverse_proxy 127.0.0.1:${app}
+}
+`);
+    const refused = await request(main, 'o2p.test', '/page?x=1');
+    expect(refused.status).toBe(302);
+    expect(refused.headers.location).toBe('/oauth2/sign_in?rd=http://o2p.test/page?x=1');
+    expect(await request(main, 'plain401.test', '/page')).toMatchObject({ status: 401, body: 'no' });
+    expect(await request(main, 'o2p.test', '/page', { headers: { cookie: 'ok=1' } })).toMatchObject({
+      status: 200,
+      body: 'app GET /page',
+    });
+  });
+});

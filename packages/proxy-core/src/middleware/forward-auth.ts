@@ -59,7 +59,9 @@ export class ForwardAuthenticator {
   check(
     req: IncomingMessage,
     ctx: RequestContext,
-    target: { res: ServerResponse; plan: HeaderPlan } | { socket: Duplex },
+    target:
+      | { res: ServerResponse; plan: HeaderPlan; refused?: ((status: number) => boolean) | undefined }
+      | { socket: Duplex },
     failed: (status: number, message: string) => void,
     done: ForwardAuthDone,
   ): void {
@@ -113,6 +115,12 @@ export class ForwardAuthenticator {
           target.socket.end(
             `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
           );
+          done(AUTH_ANSWERED);
+          return;
+        }
+        // `handle_errors` for this status answers instead (oauth2-proxy's `handle_errors 401 { redir … }`).
+        if (target.refused?.(status) === true) {
+          answer.resume();
           done(AUTH_ANSWERED);
           return;
         }

@@ -101,6 +101,9 @@ export class Template {
         case 'client_ip':
           out += ctx.clientIp;
           break;
+        case 'scheme':
+          out += ctx.secure ? 'https' : 'http';
+          break;
         case 'err_status_code':
           out += errorOf(req)?.status ?? '';
           break;

@@ -22,6 +22,9 @@ export const REQUEST_PLACEHOLDERS = {
   /** The client's IP after `trusted_proxies` (the X-Forwarded-For client when the peer is trusted). */
   '{client_ip}': 'client_ip',
   '{http.vars.client_ip}': 'client_ip',
+  /** `http` or `https`: the scheme the client used. */
+  '{scheme}': 'scheme',
+  '{http.request.scheme}': 'scheme',
   /** In `handle_errors`: the error's status code (empty outside an error). */
   '{err.status_code}': 'err_status_code',
   '{http.error.status_code}': 'err_status_code',

@@ -1,5 +1,5 @@
 import { setHandler } from '../handler.js';
-import { readMatcherRef } from '../matchers.js';
+import { readMatcherToken } from '../matchers.js';
 import type { Directive } from './directive.js';
 
 /**
@@ -16,7 +16,7 @@ export const abort: Directive = {
   scope: 'any',
   once: false,
   parse(d, state) {
-    const matcher = readMatcherRef(d, state.matchers);
+    const matcher = readMatcherToken(d, state);
     d.end();
     d.noBlock();
     if (matcher === null) {

@@ -26,6 +26,8 @@ export interface BlockState {
   readonly matchers: ReadonlyMap<string, Token>;
   /** `try_files` of this block, waiting for the block's root (set at the block's end). */
   tryFilesAt?: Token;
+  /** The site block's `root` directory, which its `handle` and `handle_errors` blocks inherit (Caddy's rule). */
+  siteRoot?: string;
   /** Inside `handle_errors` (`respond … {err.status_code}` allowed). */
   readonly errorRoute?: boolean;
   /** Compiles the lines of a nested block into another state (used by `handle`). */

@@ -2,7 +2,7 @@ import type { CopyHeader, UpstreamAddress } from '@proxyd/proxy-core/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Token } from '../lexer.js';
-import { readMatcherRef } from '../matchers.js';
+import { readMatcherToken } from '../matchers.js';
 import { checkPlaceholders } from '../placeholders.js';
 import { nearest } from '../suggest.js';
 import { checkHeaderName, parseUpstream } from '../values.js';
@@ -32,7 +32,7 @@ export const forwardAuth: Directive = {
   scope: 'any',
   once: true,
   parse(d, state) {
-    const matcher = readMatcherRef(d, state.matchers);
+    const matcher = readMatcherToken(d, state);
     const upstreams: { address: UpstreamAddress; tls: boolean; at: Token }[] = [];
     const add = (sub: Dispenser, t: Token) => {
       if (upstreams.length > 0) {

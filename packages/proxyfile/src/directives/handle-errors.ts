@@ -65,6 +65,7 @@ export const handleErrors: Directive = {
       fileServerAt: null,
       handlePatterns: state.handlePatterns,
       matchers: state.matchers,
+      ...(state.siteRoot === undefined ? {} : { siteRoot: state.siteRoot }),
       errorRoute: true,
       compileBlock: state.compileBlock,
     });

@@ -1,7 +1,7 @@
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import type { Token } from '../lexer.js';
-import { readMatcherRef } from '../matchers.js';
+import { readMatcherToken } from '../matchers.js';
 import { checkPlaceholders } from '../placeholders.js';
 import type { Directive } from './directive.js';
 
@@ -22,7 +22,7 @@ export const respond: Directive = {
   scope: 'any',
   once: false,
   parse(d, state) {
-    const matcher = readMatcherRef(d, state.matchers);
+    const matcher = readMatcherToken(d, state);
     const args = d.remainingArgs();
     d.noBlock();
     if (args.length > 2) throw d.unexpected(args[2] as Token, 'the end of the line (respond [<body>] [<status>])');

@@ -3,7 +3,7 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import { quoteText, type Token } from '../lexer.js';
-import { readMatcherRef } from '../matchers.js';
+import { readMatcherToken } from '../matchers.js';
 import { nearest } from '../suggest.js';
 import { parseUpstream, readDuration } from '../values.js';
 import type { Directive } from './directive.js';
@@ -72,7 +72,7 @@ export const reverseProxy: Directive = {
   scope: 'any',
   once: false,
   parse(d, state) {
-    const matcher = readMatcherRef(d, state.matchers);
+    const matcher = readMatcherToken(d, state);
     const upstreams: UpstreamAddress[] = [];
     let scheme: { tls: boolean; at: Token } | null = null;
     const addUpstream = (sub: Dispenser, t: Token) => {
