@@ -52,6 +52,7 @@ const transport: fc.Arbitrary<Node> = fc.constantFrom<Node>(
   },
   { tokens: ['transport', 'http'], block: [{ tokens: ['tls'] }, { tokens: ['tls_trusted_ca_certs', '/ca.pem'] }] },
   { tokens: ['transport', 'http'], block: [{ tokens: ['read_timeout', '5m'] }] },
+  { tokens: ['transport', 'http'], block: [{ tokens: ['versions', 'h2c', '2'] }] },
 );
 
 const reverseProxy: fc.Arbitrary<Node> = fc

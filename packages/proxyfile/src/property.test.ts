@@ -95,6 +95,7 @@ describe('property: generated valid Proxyfiles', () => {
       ['lb_retries', /lb_retries\s+\d/],
       ['lb_try_duration', /lb_try_duration\s+\S/],
       ['import with arguments', /import\s+part\d+\s+X-Part/],
+      ['transport versions', /versions\s+h2c\s+2/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

@@ -764,3 +764,41 @@ http://plain401.test {
     });
   });
 });
+
+describe('HTTP/2 upstreams (issue 34)', () => {
+  it('forwards to an h2c upstream and relays its trailers to an HTTP/1.1 client', async () => {
+    const { http: main, global } = await mainPorts();
+    const http2 = await import('node:http2');
+    const h2 = http2.createServer((req, res) => {
+      res.setHeader('content-type', 'text/plain');
+      res.write(`h2 ${req.method} ${req.url} te=${req.headers.te ?? '-'} via=${req.headers['x-forwarded-host']}`);
+      res.addTrailers({ 'x-checksum': 'abc123' });
+      res.end();
+    });
+    await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r));
+    const port = (h2.address() as net.AddressInfo).port;
+    await serve(`${global}
+http://h2c.test {
+	reverse_proxy h2c://127.0.0.1:${port}
+}
+`);
+    const got = await new Promise<{ body: string; trailers: NodeJS.Dict<string> }>((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port: main, path: '/x?y=1', headers: { host: 'h2c.test', te: 'trailers' }, agent: false },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ body, trailers: res.trailers }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    h2.close();
+    expect(got.body).toBe('h2 GET /x?y=1 te=trailers via=h2c.test');
+    expect(got.trailers['x-checksum']).toBe('abc123');
+  });
+});

@@ -12,6 +12,7 @@ import { deliverBuffered } from './buffered-response.js';
 import type { RetryPolicy, StreamTiming } from './exchange.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
+import { forwardHttp2, Http2Upstreams } from './http2-upstream.js';
 import { forwardPass } from './send.js';
 import {
   buildUpstreamHeaders,
@@ -45,6 +46,8 @@ interface CompiledHandler {
   readonly timing: StreamTiming | null;
   /** Its retry policy (null: none). */
   readonly retry: RetryPolicy | null;
+  /** `versions h2c|2`: requests go as HTTP/2 streams. */
+  readonly http2: boolean;
 }
 
 /** Whether the Cookie header already holds `name=value` (the client sticks to that member). */
@@ -76,6 +79,10 @@ export class HttpForwarder implements Forwarder {
   readonly hooks: DataPlaneHooks;
   readonly #proxy: HttpProxy;
   readonly #agents: AgentPool;
+  /** HTTP/2 sessions of handlers with `versions h2c|2`. */
+  readonly #http2: Http2Upstreams;
+  /** The upstream read timeout of handlers without their own, ms. */
+  readonly #idleTimeoutMs: number;
   readonly #handlers = new Map<ReverseProxyHandler, CompiledHandler>();
   readonly #clientIp: ClientIpResolver | undefined;
   readonly #health: HealthSharing | undefined;
@@ -91,6 +98,8 @@ export class HttpForwarder implements Forwarder {
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     });
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+    this.#http2 = new Http2Upstreams(options.connectTimeoutMs ?? 5000);
     this.#proxy = new HttpProxy({});
     // The library's web passes re-parse the target, copy every header and set
     // up closures per request. One pass over precomputed state goes first
@@ -167,6 +176,7 @@ export class HttpForwarder implements Forwarder {
     for (const compiled of this.#handlers.values()) compiled.pool.close();
     this.#handlers.clear();
     this.#agents.destroy();
+    this.#http2.close();
   }
 
   forward(
@@ -183,6 +193,22 @@ export class HttpForwarder implements Forwarder {
       if (options.onError?.(503, 'no healthy upstream') === true) return;
       res.writeHead(503, { 'content-type': TEXT, 'retry-after': String(pool.retryAfterSeconds()) });
       res.end('no healthy upstream\n');
+      return;
+    }
+    if (compiled.http2) {
+      forwardHttp2(
+        this.#http2,
+        pool,
+        member,
+        handler,
+        compiled.headers,
+        forwardedFor(req, ctx, this.#clientIp),
+        req,
+        res,
+        ctx,
+        options,
+        handler.read_timeout_ms ?? this.#idleTimeoutMs,
+      );
       return;
     }
     member.active++;
@@ -245,6 +271,7 @@ export class HttpForwarder implements Forwarder {
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
         headers,
+        http2: handler.versions?.some((v) => v === '2' || v === 'h2c') === true,
         retry:
           (handler.lb_retries ?? 0) > 0 || (handler.lb_try_duration_ms ?? 0) > 0
             ? {

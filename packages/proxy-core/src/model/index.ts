@@ -171,6 +171,14 @@ export const ReverseProxyHandler = Type.Object(
           'Longest upstream silence while waiting for or reading a response, ms (absent: the daemon default, 60000; 0: none); streams are exempt once their head arrived',
       }),
     ),
+    versions: Type.Optional(
+      Type.Array(Type.Union([Type.Literal('1.1'), Type.Literal('2'), Type.Literal('h2c')]), {
+        minItems: 1,
+        uniqueItems: true,
+        description:
+          "HTTP versions spoken to the upstreams (`transport http { versions }`, `h2c://`): with 2 or h2c, HTTP/2 (h2c: cleartext, prior knowledge; 2: over the handler's TLS); absent: HTTP/1.1",
+      }),
+    ),
     lb_weights: Type.Optional(
       Type.Array(Type.Integer({ minimum: 0, maximum: 1_000_000 }), {
         description: 'weighted_round_robin: one weight per upstream, in order (0: never picked)',

@@ -58,6 +58,7 @@ const LB_POLICIES: readonly LbPolicy[] = [
  *         tls_server_name <name>
  *         tls_trusted_ca_certs <pem_file>
  *         read_timeout <duration>       # upstream silence limit (default 60s; 0: none)
+ *         versions 1.1|2|h2c...         # 2 / h2c: HTTP/2 to the upstream (gRPC); h2c:// upstreams too
  *     }
  * }
  * ```
@@ -75,7 +76,12 @@ export const reverseProxy: Directive = {
     const matcher = readMatcherToken(d, state);
     const upstreams: UpstreamAddress[] = [];
     let scheme: { tls: boolean; at: Token } | null = null;
-    const addUpstream = (sub: Dispenser, t: Token) => {
+    let h2c = false;
+    const addUpstream = (sub: Dispenser, written: Token) => {
+      // Caddy's `h2c://host:port`: cleartext HTTP/2 (prior knowledge) to that upstream.
+      const isH2c = written.text.toLowerCase().startsWith('h2c://');
+      const t = isH2c ? { ...written, text: `http://${written.text.slice(6)}` } : written;
+      if (isH2c) h2c = true;
       const u = parseUpstream(sub, t);
       if (u.tls !== null) {
         if (scheme !== null && scheme.tls !== u.tls) {
@@ -247,10 +253,23 @@ export const reverseProxy: Directive = {
               case 'read_timeout':
                 handler.read_timeout_ms = readDuration(opt, 0);
                 break;
+              case 'versions': {
+                const list = opt.remainingArgs();
+                if (list.length === 0) throw opt.missing('HTTP versions: 1.1, 2, h2c');
+                const versions: ('1.1' | '2' | 'h2c')[] = [];
+                for (const v of list) {
+                  if (v.text !== '1.1' && v.text !== '2' && v.text !== 'h2c') {
+                    throw opt.unexpected(v, 'an HTTP version: 1.1, 2 or h2c', ProxyfileErrorCode.INVALID_VALUE);
+                  }
+                  if (!versions.includes(v.text)) versions.push(v.text);
+                }
+                handler.versions = versions;
+                break;
+              }
               default:
                 throw opt.unexpected(
                   opt.name,
-                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs, read_timeout)',
+                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs, read_timeout, versions)',
                   ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
                 );
             }
@@ -286,6 +305,16 @@ export const reverseProxy: Directive = {
         ProxyfileErrorCode.INVALID_UPSTREAM,
         'reverse_proxy: http:// upstreams cannot use transport tls (write https:// or drop the scheme)',
       );
+    }
+    if (h2c) {
+      if (handler.versions !== undefined && !handler.versions.includes('h2c')) {
+        throw d.error(
+          d.name,
+          ProxyfileErrorCode.INVALID_UPSTREAM,
+          'reverse_proxy: an h2c:// upstream speaks cleartext HTTP/2: add h2c to transport http { versions }, or drop the scheme',
+        );
+      }
+      handler.versions ??= ['h2c'];
     }
     if (weightsAt !== null && handler.lb_weights?.length !== upstreams.length) {
       throw d.error(
