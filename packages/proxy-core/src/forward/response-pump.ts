@@ -128,9 +128,11 @@ function onUpstreamBodyError(this: UpstreamResponse): void {
   if (exchange !== undefined && !exchange.res.writableFinished) exchange.res.destroy();
 }
 
-/** Whether a response is Server-Sent Events (`text/event-stream`, any parameters). */
+const EVENT_STREAM = /^text\/event-stream/i;
+
+/** Whether a response is Server-Sent Events (`text/event-stream`, any parameters); no allocation per response. */
 function isEventStream(type: string | string[] | undefined): boolean {
-  return typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
+  return typeof type === 'string' && EVENT_STREAM.test(type);
 }
 
 /**
