@@ -7,7 +7,8 @@ import {
   type MinuteRollup,
   SECRET_FILE_NAME,
 } from '@proxyd/analytics';
-import type { Config, DataPlaneHooks } from '@proxyd/proxy-core';
+import type { Config } from '@proxyd/model';
+import type { DataPlaneHooks } from '@proxyd/proxy-core';
 import type { Logger } from 'pino';
 
 /** The env var that shortens the aggregation cycle (ms; tests). Default 60,000 (spec §8). */

@@ -4,34 +4,31 @@ import {
   type CertificateLogger,
   CertificateManager,
   type CertificateSummary,
+  type ChallengeSolver,
   ChallengeTable,
+  createDns01Solver,
+  type DnsChallengeSettings,
   FileStorage,
   isLocalName,
   LocalCa,
   type ManagedName,
 } from '@proxyd/certificates';
-import type { Config, GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
-import { ROUTE_CHANGES, type RouteChanges } from '@proxyd/route-store';
+import {
+  autoHttpsFor,
+  autoHttpsObtainsCertificates,
+  type Config,
+  changesFrom,
+  type GlobalOptions,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
 
 /**
- * Whether the route's domain is an HTTPS site proxyd certifies itself: an
- * address naming the domain without `http://`, `tls` neither `off` nor a
- * manual `<cert> <key>` pair. (The data plane's own rule for redirects is
- * the same test without the manual exclusion.)
- */
-function wantsManagedCertificate(route: RouteSpec): boolean {
-  const { site } = route;
-  if (site.tls.mode === 'off' || site.tls.mode === 'manual') return false;
-  const domain = route.domain.toLowerCase();
-  const address = site.addresses.find((a) => a.host.toLowerCase() === domain);
-  return address !== undefined && address.scheme !== 'http';
-}
-
-/**
- * The names automatic HTTPS maintains for a route set, and who certifies
+ * The names automatic HTTPS maintains for a route set (the model's
+ * `autoHttpsFor` says which), and who certifies
  * each: `tls internal` → the local CA; otherwise a name with no public
  * suffix (`localhost`, `.test`, an IP address, …) → the local CA unless the
  * Proxyfile names a CA (`acme_ca`), since no public CA would issue it; every
@@ -40,14 +37,26 @@ function wantsManagedCertificate(route: RouteSpec): boolean {
  */
 export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions): ManagedName[] {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.names();
 }
 
-/** The issuer of the managed certificate `route` wants (see {@link managedNames}), or null. */
-function managedIssuer(route: RouteSpec, global: GlobalOptions): ManagedName['issuer'] | null {
-  if (!wantsManagedCertificate(route) || route.site.tls.on_demand) return null;
-  return issuerFor(route, route.domain.toLowerCase(), global);
+/**
+ * The DNS-01 settings of an `acme` name of `route`: the site's `tls { dns }`
+ * (its provider, or the global `acme_dns` when it names none), else the
+ * global `acme_dns` with default propagation; null without a provider
+ * (HTTP-01/TLS-ALPN-01).
+ */
+export function dnsSettingsFor(route: RouteSpec, global: GlobalOptions): DnsChallengeSettings | null {
+  const site = route.site.tls.dns ?? null;
+  const provider = site?.provider ?? global.acme_dns ?? null;
+  if (provider === null) return null;
+  return {
+    provider,
+    propagation_timeout_ms: site?.propagation_timeout_ms ?? null,
+    resolvers: site?.resolvers ?? [],
+    authoritative_port: site?.authoritative_port ?? null,
+  };
 }
 
 /** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
@@ -67,40 +76,45 @@ export function onDemandIssuer(
   name: string,
 ): ManagedName['issuer'] | null {
   const names = new CertifiedNames(global);
-  names.update(routes);
+  names.update({ routes, version: 0, changes: null });
   return names.onDemandIssuer(name);
 }
 
 /**
  * What automatic HTTPS wants of a changing route set: the managed names
  * ({@link managedNames}) and the on-demand routes ({@link onDemandIssuer}),
- * kept per change. A route array from the route store carries what changed
- * since the one before (`RouteChanges`): when that one is the array taken
+ * kept per change. A snapshot from the route store carries what changed
+ * since the one before (`RouteChanges`): when their base is the routes taken
  * last, an update costs O(changed routes), else O(n); an on-demand lookup
  * is O(1) (a handshake for an unknown name never scans the routes).
  */
 export class CertifiedNames {
   readonly #global: GlobalOptions;
   readonly #off: boolean;
+  readonly #solverFor: ((settings: DnsChallengeSettings) => ChallengeSolver) | undefined;
+  /** One solver per distinct DNS-01 settings (JSON), shared by the names that use them. */
+  readonly #solvers = new Map<string, ChallengeSolver>();
   #routes: readonly RouteSpec[] = [];
-  /** Lowercase name → issuer, in the order first seen. */
-  readonly #names = new Map<string, ManagedName['issuer']>();
+  /** Lowercase name → issuer, and the JSON of its DNS-01 settings or null, in the order first seen. */
+  readonly #names = new Map<string, { issuer: ManagedName['issuer']; dns: string | null }>();
   /** Lowercase domain → route, for routes with `tls { on_demand }` that want a managed certificate. */
   readonly #onDemand = new Map<string, RouteSpec>();
 
-  constructor(global: GlobalOptions) {
+  /** `solverFor` builds the DNS-01 solver of a site's settings (the daemon's; absent: names carry no solver). */
+  constructor(global: GlobalOptions, solverFor?: (settings: DnsChallengeSettings) => ChallengeSolver) {
     this.#global = global;
-    this.#off = global.auto_https === 'off' || global.auto_https === 'disable_certs';
+    this.#off = !autoHttpsObtainsCertificates(global.auto_https);
+    this.#solverFor = solverFor;
   }
 
   /** Takes a new route set; true when the managed names changed. */
-  update(routes: readonly RouteSpec[]): boolean {
-    const changes = (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
-    const served = this.#routes;
+  update(snapshot: RouteSnapshot): boolean {
+    const { routes } = snapshot;
+    const changes = changesFrom(this.#routes, snapshot);
     this.#routes = routes;
     if (this.#off) return false;
     let changed = false;
-    if (changes !== undefined && changes.base.deref() === served) {
+    if (changes !== null) {
       for (const domain of changes.removed) {
         this.#onDemand.delete(domain);
         if (this.#names.delete(domain)) changed = true;
@@ -117,7 +131,15 @@ export class CertifiedNames {
 
   /** The names to certify and who certifies each. */
   names(): ManagedName[] {
-    return [...this.#names].map(([name, issuer]) => ({ name, issuer }));
+    return [...this.#names].map(([name, { issuer, dns }]) => {
+      if (dns === null || this.#solverFor === undefined) return { name, issuer };
+      let solver = this.#solvers.get(dns);
+      if (solver === undefined) {
+        solver = this.#solverFor(JSON.parse(dns) as DnsChallengeSettings);
+        this.#solvers.set(dns, solver);
+      }
+      return { name, issuer, dns: solver };
+    });
   }
 
   /** Who certifies `name` on demand (see {@link onDemandIssuer}), or null. */
@@ -132,12 +154,16 @@ export class CertifiedNames {
   /** Records what `route` wants; true when its managed name changed. */
   #take(route: RouteSpec): boolean {
     const domain = route.domain.toLowerCase();
-    if (route.site.tls.on_demand && wantsManagedCertificate(route)) this.#onDemand.set(domain, route);
+    const { certificate } = autoHttpsFor(route, this.#global);
+    if (certificate === 'on_demand') this.#onDemand.set(domain, route);
     else this.#onDemand.delete(domain);
-    const issuer = managedIssuer(route, this.#global);
+    const issuer = certificate === 'managed' ? issuerFor(route, domain, this.#global) : null;
     if (issuer === null) return this.#names.delete(domain);
-    if (this.#names.get(domain) === issuer) return false;
-    this.#names.set(domain, issuer);
+    const settings = issuer === 'acme' ? dnsSettingsFor(route, this.#global) : null;
+    const dns = settings === null ? null : JSON.stringify(settings);
+    const known = this.#names.get(domain);
+    if (known?.issuer === issuer && known.dns === dns) return false;
+    this.#names.set(domain, { issuer, dns });
     return true;
   }
 }
@@ -145,8 +171,8 @@ export class CertifiedNames {
 /** What the daemon holds of automatic HTTPS. */
 export interface CertificateWiring {
   readonly manager: CertificateManager;
-  /** Makes the manager maintain the names `routes` want (never rejects). */
-  setRoutes(routes: readonly RouteSpec[]): Promise<void>;
+  /** Makes the manager maintain the names the snapshot's routes want (never rejects). */
+  setRoutes(snapshot: RouteSnapshot): Promise<void>;
   /** The rows of `GET /certificates`. */
   status(): CertificateSummary[];
   close(): void;
@@ -175,7 +201,14 @@ export async function createCertificateWiring(
   const { global } = config;
   const storage = new FileStorage(options.certDir);
   const challengeTable = options.challengeTable ?? new ChallengeTable();
-  const certified = new CertifiedNames(global);
+  const certified = new CertifiedNames(global, (settings) =>
+    createDns01Solver(settings, {}, (error) =>
+      options.logger.error(
+        { code: error.code, provider: settings.provider.name, error: error.message },
+        `DNS provider ${settings.provider.name} is not usable: ${error.message}; its names fail until the configuration is fixed`,
+      ),
+    ),
+  );
   const caRootPem = global.acme_ca_root === null ? undefined : await readCaRoot(global.acme_ca_root);
   const directories = global.acme_ca.length > 0 ? global.acme_ca : [DEFAULT_ACME_CA];
   const acmeIssuers = directories.map(

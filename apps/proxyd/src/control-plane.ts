@@ -13,8 +13,7 @@ import {
   type RouteStorePort,
   type StatsPort,
 } from '@proxyd/admin-api';
-import { type Config, DEFAULTS } from '@proxyd/proxy-core';
-import { type HostPort, parseHostPort } from '@proxyd/proxy-core/model';
+import { type Config, DEFAULTS, type HostPort, parseHostPort } from '@proxyd/model';
 import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 import { AUDIT_TARGET, type Logging } from './logging.js';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { defaultGlobalOptions } from '@proxyd/proxy-core';
+import { defaultGlobalOptions } from '@proxyd/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Daemon, startDaemon } from './daemon.js';
 import { createLogging } from './logging.js';

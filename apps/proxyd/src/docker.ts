@@ -1,6 +1,6 @@
 import type { DiscoveryPort, DiscoveryStatus } from '@proxyd/admin-api';
 import { type DockerLogger, DockerodeRuntime, DockerSource, resolveDockerHost } from '@proxyd/docker-source';
-import type { GlobalOptions, RouteSpec } from '@proxyd/proxy-core/model';
+import type { GlobalOptions, RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 
 /** Options of {@link startDockerDiscovery}. */

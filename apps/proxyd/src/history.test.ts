@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { emptyRollup, type MinuteRollup } from '@proxyd/analytics';
 import { openHistory } from '@proxyd/history';
-import { defaultGlobalOptions, defaultHistoryOptions } from '@proxyd/proxy-core/model';
+import { defaultGlobalOptions, defaultHistoryOptions } from '@proxyd/model';
 import type { Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FLUSH_ENV, flushPeriodFromEnv, startHistory } from './history.js';

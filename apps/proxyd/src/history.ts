@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { MinuteRollup } from '@proxyd/analytics';
 import { type HistoryStore, openHistory } from '@proxyd/history';
-import { type Config, defaultHistoryOptions } from '@proxyd/proxy-core/model';
+import { type Config, defaultHistoryOptions } from '@proxyd/model';
 import type { Logger } from 'pino';
 
 /** The log target of history (the database set aside, flushes that fail or take long). */

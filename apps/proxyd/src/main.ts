@@ -70,7 +70,7 @@ const program = buildProgram(version, {
   async run(options) {
     const logging = loggingFromEnv();
     const [{ defaultGlobalOptions }, { DEFAULT_ADMIN_SOCKET }, { watchProxyfile }, { startDaemon }] = await Promise.all(
-      [import('@proxyd/proxy-core'), import('./admin-socket.js'), import('./config-watch.js'), import('./daemon.js')],
+      [import('@proxyd/model'), import('./admin-socket.js'), import('./config-watch.js'), import('./daemon.js')],
     );
     const logger = logging.root;
     if (options.pidfile !== undefined) writePidfile(options.pidfile);

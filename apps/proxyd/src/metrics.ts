@@ -1,4 +1,5 @@
-import type { RequestRecord, RouteOrigin } from '@proxyd/proxy-core';
+import type { RouteOrigin } from '@proxyd/model';
+import type { RequestRecord } from '@proxyd/proxy-core';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import {
   DomainCap,

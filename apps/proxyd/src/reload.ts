@@ -1,4 +1,4 @@
-import type { Config } from '@proxyd/proxy-core';
+import type { Config } from '@proxyd/model';
 import { createProxyfileSource } from '@proxyd/proxyfile';
 import type { RouteStore } from '@proxyd/route-store';
 import type { Logger } from 'pino';

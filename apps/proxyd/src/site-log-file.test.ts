@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import type { LogRoll } from '@proxyd/proxy-core/model';
+import type { LogRoll } from '@proxyd/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RollingFile } from './site-log-file.js';
 

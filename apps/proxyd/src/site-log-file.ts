@@ -3,7 +3,7 @@ import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/p
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { LogRoll } from '@proxyd/proxy-core/model';
+import type { LogRoll } from '@proxyd/model';
 
 const NEWLINE = 0x0a;
 

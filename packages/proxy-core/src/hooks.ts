@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import type { Site } from './model/index.js';
+import type { Site } from '@proxyd/model';
 import { kEvents } from './slots.js';
 
 /** What the data plane knows about a request once its route is matched. */

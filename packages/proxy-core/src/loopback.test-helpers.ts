@@ -6,9 +6,9 @@ import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, onTestFinished } from 'vitest';
 import type { PasswordVerifier } from './middleware/basic-auth.js';
-import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from './model/index.js';
 import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
 import { createSiteCompiler, type SiteDeps } from './site-handler.js';
 

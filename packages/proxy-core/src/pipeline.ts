@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
-import type { ReverseProxyHandler } from './model/index.js';
 
 /**
  * The seam between request routing/forwarding (proxy-server, forward/, pool/)

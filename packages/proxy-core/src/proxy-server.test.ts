@@ -21,7 +21,7 @@ describe('routing', () => {
     const b = await upstream((_q, s) => s.end('B'));
     const { server, port } = await proxy([site('a.test', [a.port])]);
     expect((await get(port, 'a.test')).body).toBe('A');
-    server.setRoutes([site('b.test', [b.port])], 2);
+    server.setRoutes({ routes: [site('b.test', [b.port])], version: 2, changes: null });
     expect((await get(port, 'b.test')).body).toBe('B');
     expect((await get(port, 'a.test')).status).toBe(404);
   });
@@ -375,10 +375,10 @@ describe('active health checks', () => {
     checked.site.handler.health.uri = '/healthz';
     checked.site.handler.health.interval_ms = 50;
     const { server } = await proxy([]);
-    server.setRoutes([checked], 2);
+    server.setRoutes({ routes: [checked], version: 2, changes: null });
     await until(() => probes.length >= 2, 2000);
     expect(new Set(probes)).toEqual(new Set(['/healthz']));
-    server.setRoutes([], 3);
+    server.setRoutes({ routes: [], version: 3, changes: null });
     const after = probes.length;
     await wait(200);
     expect(probes.length).toBeLessThanOrEqual(after + 1);

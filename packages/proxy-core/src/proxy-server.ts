@@ -1,12 +1,16 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import type { RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
 import { type ChallengeResponder, isChallengePath } from './challenge.js';
+import { clientErrorHandler, kOwed, sendOwedAnswer } from './client-errors.js';
 import { ClientIpResolver } from './client-ip.js';
 import {
+  armWriteTimeout,
   BodyWatch,
+  type ConnectionCounter,
   ConnectionLimiter,
   hasBody,
   http1ServerOptions,
@@ -18,18 +22,10 @@ import { servedOn } from './data-plane/site-ports.js';
 import { compileFallbackSite } from './fallback-site.js';
 import { HttpForwarder } from './forward/forwarder.js';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from './hooks.js';
-import type { RouteSpec, Site } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import type { HealthSharing } from './pool/upstream-pool.js';
 import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
-import {
-  normalizeHost,
-  proxyHandlers,
-  type Route,
-  type RouteChanges,
-  RouteTable,
-  type TableChange,
-} from './route-table.js';
+import { normalizeHost, proxyHandlers, type Route, RouteTable, type TableChange } from './route-table.js';
 import { type ExchangeSlot, kCloseOwned, kEvents, kExchange, kRecord } from './slots.js';
 import type { CertificateStore } from './tls/certificate-store.js';
 import { type AlpnChallengeResponder, closeChallengeConnection, handshakeOptions } from './tls/handshake.js';
@@ -42,6 +38,7 @@ import {
   watchSession,
   watchStream,
 } from './tls/http2.js';
+import { transferEncodingStatus } from './transfer-encoding.js';
 
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
 export type SiteCompilerWithForwarder = (site: Site, forwarder: Forwarder) => CompiledSite;
@@ -109,6 +106,12 @@ export interface ProxyServerOptions {
    * total); defaults: `LISTENER_DEFAULTS` in `connection-limits.ts`.
    */
   limits?: Partial<ListenerLimits>;
+  /**
+   * The node-wide per-address count, when several processes serve these
+   * listeners (each worker of a multi-core daemon): `maxConnectionsPerIp`
+   * is then the node's cap, not this process's. Default none.
+   */
+  connectionCounter?: ConnectionCounter;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -121,6 +124,8 @@ const RAW_NO_ROUTE = `HTTP/1.1 404 Not Found\r\ncontent-type: ${TEXT}\r\ncontent
 const BAD_HOST = 'a request needs exactly one Host header\n';
 const RAW_BAD_HOST = `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_HOST.length}\r\nconnection: close\r\n\r\n${BAD_HOST}`;
 const RAW_BAD_TARGET = `HTTP/1.1 400 Bad Request\r\ncontent-type: ${TEXT}\r\ncontent-length: ${BAD_TARGET.length}\r\nconnection: close\r\n\r\n${BAD_TARGET}`;
+const BAD_FRAMING = 'bad transfer-encoding\n';
+const UNKNOWN_CODING = 'transfer coding not implemented\n';
 
 /** What the server keeps per request for its `onRequest` record. */
 interface PendingRecord {
@@ -146,8 +151,8 @@ interface RequestCounts {
 
 /**
  * The data-plane listeners and their front door, one path for requests and
- * upgrades ({@link ProxyServer.enter}): request target → host → ACME
- * challenge → client IP → route (unknown host → `404 no route for host`, no
+ * upgrades ({@link ProxyServer.enter}): Transfer-Encoding → request
+ * target → host → ACME challenge → client IP → route (unknown host → `404 no route for host`, no
  * upstream contacted) → HTTP→HTTPS redirect (`wantsHttps`) →
  * RequestContext → `hooks.intercept` → listener check (site ports) → the
  * route's CompiledSite. `hooks.onRequest` gets one record per finished request.
@@ -214,14 +219,17 @@ export class ProxyServer {
     this.#alpnChallenges = options.alpnChallenges;
     this.#httpsPort = options.httpsPort;
     this.#httpsSuffix = httpsPortSuffix(options.httpsPort);
-    this.#http2 = options.http2 ?? {};
+    this.#http2 = {
+      maxHeaderListSize: options.limits?.maxHeaderSize ?? LISTENER_DEFAULTS.maxHeaderSize,
+      ...options.http2,
+    };
     this.#reusePort = options.reusePort ?? false;
     this.#binds = options.binds;
     this.#ticketKeys = options.ticketKeys;
     const limits = { ...LISTENER_DEFAULTS, ...options.limits };
     this.#limits = limits;
     const clientIp = this.#clientIp;
-    this.#connections = new ConnectionLimiter(limits, (ip) => clientIp.isTrusted(ip));
+    this.#connections = new ConnectionLimiter(limits, (ip) => clientIp.isTrusted(ip), options.connectionCounter);
     this.#bodies = new BodyWatch(limits);
     this.#table = new RouteTable(options.routes ?? [], options.version ?? 0, this.#compile);
     this.#retain();
@@ -254,20 +262,15 @@ export class ProxyServer {
 
   /**
    * Publishes a new route set; a request in flight finishes on the route it
-   * matched. The table is updated in place (`RouteTable.update`): with
-   * `changes` (the route store's, see `changesFrom`) in O(changed routes),
-   * else by comparing every route. Compiled sites are kept for unchanged
+   * matched. The table is updated in place (`RouteTable.update`): with the
+   * snapshot's `changes`, when they apply to the routes served now, in
+   * O(changed routes), else by comparing every route. Compiled sites are kept for unchanged
    * Site objects; dropped ones are closed, their pools and caches released.
    * `sitePorts` (lowercase domain → port, from `sitePortsOf`) pins routes to
    * site-port listeners; default none.
    */
-  setRoutes(
-    routes: readonly RouteSpec[],
-    version: number,
-    sitePorts?: ReadonlyMap<string, number>,
-    changes?: RouteChanges,
-  ): void {
-    const change = this.#table.update(routes, version, sitePorts, changes);
+  setRoutes(snapshot: RouteSnapshot, sitePorts?: ReadonlyMap<string, number>): void {
+    const change = this.#table.update(snapshot, sitePorts);
     this.#pinning = this.#table.pinnedCount > 0 || this.#sitePorts.size > 0;
     this.#retain(change);
     for (const compiled of change.dropped) safeClose(compiled);
@@ -316,8 +319,11 @@ export class ProxyServer {
 
   #httpServer(): http.Server {
     const bodies = this.#bodies;
+    const writeMs = this.#limits.writeTimeoutMs;
     const handler = (req: IncomingMessage, res: ServerResponse) => {
+      if (refusedBefore(req)) return;
       if (hasBody(req)) bodies.watch(req, res);
+      if (writeMs > 0) armWriteTimeout(res, writeMs);
       this.enter(req, res, null, null, false);
     };
     const server = http.createServer(
@@ -345,13 +351,17 @@ export class ProxyServer {
   #httpsServer(): http2.Http2SecureServer {
     const certificates = this.#certificates;
     if (certificates === undefined) throw new Error('no certificate store configured');
-    const enter = (req: IncomingMessage, res: ServerResponse) => this.enter(req, res, null, null, true);
+    const writeMs = this.#limits.writeTimeoutMs;
+    const enter = (req: IncomingMessage, res: ServerResponse) => {
+      if (writeMs > 0) armWriteTimeout(res, writeMs);
+      this.enter(req, res, null, null, true);
+    };
     const admission = new StreamAdmission(enter);
     const bodies = this.#bodies;
     // HTTP/2: its own limits (`tls/http2.ts`); Node resets a stream whose response ended before its body.
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       if (req.httpVersionMajor === 2) admission.admit(req, res);
-      else {
+      else if (!refusedBefore(req)) {
         if (hasBody(req)) bodies.watch(req, res);
         enter(req, res);
       }
@@ -359,8 +369,9 @@ export class ProxyServer {
     const limits = this.#http2;
     const server = http2.createSecureServer(
       {
-        ...http2ServerOptions(limits),
+        // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
         ...http1ServerOptions(this.#limits),
+        ...http2ServerOptions(limits),
         handshakeTimeout: this.#limits.handshakeTimeoutMs,
         allowHTTP1: true,
         Http1ServerResponse: CountingResponse,
@@ -419,7 +430,7 @@ export class ProxyServer {
     const idle = setTimeout(
       () => {
         for (const socket of sockets) {
-          if (socket[kDraining] === true && (socket[kActive] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
+          if (socket[kDraining] === true && (socket[kOwed] ?? 0) === 0 && !this.#upgraded.has(socket)) socket.end();
         }
       },
       Math.min(DRAIN_IDLE_MS, graceMs),
@@ -457,14 +468,19 @@ export class ProxyServer {
   #start(server: http.Server | http2.Http2SecureServer, port: number, host: string): Promise<AddressInfo> {
     const secure = server instanceof tls.Server;
     // First: a connection over a cap is closed before HTTP or TLS sees it.
-    server.prependListener('connection', this.#connections.onConnection);
+    if (this.#connections.waits) holdUntilAdmitted(server, this.#connections, secure);
+    else server.prependListener('connection', this.#connections.onConnection);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
+      if (refusedBefore(req)) {
+        socket.end();
+        return;
+      }
       this.#upgraded.add(socket);
       socket.once('close', () => this.#upgraded.delete(socket));
       this.enter(req, null, socket, head, secure);
     });
-    (server as http.Server).on('clientError', onClientError);
+    (server as http.Server).on('clientError', clientErrorHandler(this.#limits));
     this.#servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -498,9 +514,11 @@ export class ProxyServer {
 
   /**
    * The front door, one path for requests (`res`) and upgrades (`socket`,
-   * `head`): request target (absolute form → origin form, else 400) → host
-   * → ACME challenge (requests only, when a responder is set) → client IP →
-   * route (unknown host: 404) → request record → HTTP→HTTPS redirect
+   * `head`): Transfer-Encoding (`chunked` alone, else 400/501:
+   * `transfer-encoding.ts`) → request target (absolute form → origin
+   * form, else 400) → host → ACME challenge (requests only, when a
+   * responder is set) → client IP → route (unknown host: 404) → request
+   * record → HTTP→HTTPS redirect
    * (requests only: a WebSocket client does not follow one) → context →
    * `hooks.intercept` (requests) → listener check (a route pinned elsewhere:
    * 404) → the route's CompiledSite. Public for tests and benchmarks that
@@ -513,6 +531,14 @@ export class ProxyServer {
     head: Buffer | null,
     secure: boolean,
   ): void {
+    // `chunked` alone or nothing: any other Transfer-Encoding is how requests get smuggled (issue 28).
+    if (req.headers['transfer-encoding'] !== undefined) {
+      const status = transferEncodingStatus(req);
+      if (status !== 0) {
+        refuseFraming(req, res, socket, status);
+        return;
+      }
+    }
     // HTTP/2: the authority is `:authority` (RFC 9113 §8.3.1), put in `host`
     // for the steps after this one and the upstream request.
     const authority = req.headers[':authority'];
@@ -703,7 +729,7 @@ class CountingResponse<Request extends IncomingMessage = IncomingMessage> extend
     super(req);
     this.on('close', onResponseClose);
     const socket = req.socket as DrainSocket | null;
-    if (socket !== null) socket[kActive] = (socket[kActive] ?? 0) + 1;
+    if (socket !== null) socket[kOwed] = (socket[kOwed] ?? 0) + 1;
   }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
@@ -800,8 +826,10 @@ function onResponseClose(this: CountingResponse | CountingH2Response): void {
   if (this instanceof CountingResponse) {
     const socket = this.req.socket as DrainSocket | null;
     if (socket !== null) {
-      const active = (socket[kActive] ?? 1) - 1;
-      socket[kActive] = active;
+      const active = (socket[kOwed] ?? 1) - 1;
+      socket[kOwed] = active;
+      // A request the parser refused after this one: its error answer goes out now (`client-errors.ts`).
+      if (active === 0) sendOwedAnswer(socket);
       // Draining: the connection's last response is out; close it (an upgraded one stays).
       if (active === 0 && socket[kDraining] === true && !socket.destroyed) socket.end();
     }
@@ -825,10 +853,16 @@ function hostLines(raw: readonly string[]): number {
  */
 const DRAIN_IDLE_MS = 250;
 
-/** Requests in flight on an HTTP/1 connection, and whether the server drains ({@link ProxyServer.drain}). */
-const kActive = Symbol('proxyd.activeRequests');
+/** Whether the server drains ({@link ProxyServer.drain}); `kOwed`: requests in flight on an HTTP/1 connection. */
 const kDraining = Symbol('proxyd.draining');
-type DrainSocket = Duplex & { [kActive]?: number; [kDraining]?: boolean; alpnProtocol?: string | false | null };
+/** Set on an HTTP/1 connection that closes after a refused request ({@link closesAfter}). */
+const kRefused = Symbol('proxyd.refused');
+type DrainSocket = Duplex & {
+  [kOwed]?: number;
+  [kDraining]?: boolean;
+  [kRefused]?: boolean;
+  alpnProtocol?: string | false | null;
+};
 
 /**
  * Emits the request record when the response closes: status 0 when no
@@ -899,20 +933,26 @@ function originForm(url: string, host: string): string | null {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-/** Bad requests the HTTP parser refuses: a short answer (as Node's default handler gives), then close. */
-function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  const writable =
-    socket.writable && !(socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-  if (writable) {
-    const status =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? '431 Request Header Fields Too Large'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? '408 Request Timeout'
-          : '400 Bad Request';
-    socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-  }
-  socket.destroy();
+/**
+ * Makes `server` accept connections paused and hand each to its own
+ * 'connection' listeners (HTTP's, or TLS's, and the server's bookkeeping)
+ * only once `limiter` admits it: what the client sent meanwhile waits in
+ * the kernel, unread. TLS reads the server's `pauseOnConnect` when it wraps
+ * the socket: it is off for that call, so the TLS socket reads.
+ */
+function holdUntilAdmitted(server: http.Server | http2.Http2SecureServer, limiter: ConnectionLimiter, secure: boolean) {
+  const held = server as (http.Server | http2.Http2SecureServer) & { pauseOnConnect: boolean };
+  held.pauseOnConnect = true;
+  const listeners = server.listeners('connection') as ((socket: Duplex) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) =>
+    limiter.admit(socket, () => {
+      if (secure) held.pauseOnConnect = false;
+      for (const listener of listeners) listener.call(server, socket);
+      if (secure) held.pauseOnConnect = true;
+      else socket.resume();
+    }),
+  );
 }
 
 /**
@@ -927,10 +967,12 @@ function refuse(
   body400 = BAD_TARGET,
 ): void {
   if (res === null) {
+    closesAfter(req);
     socket?.end(status === 404 ? RAW_NO_ROUTE : body400 === BAD_TARGET ? RAW_BAD_TARGET : RAW_BAD_HOST);
     return;
   }
   if (status === 400) {
+    closesAfter(req);
     req.resume();
     res.writeHead(400, { 'content-type': TEXT, 'content-length': body400.length, connection: 'close' });
     res.end(body400);
@@ -938,6 +980,49 @@ function refuse(
   }
   res.writeHead(404, { 'content-type': TEXT, 'content-length': NO_ROUTE.length });
   res.end(NO_ROUTE);
+}
+
+/**
+ * Turns away a request whose Transfer-Encoding proxyd does not accept
+ * (`transfer-encoding.ts`): 400 or 501, `Connection: close`. Its body is
+ * discarded and the connection closes after the answer; a request Node
+ * still hands over on it is dropped ({@link closesAfter}).
+ */
+function refuseFraming(
+  req: IncomingMessage,
+  res: ServerResponse | null,
+  socket: Duplex | null,
+  status: 400 | 501,
+): void {
+  const body = status === 400 ? BAD_FRAMING : UNKNOWN_CODING;
+  closesAfter(req);
+  if (res === null) {
+    const reason = status === 400 ? 'Bad Request' : 'Not Implemented';
+    socket?.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: ${TEXT}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    return;
+  }
+  req.resume();
+  res.writeHead(status, { 'content-type': TEXT, 'content-length': body.length, connection: 'close' });
+  res.end(body);
+}
+
+/**
+ * Marks a request's HTTP/1 connection as closing after a refusal: the
+ * requests Node's parser still hands over on it (pipelined behind the
+ * refused one, or sent while it closes) are dropped, never routed nor
+ * forwarded ({@link refusedBefore}); their answers could not be sent.
+ */
+function closesAfter(req: IncomingMessage): void {
+  if (req.httpVersionMajor === 1) (req.socket as DrainSocket)[kRefused] = true;
+}
+
+/** Whether a request came on a connection closing after a refusal ({@link closesAfter}): its body is discarded. */
+function refusedBefore(req: IncomingMessage): boolean {
+  if ((req.socket as DrainSocket | null)?.[kRefused] !== true) return false;
+  req.resume();
+  return true;
 }
 
 function safeClose(compiled: CompiledSite): void {

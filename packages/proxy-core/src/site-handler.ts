@@ -1,5 +1,6 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
@@ -11,7 +12,6 @@ import { CompiledRedirect } from './middleware/redirect.js';
 import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
 import { RequestRewrites } from './middleware/rewrite.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from './model/index.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { answerHead, canned, send } from './site/canned.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { defaultReverseProxy, emptySite, SITE_DIRECTIVES, SITE_STEP_ORDER, type Site } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { CacheRegistry } from './cache/response-cache.js';
-import { defaultReverseProxy, emptySite, SITE_DIRECTIVES, SITE_STEP_ORDER, type Site } from './model/index.js';
 import type { Forwarder } from './pipeline.js';
 import { compileSite } from './site-handler.js';
 

@@ -28,11 +28,10 @@ export interface ExchangeSlot {
 /**
  * What the data plane did to a request, as `RequestEvent` bits set
  * on its response (`markRequest` in hooks.ts) and read into
- * `RequestRecord.events` when the response closes. A registered symbol:
- * `@proxyd/analytics` implements the hooks with proxy-core's types only
- * and marks its beacons under the same key (its test pins both).
+ * `RequestRecord.events` when the response closes: the model's
+ * `REQUEST_EVENTS_KEY`, under which `@proxyd/analytics` marks its beacons too.
  */
-export const kEvents: unique symbol = Symbol.for('proxyd.requestEvents');
+export { REQUEST_EVENTS_KEY as kEvents } from '@proxyd/model';
 
 /**
  * The captures of the regexp matchers (`path_regexp`, `header_regexp`) that

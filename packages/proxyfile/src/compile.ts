@@ -6,7 +6,7 @@ import {
   emptySite,
   type Site,
   type SiteAddress,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import type { BlockState } from './directives/directive.js';
 import { DIRECTIVE_BY_NAME, DIRECTIVES } from './directives/index.js';
 import { Dispenser } from './dispenser.js';

@@ -1,6 +1,13 @@
-import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import {
+  type BasicAuth,
+  defaultHistoryOptions,
+  type GlobalOptions,
+  parseHostPort,
+  type ServerOptions,
+} from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
+import { readDnsProvider } from './dns-provider.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
@@ -56,6 +63,24 @@ const DASHBOARD_EXPECTED =
   'a block with basic_auth <user> <bcrypt_hash> (the dashboard is never served without credentials)';
 /** The realm of the dashboard's `WWW-Authenticate` when the file names none. */
 const DASHBOARD_REALM = 'proxyd dashboard';
+
+const SERVERS_OPTIONS = ['timeouts', 'max_header_size', 'max_connections_per_ip'];
+const SERVERS_EXPECTED = 'a block with timeouts, max_header_size and max_connections_per_ip';
+const TIMEOUT_OPTIONS = ['read_body', 'read_header', 'write', 'idle'];
+/** Each `timeouts` option: its model field, and whether 0 (none) is allowed. */
+const TIMEOUT_FIELDS: Record<string, [keyof ServerOptions, boolean]> = {
+  read_body: ['read_body_ms', true],
+  read_header: ['read_header_ms', false],
+  write: ['write_ms', true],
+  idle: ['idle_ms', false],
+};
+/** Longest listener timeout, ms: one day (a Node timer holds at most 2^31-1 ms, about 24.8 days). */
+const MAX_TIMEOUT_MS = 86_400_000;
+/** Bounds of `max_header_size`, bytes: 1KiB to 16MiB. */
+const MIN_HEADER_SIZE = 1024;
+const MAX_HEADER_SIZE = 16 * 1024 * 1024;
+/** Largest `max_connections_per_ip`. */
+const MAX_CONNECTIONS_PER_IP = 1_000_000;
 
 /** Longest Unix socket path, in bytes: `sun_path` is 108 bytes on Linux, its NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;
@@ -138,6 +163,32 @@ function dockerHostProblem(text: string): string | null {
   return 'it has no unix:// or tcp:// scheme';
 }
 
+/** `servers { timeouts { read_body|read_header|write|idle <duration> } }`: the block, once, into `servers`. */
+function readTimeouts(d: Dispenser, once: Seen, servers: ServerOptions): void {
+  const first = once.get('timeouts');
+  if (first) {
+    throw d.error(
+      d.name,
+      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+      `"timeouts" is already set at ${first.file}:${first.line}:${first.column}`,
+    );
+  }
+  once.set('timeouts', d.name);
+  d.end();
+  if (!d.hasBlock()) throw d.missing('a block with read_body, read_header, write and idle');
+  const seen: Seen = new Map();
+  for (const sub of d.blockLines()) {
+    const [field, zero] = TIMEOUT_FIELDS[sub.name.text] ?? ['read_body_ms', true];
+    const expected = `a duration such as 10s or 2m (${zero ? '0: none; ' : 'more than 0; '}at most 24h)`;
+    const t = blockValue(sub, 'a timeouts', TIMEOUT_OPTIONS, seen, expected);
+    const ms = parseDuration(t.text);
+    if (ms === null || ms > MAX_TIMEOUT_MS || (ms === 0 && !zero)) {
+      throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+    }
+    servers[field] = ms;
+  }
+}
+
 /**
  * The options of the global block:
  * ```
@@ -158,6 +209,7 @@ function dockerHostProblem(text: string): string | null {
  *     on_demand_tls {
  *         ask <url>                 # required by any `tls { on_demand }`
  *     }
+ *     acme_dns <provider> [<value>] { … }   # DNS-01 for every ACME name without its own tls { dns } (see dns-provider.ts)
  *     key_type p256|rsa2048         # default p256
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
@@ -175,6 +227,16 @@ function dockerHostProblem(text: string): string | null {
  *     docker {
  *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
  *         network <name>            # for containers on several networks without proxy.network
+ *     }
+ *     servers {                     # limits of every data-plane listener (Caddy's servers option, for all of them)
+ *         timeouts {
+ *             read_header <duration>    # a request head must arrive within this (default 60s)
+ *             read_body <duration>      # a request body may stall this long between reads (default 60s; 0: none)
+ *             write <duration>          # a response must be written within this after its head arrived (default 0: none)
+ *             idle <duration>           # an idle keep-alive connection or HTTP/2 session closes (default 75s; HTTP/2 120s)
+ *         }
+ *         max_header_size <size>    # largest request head, 1KiB to 16MiB (default 16KiB; over it 431)
+ *         max_connections_per_ip <n>   # per client address on the node, trusted_proxies exempt (default 256; 0: no cap)
  *     }
  *     dashboard [<host>]:<port> {  # the analytics dashboard's listener (default: none; no host: 127.0.0.1)
  *         basic_auth <user> <bcrypt_hash>   # required, one line per user; or the directive's block:
@@ -277,6 +339,9 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       }
     }
     g.acme_eab = eab;
+  },
+  acme_dns(d, g) {
+    g.acme_dns = readDnsProvider(d, 'acme_dns');
   },
   on_demand_tls(d, g) {
     d.end();
@@ -426,6 +491,41 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       else history.day_retention_ms = ms;
     }
     g.history = history;
+  },
+  servers(d, g) {
+    const arg = d.nextArg();
+    if (arg !== null) {
+      throw d.unexpected(
+        arg,
+        `${SERVERS_EXPECTED} (proxyd applies one servers block to every data-plane listener: no listener address)`,
+      );
+    }
+    if (!d.hasBlock()) throw d.missing(SERVERS_EXPECTED);
+    const once: Seen = new Map();
+    const servers: ServerOptions = {};
+    for (const sub of d.blockLines()) {
+      const option = sub.name.text;
+      if (option === 'timeouts') {
+        readTimeouts(sub, once, servers);
+        continue;
+      }
+      if (option === 'max_header_size') {
+        const expected = 'a size such as 16KiB or 1MB (at least 1KiB, at most 16MiB)';
+        const t = blockValue(sub, 'a servers', SERVERS_OPTIONS, once, expected);
+        const bytes = parseSize(t.text);
+        if (bytes === null || bytes < MIN_HEADER_SIZE || bytes > MAX_HEADER_SIZE) {
+          throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+        }
+        servers.max_header_size_bytes = bytes;
+        continue;
+      }
+      const expected = `a number of connections, 0 (no cap) to ${MAX_CONNECTIONS_PER_IP}`;
+      const t = blockValue(sub, 'a servers', SERVERS_OPTIONS, once, expected);
+      const n = /^\d+$/.test(t.text) ? Number(t.text) : Number.NaN;
+      if (!(n <= MAX_CONNECTIONS_PER_IP)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+      servers.max_connections_per_ip = n;
+    }
+    g.servers = servers;
   },
   dashboard(d, g) {
     const expected = 'a dashboard listener address ([host]:port), e.g. :9190 or 127.0.0.1:9190';

@@ -1,5 +1,5 @@
-/** The model's `host:port` rule (`@proxyd/proxy-core/model`), for the CLI, which may not import proxy-core. */
-export { type HostPort, type Parsed, parseHostPort } from '@proxyd/proxy-core/model';
+/** The model's `host:port` rule (`@proxyd/model`), for the CLI, which imports only proxyfile and admin-api. */
+export { type HostPort, type Parsed, parseHostPort } from '@proxyd/model';
 export { DIRECTIVES } from './directives/index.js';
 export { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 export { type FormatOptions, format, isFormatted } from './format.js';

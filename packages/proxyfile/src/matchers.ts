@@ -1,5 +1,5 @@
-import type { HeaderMatch, MatcherConditions, QueryMatch, RequestMatcher } from '@proxyd/proxy-core/model';
-import { type Parsed, parseDomain, parseHost } from '@proxyd/proxy-core/model';
+import type { HeaderMatch, MatcherConditions, QueryMatch, RequestMatcher } from '@proxyd/model';
+import { type Parsed, parseDomain, parseHost } from '@proxyd/model';
 import type { BlockState } from './directives/directive.js';
 import { checkPathPattern } from './directives/redir.js';
 import type { Dispenser } from './dispenser.js';

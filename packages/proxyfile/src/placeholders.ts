@@ -1,9 +1,4 @@
-import {
-  PLACEHOLDER_PATTERN,
-  REMAINDER_PLACEHOLDER,
-  REQUEST_PLACEHOLDERS,
-  requestPlaceholder,
-} from '@proxyd/proxy-core/model';
+import { PLACEHOLDER_PATTERN, REMAINDER_PLACEHOLDER, REQUEST_PLACEHOLDERS, requestPlaceholder } from '@proxyd/model';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionOf, quoteText, type Token, width } from './lexer.js';
 import { nearest } from './suggest.js';

@@ -405,6 +405,17 @@ const globalBlock: fc.Arbitrary<Node | null> = fc.option(
         { tokens: ['state_dir', '/var/lib/proxyd'] },
         { tokens: ['trusted_proxies', '10.0.0.0/8', 'private_ranges'] },
         { tokens: ['geoip_db', '/geo.mmdb'] },
+        {
+          tokens: ['servers'],
+          block: [
+            {
+              tokens: ['timeouts'],
+              block: [{ tokens: ['read_header', '5s'] }, { tokens: ['idle', '2m'] }, { tokens: ['read_body', '0'] }],
+            },
+            { tokens: ['max_header_size', '32KiB'] },
+            { tokens: ['max_connections_per_ip', '64'] },
+          ],
+        },
       ]),
       fc.option(
         fc.constantFrom<Node>(

@@ -1,4 +1,4 @@
-import { Config } from '@proxyd/proxy-core/model';
+import { Config } from '@proxyd/model';
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';

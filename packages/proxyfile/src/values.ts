@@ -8,7 +8,7 @@ import {
   parsePort,
   type SiteAddress,
   type UpstreamAddress,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { quoteText, show, type Token, width } from './lexer.js';

@@ -3,8 +3,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls, { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import type { UpstreamAddress, UpstreamTls } from '@proxyd/model';
 import { DataPlaneError, DataPlaneErrorCode } from '../errors.js';
-import type { UpstreamAddress, UpstreamTls } from '../model/index.js';
 
 /** The error an upstream connect that takes too long fails with (mapped to 504). */
 function connectTimeout(ms: number): DataPlaneError {

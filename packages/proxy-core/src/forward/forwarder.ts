@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import { ProxyServer as HttpProxy } from 'http-proxy-3';
 import { CacheRegistry } from '../cache/response-cache.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { DataPlaneHooks, RequestContext } from '../hooks.js';
-import type { ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
 import { AgentPool } from './agents.js';

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import http2 from 'node:http2';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
-import type { ReverseProxyHandler } from '../model/index.js';
 import type { ForwardOptions } from '../pipeline.js';
 import type { PoolMember, UpstreamPool } from '../pool/upstream-pool.js';
 import { TEXT } from './exchange.js';

@@ -1,9 +1,9 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { ForwardAuth } from '@proxyd/model';
 import { isHopByHop } from '../forward/hop-by-hop.js';
 import type { RequestContext } from '../hooks.js';
-import type { ForwardAuth } from '../model/index.js';
 import type { HeaderPlan } from './header-plan.js';
 import { Template } from './placeholders.js';
 import { matcherOf, type RequestMatch } from './request-matcher.js';

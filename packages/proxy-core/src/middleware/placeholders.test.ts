@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import { emptySite } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { emptySite } from '../model/index.js';
 import { PathPattern } from './path-pattern.js';
 import { Template } from './placeholders.js';
 import { RequestMatch } from './request-matcher.js';

@@ -1,12 +1,12 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
-import type { RequestContext } from '../hooks.js';
 import {
   PLACEHOLDER_PATTERN,
   type PlaceholderRef,
   REMAINDER_PLACEHOLDER,
   type RequestPlaceholder,
   requestPlaceholder,
-} from '../model/index.js';
+} from '@proxyd/model';
+import type { RequestContext } from '../hooks.js';
 import { type ErrorSlot, kError } from '../slots.js';
 import type { PathPattern } from './path-pattern.js';
 import { capturesOf } from './request-matcher.js';

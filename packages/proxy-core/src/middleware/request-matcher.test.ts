@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import { emptySite, type RequestMatcher } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { emptySite, type RequestMatcher } from '../model/index.js';
 import { capturesOf, compileMatchers, matcherOf, NO_MATCH, RequestMatch } from './request-matcher.js';
 
 function request(method: string, path: string, headers: IncomingMessage['headers'] = {}) {

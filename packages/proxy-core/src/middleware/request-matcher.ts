@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import type { HeaderMatch, MatcherConditions, QueryMatch, RequestMatcher } from '@proxyd/model';
 import { ClientIpResolver } from '../client-ip.js';
 import type { RequestContext } from '../hooks.js';
-import type { HeaderMatch, MatcherConditions, QueryMatch, RequestMatcher } from '../model/index.js';
 import { kCaptures } from '../slots.js';
 import { matchablePath, PathPattern } from './path-pattern.js';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import type { Rewrite, TryFiles, UriOp } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
-import type { Rewrite, TryFiles, UriOp } from '../model/index.js';
 import { FileServer } from './file-server.js';
 import { matchablePath, PathPattern } from './path-pattern.js';
 import { Template } from './placeholders.js';

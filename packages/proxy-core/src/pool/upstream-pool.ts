@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { ReverseProxyHandler, UpstreamAddress } from '../model/index.js';
+import type { ReverseProxyHandler, UpstreamAddress } from '@proxyd/model';
 
 /** One member of an {@link UpstreamPool}. Mutable health state, shared agent. */
 export interface PoolMember {

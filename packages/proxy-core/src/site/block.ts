@@ -1,4 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { AbortHandler, Handler, RespondHandler, ReverseProxyHandler } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
 import type { BasicAuthenticator } from '../middleware/basic-auth.js';
 import type { ForwardAuthenticator } from '../middleware/forward-auth.js';
@@ -7,7 +8,6 @@ import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
 import type { RequestMatch } from '../middleware/request-matcher.js';
 import type { RequestRewrites } from '../middleware/rewrite.js';
-import type { AbortHandler, Handler, RespondHandler, ReverseProxyHandler } from '../model/index.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
 

@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Handler } from '@proxyd/model';
 import { forwardThroughCache } from '../cache/cache-step.js';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { RequestContext } from '../hooks.js';
 import { FileServer } from '../middleware/file-server.js';
 import type { HeaderEdit, HeaderPlan } from '../middleware/header-plan.js';
 import { errorOf, Template } from '../middleware/placeholders.js';
-import type { Handler } from '../model/index.js';
 import type { Forwarder } from '../pipeline.js';
 import { answerHead, canned, send } from './canned.js';
 

@@ -1,4 +1,4 @@
-import type { ErrorHandleBlock, GlobalOptions, HandleBlock, Site } from '@proxyd/proxy-core/model';
+import type { ErrorHandleBlock, GlobalOptions, HandleBlock, Site } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import type { Token } from '../lexer.js';
 

@@ -1,4 +1,4 @@
-import type { CopyHeader, UpstreamAddress } from '@proxyd/proxy-core/model';
+import type { CopyHeader, UpstreamAddress } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Token } from '../lexer.js';

@@ -1,4 +1,4 @@
-import type { ErrorHandleBlock } from '@proxyd/proxy-core/model';
+import type { ErrorHandleBlock } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Directive } from './directive.js';
 

@@ -1,4 +1,4 @@
-import type { HandleBlock } from '@proxyd/proxy-core/model';
+import type { HandleBlock } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { quoteText, type Token } from '../lexer.js';

@@ -1,4 +1,4 @@
-import { SITE_DIRECTIVES } from '@proxyd/proxy-core/model';
+import { SITE_DIRECTIVES } from '@proxyd/model';
 import { abort } from './abort.js';
 import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';

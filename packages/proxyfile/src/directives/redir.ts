@@ -1,4 +1,4 @@
-import type { Redirect } from '@proxyd/proxy-core/model';
+import type { Redirect } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';

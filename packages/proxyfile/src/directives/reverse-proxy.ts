@@ -1,4 +1,4 @@
-import { defaultReverseProxy, type HeaderOp, type LbPolicy, type UpstreamAddress } from '@proxyd/proxy-core/model';
+import { defaultReverseProxy, type HeaderOp, type LbPolicy, type UpstreamAddress } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';

@@ -1,4 +1,4 @@
-import type { UriOp } from '@proxyd/proxy-core/model';
+import type { UriOp } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Token } from '../lexer.js';
 import { nearest } from '../suggest.js';

@@ -8,7 +8,7 @@
  * A problem is a phrase that reads after the quoted value, e.g.
  * `"a..b" has an empty label` is `quote(text) + " " + problem`.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6 } from './ip.js';
 
 /** A parsed value, or the reason the text is not one. */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };

@@ -1,4 +1,4 @@
-import type { SiteAddress } from './index.js';
+import type { SiteAddress } from './addresses.js';
 
 /**
  * The host of a catch-all site address (`:8080 {`, `http:// {`): the site
