@@ -13,6 +13,7 @@ import {
   isCidr,
   isEmail,
   isLoopbackHost,
+  PRIVATE_RANGES,
   parseDuration,
   parseHttpUrl,
   parseSize,
@@ -20,9 +21,6 @@ import {
   readDuration,
   readPort,
 } from './values.js';
-
-/** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
-const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
 
 const ACME_CA_EXPECTED =
   'an https:// ACME directory URL (http:// only for a loopback host: localhost, 127.0.0.1, [::1])';

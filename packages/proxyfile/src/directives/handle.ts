@@ -63,6 +63,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     fileServerAt: null,
     handlePatterns: state.handlePatterns,
     matchers: state.matchers,
+    ...(state.siteRoot === undefined ? {} : { siteRoot: state.siteRoot }),
     compileBlock: state.compileBlock,
   });
   state.site.handles.push(block);
