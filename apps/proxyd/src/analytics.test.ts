@@ -7,9 +7,9 @@ import { PassThrough, Writable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { type Config, defaultGlobalOptions, emptySite } from '@proxyd/model';
 import type { RequestContext } from '@proxyd/proxy-core';
+import { createLogging } from '@proxyd/telemetry';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from './analytics.js';
-import { createLogging } from './logging.js';
 
 const config: Config = { global: { ...defaultGlobalOptions(), geoip_db: null }, sites: [] };
 const PAGE = '<html><head><title>t</title></head><body></body></html>';

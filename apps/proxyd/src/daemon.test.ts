@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { defaultGlobalOptions } from '@proxyd/model';
+import { createLogging } from '@proxyd/telemetry';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Daemon, startDaemon } from './daemon.js';
-import { createLogging } from './logging.js';
 
 let dir: string;
 let daemon: Daemon | undefined;

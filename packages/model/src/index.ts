@@ -57,7 +57,7 @@ export {
   REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
 } from './placeholders.js';
-export { REQUEST_EVENTS_KEY } from './request-events.js';
+export { REQUEST_EVENTS_KEY, RequestEvent, type RequestRecord } from './request-events.js';
 export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
 export { RouteOrigin, RouteSpec } from './routes.js';
 export { HandleBlock, Site } from './site.js';

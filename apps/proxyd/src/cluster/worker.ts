@@ -5,12 +5,9 @@ import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import { connectToPrimary } from '@proxyd/cluster';
 import type { RouteSnapshot } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
-import { createAccessLog } from '../access-log.js';
+import { createAccessLog, createLogging, createMetrics, SiteLogRecorder } from '@proxyd/telemetry';
 import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
-import { createLogging } from '../logging.js';
-import { createMetrics } from '../metrics.js';
-import { SiteLogRecorder } from '../site-log.js';
 import { RemoteConnectionCounter } from './connection-counts.js';
 import {
   type CertificatePem,

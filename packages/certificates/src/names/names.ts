@@ -1,16 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import {
-  AcmeIssuer,
-  type CertificateLogger,
-  CertificateManager,
-  type CertificateSummary,
-  ChallengeTable,
-  FileStorage,
-  isLocalName,
-  LocalCa,
-  type ManagedName,
-} from '@proxyd/certificates';
-import {
   autoHttpsFor,
   autoHttpsObtainsCertificates,
   type Config,
@@ -19,6 +8,11 @@ import {
   type RouteSnapshot,
   type RouteSpec,
 } from '@proxyd/model';
+import { AcmeIssuer } from '../acme/index.js';
+import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
+import { type CertificateLogger, CertificateManager, ChallengeTable, type ManagedName } from '../manager/index.js';
+import type { CertificateSummary } from '../schedule/index.js';
+import { FileStorage } from '../storage/file-storage.js';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
