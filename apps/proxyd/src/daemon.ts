@@ -212,7 +212,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     disabled: options.docker === false,
     sink: store,
     published: () => store.routes,
-    logger: logging.forTarget('proxy::docker'),
+    // The root logger: the container source names its target on each line itself.
+    logger: logging.root,
   });
   const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
   const proxyfileReloader = options.configPath
