@@ -1,7 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
-import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import { ANALYTICS_TARGET, createAnalyticsWiring, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateManager } from '@proxyd/certificates';
 import { createCertificateWiring } from '@proxyd/certificates';
 import { HISTORY_TARGET, type RollupSource, startHistory } from '@proxyd/history';
@@ -23,7 +23,6 @@ import {
   type UpstreamHealth,
 } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
 import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';

@@ -1,4 +1,5 @@
 import { flushCompileCache } from 'node:module';
+import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '@proxyd/analytics';
 import type { PresentedChallenge } from '@proxyd/certificates';
 // The light entry: a worker never loads the ACME client.
 import { ChallengeTable } from '@proxyd/certificates/challenge-table';
@@ -6,7 +7,6 @@ import { connectToPrimary } from '@proxyd/cluster';
 import type { RouteSnapshot } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
 import { createAccessLog, createLogging, createMetrics, SiteLogRecorder } from '@proxyd/telemetry';
-import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
 import { RemoteConnectionCounter } from './connection-counts.js';
 import {
