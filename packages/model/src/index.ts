@@ -38,6 +38,7 @@ export {
   UNDER_ATTACK_MAX_DIFFICULTY,
   UnderAttack,
 } from './directives.js';
+export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
 export { DashboardOptions, DockerOptions, GlobalOptions, HistoryOptions, ServerOptions } from './global-options.js';
 export {
   FileServerHandler,

@@ -5,7 +5,7 @@
  * hidden class.
  */
 export const kExchange = Symbol('proxyd.exchange');
-/** The pending request record of a response (see proxy-server.ts). */
+/** The pending request record of a response (see data-plane/request-record.ts). */
 export const kRecord = Symbol('proxyd.record');
 /**
  * Set on responses whose server already listens for 'close' once and calls

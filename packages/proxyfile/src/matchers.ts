@@ -1,8 +1,8 @@
 import type { HeaderMatch, RequestMatcher } from '@proxyd/model';
-import { checkPathPattern } from './directives/redir.js';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { show, type Token } from './lexer.js';
+import { checkPathPattern } from './path-pattern.js';
 import { nearest } from './suggest.js';
 import { checkHeaderName } from './values.js';
 

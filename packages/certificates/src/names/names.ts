@@ -8,7 +8,8 @@ import {
   type RouteSnapshot,
   type RouteSpec,
 } from '@proxyd/model';
-import { AcmeIssuer } from '../acme/index.js';
+import { AcmeIssuer, type ChallengeSolver } from '../acme/index.js';
+import { createDns01Solver, type DnsChallengeSettings } from '../dns/index.js';
 import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
 import { type CertificateLogger, CertificateManager, ChallengeTable, type ManagedName } from '../manager/index.js';
 import type { CertificateSummary } from '../schedule/index.js';
@@ -30,6 +31,24 @@ export function managedNames(routes: readonly RouteSpec[], global: GlobalOptions
   const names = new CertifiedNames(global);
   names.update({ routes, version: 0, changes: null });
   return names.names();
+}
+
+/**
+ * The DNS-01 settings of an `acme` name of `route`: the site's `tls { dns }`
+ * (its provider, or the global `acme_dns` when it names none), else the
+ * global `acme_dns` with default propagation; null without a provider
+ * (HTTP-01/TLS-ALPN-01).
+ */
+export function dnsSettingsFor(route: RouteSpec, global: GlobalOptions): DnsChallengeSettings | null {
+  const site = route.site.tls.dns ?? null;
+  const provider = site?.provider ?? global.acme_dns ?? null;
+  if (provider === null) return null;
+  return {
+    provider,
+    propagation_timeout_ms: site?.propagation_timeout_ms ?? null,
+    resolvers: site?.resolvers ?? [],
+    authoritative_port: site?.authoritative_port ?? null,
+  };
 }
 
 /** Which issuer certifies `name` for a route that wants HTTPS (see {@link managedNames}). */
@@ -64,15 +83,20 @@ export function onDemandIssuer(
 export class CertifiedNames {
   readonly #global: GlobalOptions;
   readonly #off: boolean;
+  readonly #solverFor: ((settings: DnsChallengeSettings) => ChallengeSolver) | undefined;
+  /** One solver per distinct DNS-01 settings (JSON), shared by the names that use them. */
+  readonly #solvers = new Map<string, ChallengeSolver>();
   #routes: readonly RouteSpec[] = [];
-  /** Lowercase name → issuer, in the order first seen. */
-  readonly #names = new Map<string, ManagedName['issuer']>();
+  /** Lowercase name → issuer, and the JSON of its DNS-01 settings or null, in the order first seen. */
+  readonly #names = new Map<string, { issuer: ManagedName['issuer']; dns: string | null }>();
   /** Lowercase domain → route, for routes with `tls { on_demand }` that want a managed certificate. */
   readonly #onDemand = new Map<string, RouteSpec>();
 
-  constructor(global: GlobalOptions) {
+  /** `solverFor` builds the DNS-01 solver of a site's settings (the daemon's; absent: names carry no solver). */
+  constructor(global: GlobalOptions, solverFor?: (settings: DnsChallengeSettings) => ChallengeSolver) {
     this.#global = global;
     this.#off = !autoHttpsObtainsCertificates(global.auto_https);
+    this.#solverFor = solverFor;
   }
 
   /** Takes a new route set; true when the managed names changed. */
@@ -99,7 +123,15 @@ export class CertifiedNames {
 
   /** The names to certify and who certifies each. */
   names(): ManagedName[] {
-    return [...this.#names].map(([name, issuer]) => ({ name, issuer }));
+    return [...this.#names].map(([name, { issuer, dns }]) => {
+      if (dns === null || this.#solverFor === undefined) return { name, issuer };
+      let solver = this.#solvers.get(dns);
+      if (solver === undefined) {
+        solver = this.#solverFor(JSON.parse(dns) as DnsChallengeSettings);
+        this.#solvers.set(dns, solver);
+      }
+      return { name, issuer, dns: solver };
+    });
   }
 
   /** Who certifies `name` on demand (see {@link onDemandIssuer}), or null. */
@@ -119,8 +151,11 @@ export class CertifiedNames {
     else this.#onDemand.delete(domain);
     const issuer = certificate === 'managed' ? issuerFor(route, domain, this.#global) : null;
     if (issuer === null) return this.#names.delete(domain);
-    if (this.#names.get(domain) === issuer) return false;
-    this.#names.set(domain, issuer);
+    const settings = issuer === 'acme' ? dnsSettingsFor(route, this.#global) : null;
+    const dns = settings === null ? null : JSON.stringify(settings);
+    const known = this.#names.get(domain);
+    if (known?.issuer === issuer && known.dns === dns) return false;
+    this.#names.set(domain, { issuer, dns });
     return true;
   }
 }
@@ -158,7 +193,14 @@ export async function createCertificateWiring(
   const { global } = config;
   const storage = new FileStorage(options.certDir);
   const challengeTable = options.challengeTable ?? new ChallengeTable();
-  const certified = new CertifiedNames(global);
+  const certified = new CertifiedNames(global, (settings) =>
+    createDns01Solver(settings, {}, (error) =>
+      options.logger.error(
+        { code: error.code, provider: settings.provider.name, error: error.message },
+        `DNS provider ${settings.provider.name} is not usable: ${error.message}; its names fail until the configuration is fixed`,
+      ),
+    ),
+  );
   const caRootPem = global.acme_ca_root === null ? undefined : await readCaRoot(global.acme_ca_root);
   const directories = global.acme_ca.length > 0 ? global.acme_ca : [DEFAULT_ACME_CA];
   const acmeIssuers = directories.map(

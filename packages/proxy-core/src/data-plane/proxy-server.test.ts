@@ -2,8 +2,8 @@ import http from 'node:http';
 import net, { type Socket } from 'node:net';
 import { Transform } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import type { RequestRecord } from './hooks.js';
-import { get, onCleanup, proxy, site, until, upstream, wait } from './loopback.test-helpers.js';
+import type { RequestRecord } from '../hooks.js';
+import { get, onCleanup, proxy, site, until, upstream, wait } from '../loopback.test-helpers.js';
 import { ProxyServer } from './proxy-server.js';
 
 describe('routing', () => {
