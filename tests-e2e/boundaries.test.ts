@@ -11,6 +11,7 @@ const libraries = [
   'packages/proxy-core',
   'packages/route-store',
   'packages/cluster',
+  'packages/telemetry',
   'packages/certificates',
   'packages/proxyfile',
   'packages/docker-source',
@@ -31,7 +32,10 @@ const allowed: Record<string, string[]> = {
   '@proxyd/model': [],
   '@proxyd/proxy-core': ['@proxyd/model'],
   '@proxyd/route-store': ['@proxyd/model'],
-  '@proxyd/cluster': ['@proxyd/model'],
+  // Telemetry's types (a worker's metrics snapshot) for the fleet's messages, as types only (checked below).
+  '@proxyd/cluster': ['@proxyd/model', '@proxyd/telemetry'],
+  // Request metrics, access and site logs read the model's request record; nothing else of the product.
+  '@proxyd/telemetry': ['@proxyd/model'],
   // Also the data plane's ports it implements (CertificateStore, ChallengeResponder), as types, until
   // they move to the control↔data contract.
   '@proxyd/certificates': ['@proxyd/model', '@proxyd/proxy-core'],
@@ -59,11 +63,14 @@ const allowed: Record<string, string[]> = {
     '@proxyd/certificates',
     // The light entry a data-plane worker loads (the challenge table, no ACME client).
     '@proxyd/certificates/challenge-table',
+    // The light entry `proxyd trust` loads (the local CA and the trust stores, no ACME client).
+    '@proxyd/certificates/trust',
     '@proxyd/cluster',
     '@proxyd/docker-source',
     '@proxyd/admin-api',
     '@proxyd/dashboard',
     '@proxyd/cli',
+    '@proxyd/telemetry',
   ],
 };
 // Packages from outside the workspace (node: built-ins included) a package's shipped sources may import,
@@ -77,6 +84,7 @@ const typeOnly: Record<string, string[]> = {
   '@proxyd/analytics': ['@proxyd/proxy-core'],
   '@proxyd/proxyfile': ['@proxyd/route-store'],
   '@proxyd/docker-source': ['@proxyd/route-store'],
+  '@proxyd/cluster': ['@proxyd/telemetry'],
 };
 
 // Exact entries imported only as types (other entries of that package may be values):
@@ -111,9 +119,7 @@ const cycleExceptions: string[] = [];
 // history flush, trust and the cluster contract out of the app (issue 29) take these with them; empty
 // this list as they go.
 const appClassExceptions: string[] = [
-  'apps/proxyd/src/certificates.ts: CertifiedNames',
   'apps/proxyd/src/cluster/connection-counts.ts: RemoteConnectionCounter',
-  'apps/proxyd/src/cluster/metrics-merge.ts: DomainCap',
   'apps/proxyd/src/cluster/primary.ts: BroadcastChallengeTable',
   'apps/proxyd/src/cluster/rate-limits.ts: RateLimitAuthority',
   'apps/proxyd/src/cluster/rate-limits.ts: RemoteRateLimits',
@@ -122,27 +128,10 @@ const appClassExceptions: string[] = [
   'apps/proxyd/src/cluster/route-tables.ts: WorkerRoutes',
   'apps/proxyd/src/cluster/worker-certificates.ts: CertificateSync',
   'apps/proxyd/src/cluster/worker-certificates.ts: WorkerCertificateStore',
-  'apps/proxyd/src/request-metrics.ts: RequestMetrics',
-  'apps/proxyd/src/site-log-file.ts: RollingFile',
-  'apps/proxyd/src/site-log.ts: SiteLogOutputs',
-  'apps/proxyd/src/site-log.ts: SiteLogRecorder',
 ];
 // apps/proxyd/src files its README's "behaviour → file" table does not name yet. The engineers moving
 // things out of the app (issue 29) add a row, or move the file out; empty this list as they do.
-const appReadmeExceptions: string[] = [
-  'src/certificates.ts',
-  'src/cluster/connection-counts.ts',
-  'src/cluster/metrics-merge.ts',
-  'src/cluster/primary.ts',
-  'src/cluster/protocol.ts',
-  'src/cluster/rate-limits.ts',
-  'src/cluster/reuseport-migration.ts',
-  'src/cluster/route-tables.ts',
-  'src/cluster/worker-certificates.ts',
-  'src/cluster/worker.ts',
-  'src/docker.ts',
-  'src/trust.ts',
-];
+const appReadmeExceptions: string[] = [];
 
 interface PackageJson {
   name: string;
@@ -350,6 +339,23 @@ describe('package boundaries', () => {
     expect(violations).toEqual([]);
   });
 
+  it('telemetry imports only the model, prom-client, pino and node: built-ins; only the app loads it', async () => {
+    const violations: string[] = [];
+    for (const { file, spec } of await importsUnder(path.join(root, 'packages/telemetry/src'))) {
+      if (isTest(file) || spec.startsWith('.') || isBuiltin(spec)) continue;
+      if (!['@proxyd/model', 'prom-client', 'pino'].includes(packageOf(spec)))
+        violations.push(`${rel(file)}: ${spec} is not the model, prom-client or pino`);
+    }
+    const loaders = Object.entries(allowed)
+      .filter(
+        ([name, entries]) =>
+          entries.includes('@proxyd/telemetry') && !(typeOnly[name] ?? []).includes('@proxyd/telemetry'),
+      )
+      .map(([name]) => name);
+    expect(loaders).toEqual(['@proxyd/proxyd']);
+    expect(violations).toEqual([]);
+  });
+
   it('registered symbols are defined in one file: nothing rides hidden on shared objects under a key spelled twice', async () => {
     // The route store's changes travel in the model's RouteSnapshot, not under a symbol on the route array;
     // the one registered symbol left (the request-events key on a response) is the model's.
@@ -410,7 +416,12 @@ describe('package boundaries', () => {
         }
       }
     }
-    expect(Object.keys(typeOnly)).toEqual(['@proxyd/analytics', '@proxyd/proxyfile', '@proxyd/docker-source']);
+    expect(Object.keys(typeOnly)).toEqual([
+      '@proxyd/analytics',
+      '@proxyd/proxyfile',
+      '@proxyd/docker-source',
+      '@proxyd/cluster',
+    ]);
     expect(violations).toEqual([]);
   });
 

@@ -1,33 +1,33 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
-import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import { ANALYTICS_TARGET, createAnalyticsWiring, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateManager } from '@proxyd/certificates';
+import { createCertificateWiring } from '@proxyd/certificates';
+import { HISTORY_TARGET, type RollupSource, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
-import { routesFromConfig } from '@proxyd/proxyfile';
+import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
-import type { Logger } from 'pino';
-import { createAccessLog } from './access-log.js';
-import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
-import { createCertificateWiring } from './certificates.js';
-import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
-import { splitHostPort, startControlPlane } from './control-plane.js';
-import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
-import { startDockerDiscovery } from './docker.js';
-import { HISTORY_TARGET, type RollupSource, startHistory } from './history.js';
-import type { Logging } from './logging.js';
+import type { Logging } from '@proxyd/telemetry';
 import {
   countReloads,
+  createAccessLog,
   createMetrics,
   type DataPlaneStats,
   type MetricsSnapshot,
   type ProxydMetrics,
+  SITE_LOG_TARGET,
+  SiteLogOutputs,
+  SiteLogRecorder,
   type UpstreamHealth,
-} from './metrics.js';
+} from '@proxyd/telemetry';
+import type { Logger } from 'pino';
+import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
+import { splitHostPort, startControlPlane } from './control-plane.js';
+import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
+import { startDockerDiscovery } from './docker.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
-import { createReloader, type ReloadResult } from './reload.js';
-import { SITE_LOG_TARGET, SiteLogOutputs, SiteLogRecorder } from './site-log.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -211,7 +211,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     disabled: options.docker === false,
     sink: store,
     published: () => store.routes,
-    logger: logging.forTarget('proxy::docker'),
+    // The root logger: the container source names its target on each line itself.
+    logger: logging.root,
   });
   const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
   const proxyfileReloader = options.configPath

@@ -100,6 +100,15 @@ export {
   type TimerHandle,
 } from './manager/index.js';
 export {
+  type CertificateWiring,
+  type CertificateWiringOptions,
+  CertifiedNames,
+  createCertificateWiring,
+  DEFAULT_ACME_CA,
+  managedNames,
+  onDemandIssuer,
+} from './names/names.js';
+export {
   ariCertId,
   type BackoffFailure,
   type BackoffPolicy,
@@ -139,3 +148,17 @@ export {
 } from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
+export {
+  describeRoot,
+  type LocalRoot,
+  NSS_TRUST_FLAGS,
+  type NssTrustStore,
+  nssFlags,
+  type SystemTrustStore,
+  type TrustOptions,
+  type TrustReport,
+  type TrustStep,
+  type TrustStepStatus,
+  trustLocalRoot,
+  untrustLocalRoot,
+} from './trust/trust.js';

@@ -71,7 +71,7 @@ export {
   type RequestPlaceholder,
   requestPlaceholder,
 } from './placeholders.js';
-export { REQUEST_EVENTS_KEY } from './request-events.js';
+export { REQUEST_EVENTS_KEY, RequestEvent, type RequestRecord } from './request-events.js';
 export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
 export { RouteOrigin, RouteSpec } from './routes.js';
 export {

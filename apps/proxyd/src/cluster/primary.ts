@@ -7,14 +7,13 @@ import {
   type MinuteRollup,
   mergeAnalyticsStates,
 } from '@proxyd/analytics';
+import type { CertificateWiring } from '@proxyd/certificates';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
 import type { Config, RouteSnapshot } from '@proxyd/model';
 import { ConnectionCounts, LISTENER_DEFAULTS } from '@proxyd/proxy-core';
+import type { MetricsSnapshot, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import type { CertificateWiring } from '../certificates.js';
-import type { MetricsSnapshot } from '../metrics.js';
-import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
 import { serveConnectionCounts } from './connection-counts.js';
 import {
   type CertificatePem,

@@ -1,16 +1,13 @@
 import { flushCompileCache } from 'node:module';
+import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '@proxyd/analytics';
 import type { PresentedChallenge } from '@proxyd/certificates';
 // The light entry: a worker never loads the ACME client.
 import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import { connectToPrimary } from '@proxyd/cluster';
 import type { RouteSnapshot } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
-import { createAccessLog } from '../access-log.js';
-import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
+import { createAccessLog, createLogging, createMetrics, SiteLogRecorder } from '@proxyd/telemetry';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
-import { createLogging } from '../logging.js';
-import { createMetrics } from '../metrics.js';
-import { SiteLogRecorder } from '../site-log.js';
 import { RemoteConnectionCounter } from './connection-counts.js';
 import {
   type CertificatePem,

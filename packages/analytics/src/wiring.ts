@@ -1,15 +1,11 @@
 import path from 'node:path';
-import {
-  type AnalyticsSnapshot,
-  type AnalyticsState,
-  createAnalytics,
-  loadSecretFile,
-  type MinuteRollup,
-  SECRET_FILE_NAME,
-} from '@proxyd/analytics';
 import type { Config } from '@proxyd/model';
 import type { DataPlaneHooks } from '@proxyd/proxy-core';
-import type { Logger } from 'pino';
+import { createAnalytics } from './analytics.js';
+import type { AnalyticsState } from './analytics-state.js';
+import type { MinuteRollup } from './rollup.js';
+import { loadSecretFile, SECRET_FILE_NAME } from './secret-file.js';
+import type { AnalyticsSnapshot } from './snapshot.js';
 
 /** The env var that shortens the aggregation cycle (ms; tests). Default 60,000 (spec §8). */
 export const CYCLE_ENV = 'PROXYD_ANALYTICS_CYCLE_MS';
@@ -35,12 +31,17 @@ export interface AnalyticsWiring {
   close(): Promise<void>;
 }
 
+/** What the wiring logs to (a pino logger of target `proxy::analytics` fits). */
+export interface AnalyticsLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
 /** Where the wiring keeps state and reports. */
 export interface AnalyticsWiringOptions {
   /** The daemon's state dir: the beacon-token key is kept in `<stateDir>/analytics.key` (mode 0600). Absent: a key per process. */
   stateDir?: string;
   /** Logger of the `proxy::analytics` target (the domain-cap warning, a replaced key). */
-  logger?: Logger;
+  logger?: AnalyticsLog;
   /** Domains tracked at most (default 1,000; tests). */
   maxDomains?: number;
   /** Count per-minute rollups (default true; false with history off: nothing would drain them). */

@@ -1,4 +1,4 @@
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { RequestRecord } from '@proxyd/model';
 
 /** The `logger` of every site access line (Caddy names its access loggers `http.log.access…`). */
 export const SITE_LOG_LOGGER = 'http.log.access';

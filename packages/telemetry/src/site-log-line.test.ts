@@ -1,4 +1,4 @@
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { RequestRecord } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { formatSiteLogLine } from './site-log-line.js';
 

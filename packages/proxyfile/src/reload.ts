@@ -1,7 +1,13 @@
 import type { Config } from '@proxyd/model';
-import { createProxyfileSource } from '@proxyd/proxyfile';
 import type { RouteStore } from '@proxyd/route-store';
-import type { Logger } from 'pino';
+import { createProxyfileSource } from './route-source.js';
+
+/** The structured logger the Proxyfile's reload and watch write to (pino fits; the daemon passes target `proxy::config`). */
+export interface ProxyfileLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
 
 /** The outcome of one reload (the admin API's ReloadPort shape). */
 export type ReloadResult = { ok: true; message: string } | { ok: false; errorText: string };
@@ -20,7 +26,7 @@ export interface ReloaderOptions {
   /** The config the process started with (to warn when global options change). */
   running: Config;
   /** Logger of target `proxy::config`. */
-  logger: Logger;
+  logger: ProxyfileLogger;
   /** Checks a parsed config before its routes are written (the sites' log files); a rejection fails the reload. */
   prepare?: (config: Config) => Promise<void>;
 }

@@ -2,11 +2,10 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { emptyRollup, type MinuteRollup } from '@proxyd/analytics';
-import { openHistory } from '@proxyd/history';
 import { defaultGlobalOptions, defaultHistoryOptions } from '@proxyd/model';
-import type { Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FLUSH_ENV, flushPeriodFromEnv, startHistory } from './history.js';
+import { FLUSH_ENV, flushPeriodFromEnv, startHistory } from './flush.js';
+import { openHistory } from './open.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -23,7 +22,7 @@ function recordingLogger() {
   const at = (level: string) => (fields: Record<string, unknown>, msg: string) => lines.push({ level, fields, msg });
   return {
     lines,
-    logger: { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') } as unknown as Logger,
+    logger: { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') },
   };
 }
 

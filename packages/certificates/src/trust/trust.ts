@@ -4,7 +4,8 @@ import { constants } from 'node:fs';
 import { access, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_CERT_DIR, FileStorage, LocalCa, LocalCaKeys } from '@proxyd/certificates';
+import { LocalCa, LocalCaKeys } from '../local-ca/local-ca.js';
+import { DEFAULT_CERT_DIR, FileStorage } from '../storage/file-storage.js';
 
 /**
  * `proxyd trust` and `proxyd untrust`: the local CA's root in the stores

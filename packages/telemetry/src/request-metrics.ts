@@ -1,4 +1,4 @@
-import { RequestEvent, type RequestRecord } from '@proxyd/proxy-core';
+import { RequestEvent, type RequestRecord } from '@proxyd/model';
 import type { Registry } from 'prom-client';
 
 /** Status classes, in label order; `other` is a client that left before a status. */

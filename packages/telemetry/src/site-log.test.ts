@@ -1,8 +1,7 @@
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { emptySite, type LogOutput, type LogRoll, type RouteSpec, type Site } from '@proxyd/model';
-import type { RequestRecord } from '@proxyd/proxy-core';
+import { emptySite, type LogOutput, type LogRoll, type RequestRecord, type RouteSpec, type Site } from '@proxyd/model';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type SiteLogBatch, SiteLogOutputs, SiteLogRecorder, siteLogKey } from './site-log.js';

@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, readdirSync, readFileSync, watch } from 'node:fs';
 import path from 'node:path';
-import { RELOAD_COOLDOWN_MS } from '@proxyd/admin-api';
-import { parse } from '@proxyd/proxyfile';
-import type { Logger } from 'pino';
-import type { ReloadResult } from './reload.js';
+import { parse } from './parse.js';
+import type { ProxyfileLogger, ReloadResult } from './reload.js';
 
 /** Quiet time after the last change before a reload starts, in ms (an editor's save is several events). */
 export const WATCH_DEBOUNCE_MS = 300;
@@ -70,11 +68,11 @@ export interface WatchOptions {
   /** The reload SIGHUP runs (`Daemon.reload`). */
   reload: () => Promise<ReloadResult>;
   /** Logger of target `proxy::config`. */
-  logger: Logger;
+  logger: ProxyfileLogger;
   /** Default {@link WATCH_DEBOUNCE_MS}. */
   debounceMs?: number;
-  /** Least time between two reloads, in ms; default the admin API's reload cooldown (5 s). */
-  cooldownMs?: number;
+  /** Least time between two reloads, in ms: the daemon gives the admin API's reload cooldown (5 s). */
+  cooldownMs: number;
 }
 
 /** A running watch; `close()` stops it (a reload in flight finishes). */
@@ -97,7 +95,7 @@ export interface ProxyfileWatch {
 export function watchProxyfile(options: WatchOptions): ProxyfileWatch {
   const { configPath, reload, logger } = options;
   const debounceMs = options.debounceMs ?? WATCH_DEBOUNCE_MS;
-  const cooldownMs = options.cooldownMs ?? RELOAD_COOLDOWN_MS;
+  const { cooldownMs } = options;
   let inputs = proxyfileInputs(configPath);
   let seen = fingerprint(inputs);
   let watchers = new Map<string, FSWatcher>();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ProxyfileWatch, proxyfileInputs, watchProxyfile } from './config-watch.js';
+import { type ProxyfileWatch, proxyfileInputs, watchProxyfile } from './watch.js';
 
 const site = (name: string) => `${name}.test {\n\trespond "${name}"\n}\n`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,4 +1,4 @@
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { RequestRecord } from '@proxyd/model';
 import type { LogFilter, Logging } from './logging.js';
 
 /** The log target of the access log. */

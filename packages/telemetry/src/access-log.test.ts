@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { RequestRecord } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { ACCESS_TARGET, accessLogEnabled, createAccessLog } from './access-log.js';
 import { createLogging, parseLogFilter } from './logging.js';

@@ -1,11 +1,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadProxyfile, routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createReloader } from './reload.js';
+import { loadProxyfile, routesFromConfig } from './route-source.js';
 
 let dir: string;
 let file: string;

@@ -1,6 +1,6 @@
 import { defaultGlobalOptions, emptySite, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { CertifiedNames, managedNames, onDemandIssuer } from './certificates.js';
+import { CertifiedNames, managedNames, onDemandIssuer } from './names.js';
 
 function route(
   address: string,

@@ -2,8 +2,7 @@ import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
 import { type Metric, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../metrics.js';
-import { RequestMetrics } from '../request-metrics.js';
+import { createMetrics } from './metrics.js';
 import {
   AGGREGATORS,
   DomainCap,
@@ -15,6 +14,7 @@ import {
   renderSnapshot,
   toSnapshot,
 } from './metrics-merge.js';
+import { RequestMetrics } from './request-metrics.js';
 
 const gauge = (name: string, value: number, labels: MetricSample['labels'] = {}): MetricJson => ({
   name,

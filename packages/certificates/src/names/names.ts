@@ -1,19 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import {
-  AcmeIssuer,
-  type CertificateLogger,
-  CertificateManager,
-  type CertificateSummary,
-  type ChallengeSolver,
-  ChallengeTable,
-  createDns01Solver,
-  type DnsChallengeSettings,
-  FileStorage,
-  isLocalName,
-  LocalCa,
-  type ManagedName,
-} from '@proxyd/certificates';
-import {
   autoHttpsFor,
   autoHttpsObtainsCertificates,
   type Config,
@@ -22,6 +8,12 @@ import {
   type RouteSnapshot,
   type RouteSpec,
 } from '@proxyd/model';
+import { AcmeIssuer, type ChallengeSolver } from '../acme/index.js';
+import { createDns01Solver, type DnsChallengeSettings } from '../dns/index.js';
+import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
+import { type CertificateLogger, CertificateManager, ChallengeTable, type ManagedName } from '../manager/index.js';
+import type { CertificateSummary } from '../schedule/index.js';
+import { FileStorage } from '../storage/file-storage.js';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';

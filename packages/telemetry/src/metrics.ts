@@ -1,15 +1,7 @@
-import type { RouteOrigin } from '@proxyd/model';
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { RequestRecord, RouteOrigin } from '@proxyd/model';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import {
-  DomainCap,
-  type MetricsSnapshot,
-  mergeSnapshots,
-  renderSnapshot,
-  toSnapshot,
-} from './cluster/metrics-merge.js';
 import { replaceEventLoopDelayGauges } from './event-loop-metrics.js';
-import type { Reloader } from './reload.js';
+import { DomainCap, type MetricsSnapshot, mergeSnapshots, renderSnapshot, toSnapshot } from './metrics-merge.js';
 import { RequestMetrics } from './request-metrics.js';
 
 /** Label value of requests no route matched. */
@@ -17,7 +9,7 @@ export const UNROUTED_DOMAIN = '_unrouted';
 /** Label value of every domain past the cardinality cap. */
 export const OTHER_DOMAIN = '_other';
 
-export type { MetricsSnapshot } from './cluster/metrics-merge.js';
+export type { MetricsSnapshot } from './metrics-merge.js';
 
 /**
  * Which process the metrics are of: `single` serves and controls (one
@@ -58,9 +50,11 @@ export interface CertificateMetricsSource {
  * (`proxyd_config_reloads_total`, `proxyd_config_last_reload_*`): every
  * caller (POST /reload, SIGHUP) reloads through it.
  */
-export function countReloads(reloader: Reloader, metrics: { recordReload(ok: boolean): void }): Reloader {
+export function countReloads<Result extends { ok: boolean }>(
+  reloader: { reload(): Promise<Result> },
+  metrics: { recordReload(ok: boolean): void },
+): { reload(): Promise<Result> } {
   return {
-    ...reloader,
     async reload() {
       const result = await reloader.reload();
       metrics.recordReload(result.ok);

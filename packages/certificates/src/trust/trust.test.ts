@@ -2,9 +2,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FileStorage, LocalCa, LocalCaKeys } from '@proxyd/certificates';
 import { buildProgram, type DaemonCommands } from '@proxyd/cli';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { LocalCa, LocalCaKeys } from '../local-ca/local-ca.js';
+import { FileStorage } from '../storage/file-storage.js';
 import { type NssTrustStore, nssFlags, type SystemTrustStore, trustLocalRoot, untrustLocalRoot } from './trust.js';
 
 // The real update-ca-certificates and certutil, every path in a temp dir:

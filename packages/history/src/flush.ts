@@ -1,8 +1,14 @@
 import path from 'node:path';
 import type { MinuteRollup } from '@proxyd/analytics';
-import { type HistoryStore, openHistory } from '@proxyd/history';
 import { type Config, defaultHistoryOptions } from '@proxyd/model';
-import type { Logger } from 'pino';
+import { type HistoryLog, openHistory } from './open.js';
+import type { HistoryStore } from './store.js';
+
+/** What the flush schedule logs to (a pino logger of target `proxy::history` fits). */
+export interface HistoryFlushLog extends HistoryLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+  debug(fields: Record<string, unknown>, message: string): void;
+}
 
 /** The log target of history (the database set aside, flushes that fail or take long). */
 export const HISTORY_TARGET = 'proxy::history';
@@ -61,7 +67,7 @@ export function flushPeriodFromEnv(env: NodeJS.ProcessEnv = process.env): number
  */
 export async function startHistory(
   config: Config,
-  options: { stateDir: string; logger: Logger; now?: () => number },
+  options: { stateDir: string; logger: HistoryFlushLog; now?: () => number },
 ): Promise<(HistoryWiring & { attach(source: RollupSource): Promise<void> }) | null> {
   const settings = config.global.history ?? defaultHistoryOptions();
   if (!settings.enabled) return null;

@@ -1,6 +1,5 @@
 import path from 'node:path';
-import type { LogOutput, LogRoll, RouteSpec, Site } from '@proxyd/model';
-import type { RequestRecord } from '@proxyd/proxy-core';
+import type { LogOutput, LogRoll, RequestRecord, RouteSpec, Site } from '@proxyd/model';
 import type { Logger } from 'pino';
 import { RollingFile } from './site-log-file.js';
 import { formatSiteLogLine } from './site-log-line.js';

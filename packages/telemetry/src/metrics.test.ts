@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import v8 from 'node:v8';
 import { createAdminApp } from '@proxyd/admin-api';
-import { RequestEvent, type RequestRecord } from '@proxyd/proxy-core';
+import { RequestEvent, type RequestRecord } from '@proxyd/model';
 import { RouteStore } from '@proxyd/route-store';
 import { describe, expect, it } from 'vitest';
 import {
