@@ -56,6 +56,7 @@ describe('the proxyd command line', () => {
       'run',
       'demo',
       'reload',
+      'health',
       'validate',
       'adapt',
       'fmt',

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall } from './support/admin.js';
 import { type RunningProxyd, request, startProxyd, startUpstream } from './support/proxyd.js';
@@ -130,4 +130,47 @@ http://pool.test {
     expect(await echoed).toBe('echo:ping');
     socket.destroy();
   });
+
+  it('issue 28: answers a pipelined request before the 400 of a malformed one behind it, then closes', async () => {
+    const reply = await rawExchange(
+      proxyd.httpPort,
+      'GET /pipelined HTTP/1.1\r\nhost: app.test\r\n\r\nGET /bad HTTP/1.1\r\nhost: app.test\r\nbad header: x\r\n\r\n',
+    );
+    expect(reply.closed).toBe(true);
+    expect(reply.data).toMatch(
+      /^HTTP\/1\.1 200 OK\r\n[\s\S]*?\r\n\r\nAHTTP\/1\.1 400 Bad Request\r\n[\s\S]*?connection: close\r\n\r\n$/i,
+    );
+    expect(seen.filter((s) => s.url === '/bad')).toEqual([]);
+  });
+
+  it('issue 28: refuses Transfer-Encoding gzip, chunked with 501 without reaching the upstream', async () => {
+    const reply = await rawExchange(
+      proxyd.httpPort,
+      'POST /coded HTTP/1.1\r\nhost: app.test\r\ntransfer-encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+    );
+    expect(reply.closed).toBe(true);
+    expect(reply.data).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+    expect(seen.filter((s) => s.url === '/coded')).toEqual([]);
+  });
 });
+
+/** Writes `bytes` in one write and reads until the daemon closes the connection (or 10 s pass). */
+function rawExchange(port: number, bytes: string): Promise<{ data: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    let data = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ data, closed: false });
+    }, 10_000);
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => {
+      data += d;
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ data, closed: true });
+    });
+  });
+}

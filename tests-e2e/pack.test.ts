@@ -18,14 +18,14 @@ describe('packages as libraries outside the monorepo', () => {
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  it('proxy-core, route-store and proxyfile install from their tarballs and import with types', async () => {
+  it('model, proxy-core, route-store and proxyfile install from their tarballs and import with types', async () => {
     const scratch = await mkdtemp(path.join(tmpdir(), 'proxyd-pack-'));
     dirs.push(scratch);
-    for (const pkg of ['packages/proxy-core', 'packages/route-store', 'packages/proxyfile']) {
+    for (const pkg of ['packages/model', 'packages/proxy-core', 'packages/route-store', 'packages/proxyfile']) {
       await run('pnpm', ['pack', '--pack-destination', scratch], { cwd: path.join(root, pkg) });
     }
     const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
-    expect(tarballs).toHaveLength(3);
+    expect(tarballs).toHaveLength(4);
     await writeFile(
       path.join(scratch, 'package.json'),
       JSON.stringify({ name: 'scratch', private: true, type: 'module' }),
@@ -42,7 +42,8 @@ describe('packages as libraries outside the monorepo', () => {
     await writeFile(
       path.join(scratch, 'consumer.ts'),
       [
-        "import { RouteTable, type Config } from '@proxyd/proxy-core';",
+        "import type { Config } from '@proxyd/model';",
+        "import { RouteTable } from '@proxyd/proxy-core';",
         "import { parse, ProxyfileError, routesFromConfig } from '@proxyd/proxyfile';",
         "const config: Config = parse('http://a.test {\\n\\treverse_proxy 127.0.0.1:9000\\n}\\n');",
         'const table = new RouteTable(routesFromConfig(config));',

@@ -66,7 +66,7 @@ async function setup(persist) {
   const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-bench-admin-'));
   const { store } = await RouteStore.open({ stateFile: persist ? path.join(dir, 'routes.json') : null });
   const proxy = new ProxyServer({ routes: store.routes, version: store.version });
-  store.subscribe((routes, version) => proxy.setRoutes(routes, version));
+  store.subscribe((snapshot) => proxy.setRoutes(snapshot));
   const data = await proxy.listen(0, '127.0.0.1');
   const app = createAdminApp({ routes: store, token: TOKEN, rateLimit: { max: 1e12, windowMs: 60_000 } });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -6,7 +6,7 @@
 import { PassThrough } from 'node:stream';
 import zlib from 'node:zlib';
 import { createAnalytics } from '@proxyd/analytics';
-import { emptySite } from '@proxyd/proxy-core';
+import { emptySite } from '@proxyd/model';
 
 const analytics = await createAnalytics({ cycleMs: 60_000 });
 const site = emptySite([]);

@@ -15,7 +15,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DataPlane, defaultGlobalOptions } from '@proxyd/proxy-core';
+import { defaultGlobalOptions } from '@proxyd/model';
+import { DataPlane } from '@proxyd/proxy-core';
 import { RouteStore } from '@proxyd/route-store';
 
 const SIZES = (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number);
@@ -62,9 +63,9 @@ async function measure(n) {
     global.auto_https = 'off';
     const plane = await DataPlane.start({ global, sites: [] }, store.routes, {}, { bindHost: '127.0.0.1' });
     const publishes = [];
-    const unsubscribe = store.subscribe((published, version) => {
+    const unsubscribe = store.subscribe((snapshot) => {
       const t0 = performance.now();
-      plane.setRoutes(published, version);
+      plane.setRoutes(snapshot);
       publishes.push(performance.now() - t0);
     });
     publishes.length = 0;

@@ -1,33 +1,33 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
-import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import { ANALYTICS_TARGET, createAnalyticsWiring, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateManager } from '@proxyd/certificates';
-import { type Config, composeHooks, DataPlane } from '@proxyd/proxy-core';
-import type { RouteSpec, Site } from '@proxyd/proxy-core/model';
-import { routesFromConfig } from '@proxyd/proxyfile';
+import { createCertificateWiring } from '@proxyd/certificates';
+import { HISTORY_TARGET, type RollupSource, startHistory } from '@proxyd/history';
+import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
+import { composeHooks, DataPlane } from '@proxyd/proxy-core';
+import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
-import type { Logger } from 'pino';
-import { createAccessLog } from './access-log.js';
-import { ANALYTICS_TARGET, createAnalyticsWiring } from './analytics.js';
-import { createCertificateWiring } from './certificates.js';
-import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
-import { splitHostPort, startControlPlane } from './control-plane.js';
-import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
-import { startDockerDiscovery } from './docker.js';
-import { HISTORY_TARGET, type RollupSource, startHistory } from './history.js';
-import type { Logging } from './logging.js';
+import type { Logging } from '@proxyd/telemetry';
 import {
   countReloads,
+  createAccessLog,
   createMetrics,
   type DataPlaneStats,
   type MetricsSnapshot,
   type ProxydMetrics,
+  SITE_LOG_TARGET,
+  SiteLogOutputs,
+  SiteLogRecorder,
   type UpstreamHealth,
-} from './metrics.js';
+} from '@proxyd/telemetry';
+import type { Logger } from 'pino';
+import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
+import { splitHostPort, startControlPlane } from './control-plane.js';
+import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
+import { startDockerDiscovery } from './docker.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
-import { createReloader, type ReloadResult } from './reload.js';
-import { SITE_LOG_TARGET, SiteLogOutputs, SiteLogRecorder } from './site-log.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -156,13 +156,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         });
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
-  const redirects = config.global.auto_https !== 'off' && config.global.auto_https !== 'disable_redirects';
+  const redirects = autoHttpsRedirects(config.global.auto_https);
   const serving =
     workerCount > 1
       ? await serveWithWorkers({
           count: workerCount,
           config: await withResolvedPorts(config, options.bindHost),
-          routes: () => ({ routes: store.routes, version: store.version }),
+          routes: () => store.snapshot,
           certificates,
           challenges,
           stateDir,
@@ -189,9 +189,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
   const unwatchCertificates = manager?.onChange((change) => serving.certificatesChanged(change.name));
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
-  const followRoutes = (routes: readonly RouteSpec[]) =>
-    certificates?.setRoutes(routes).then(() => serving.certificatesChanged());
-  void followRoutes(store.routes);
+  const followRoutes = (snapshot: RouteSnapshot) =>
+    certificates?.setRoutes(snapshot).then(() => serving.certificatesChanged());
+  void followRoutes(store.snapshot);
   if (metrics?.role === 'single') {
     if (serving.upstreamHealth) metrics.setUpstreamHealthSource(serving.upstreamHealth);
     if (serving.analyticsDropped) metrics.setAnalyticsDroppedSource(serving.analyticsDropped);
@@ -199,11 +199,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   }
   if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
   // With workers, a route write resolves once every worker swapped (the store waits for the promise).
-  const unsubscribe = store.subscribe((routes, version) => {
-    void followRoutes(routes);
+  const unsubscribe = store.subscribe((snapshot) => {
+    void followRoutes(snapshot);
     metrics?.setRouteCounts(store.countByOrigin());
-    siteLogs.retain(sitesOf(routes));
-    return serving.setRoutes(routes, version);
+    siteLogs.retain(sitesOf(snapshot.routes));
+    return serving.setRoutes(snapshot);
   });
   const docker = await startDockerDiscovery({
     global: config.global,
@@ -211,7 +211,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     disabled: options.docker === false,
     sink: store,
     published: () => store.routes,
-    logger: logging.forTarget('proxy::docker'),
+    // The root logger: the container source names its target on each line itself.
+    logger: logging.root,
   });
   const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
   const proxyfileReloader = options.configPath
@@ -346,8 +347,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
  */
 interface Serving {
   readonly httpAddress: { host: string; port: number };
-  /** Publishes a table; with workers, resolves once every worker swapped. */
-  setRoutes(routes: readonly RouteSpec[], version: number): void | Promise<void>;
+  /** Publishes a route snapshot; with workers, resolves once every worker swapped. */
+  setRoutes(snapshot: RouteSnapshot): void | Promise<void>;
   /** A certificate was installed (`name`), or some may be gone (no name). */
   certificatesChanged(name?: string): void;
   cache: CachePort;
@@ -414,9 +415,9 @@ async function serveHere(
   }
   return {
     httpAddress: dataPlane.httpAddress,
-    setRoutes: (routes, version) => {
-      siteLog.setRoutes(routes);
-      return dataPlane.setRoutes(routes, version);
+    setRoutes: (snapshot) => {
+      siteLog.setRoutes(snapshot.routes);
+      return dataPlane.setRoutes(snapshot);
     },
     certificatesChanged: () => dataPlane.certificatesChanged(),
     cache: dataPlane.cache,
@@ -440,7 +441,7 @@ async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
   const workers = await startWorkers(options);
   return {
     httpAddress: workers.httpAddress,
-    setRoutes: (routes, version) => workers.setRoutes(routes, version),
+    setRoutes: (snapshot) => workers.setRoutes(snapshot),
     certificatesChanged: (name) => void workers.certificatesChanged(name),
     cache: workers.cache,
     analytics: workers.analytics,

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createDashboardApp, type DashboardAuthFailure, type HistoryReader, type LiveReader } from '@proxyd/dashboard';
-import type { DashboardOptions } from '@proxyd/proxy-core/model';
+import type { DashboardOptions } from '@proxyd/model';
 import type { Logger } from 'pino';
 import { splitHostPort } from './control-plane.js';
 import { trackForDrain } from './listener-drain.js';

@@ -1,4 +1,4 @@
-import { defaultGlobalOptions, type RouteSpec } from '@proxyd/proxy-core/model';
+import { defaultGlobalOptions, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { startDockerDiscovery } from './docker.js';
 

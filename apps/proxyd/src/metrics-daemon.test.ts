@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { defaultGlobalOptions } from '@proxyd/proxy-core';
+import { defaultGlobalOptions } from '@proxyd/model';
+import { createLogging } from '@proxyd/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, loadProxyfile, startDaemon } from './daemon.js';
-import { createLogging } from './logging.js';
 
 interface Reply {
   status: number;

@@ -1,4 +1,4 @@
-import { MAX_DOMAIN_BYTES, parseDomain } from '@proxyd/proxy-core/model';
+import { MAX_DOMAIN_BYTES, parseDomain } from '@proxyd/model';
 import { AdminError, quote } from './errors.js';
 
 /** Longest hostname, in bytes (RFC 1035). */

@@ -2,6 +2,7 @@
  * The small interfaces the admin app drives. The admin package defines them
  * and imports no implementation; the daemon passes implementations in.
  */
+import type { StatsDimension, StatsInterval, StatsRange } from '@proxyd/model';
 
 /** A route as the admin API shows it (spec §2.1). */
 export interface AdminRoute {
@@ -126,6 +127,10 @@ export interface CertificateInfo {
   lastError: string | null;
   /** When the next attempt (retry or renewal) starts, ms since the epoch; null once given up. */
   nextAttemptAt: number | null;
+  /** The ACME challenge type of the last order tried; absent or null: none (local CA, no order yet). */
+  challenge?: 'http-01' | 'tls-alpn-01' | 'dns-01' | null;
+  /** The DNS-01 step the last failure happened at; absent or null: none. */
+  dnsStep?: 'zone-not-found' | 'update-refused' | 'not-propagated' | 'provider-invalid' | null;
 }
 
 /**
@@ -187,27 +192,8 @@ export interface AuditEvent {
   resource: string;
 }
 
-/** A bucket size of the stats API. */
-export type StatsInterval = 'minute' | 'hour' | 'day';
-
-/** A breakdown dimension of the stats API (the analytics rollups' dimensions). */
-export type StatsDimension =
-  | 'pages'
-  | 'entry_pages'
-  | 'referrers'
-  | 'countries'
-  | 'browsers'
-  | 'os'
-  | 'devices'
-  | 'utm_source'
-  | 'utm_medium'
-  | 'utm_campaign';
-
-/** A validated time range, epoch ms, `[from, to)`. */
-export interface StatsRange {
-  from: number;
-  to: number;
-}
+/** A bucket size, a breakdown dimension and a validated time range of the stats API: the model's stats-query rule. */
+export type { StatsDimension, StatsInterval, StatsRange };
 
 /** One bucket of a time series. */
 export interface StatsSeriesPoint {

@@ -1,4 +1,4 @@
-import { parseHostPort } from '@proxyd/proxy-core/model';
+import { parseHostPort } from '@proxyd/model';
 import { hasNonAscii } from './domain.js';
 import { AdminError, quote } from './errors.js';
 

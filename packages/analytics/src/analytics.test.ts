@@ -1,9 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { emptySite, markRequest, type RequestContext, RequestEvent, type Site } from '@proxyd/proxy-core';
+import { emptySite, REQUEST_EVENTS_KEY, type Site } from '@proxyd/model';
+import { markRequest, type RequestContext, RequestEvent } from '@proxyd/proxy-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Analytics, BEACON_ACCEPTED, BEACON_REJECTED, createAnalytics, REQUEST_EVENTS_KEY } from './analytics.js';
+import { type Analytics, BEACON_ACCEPTED, BEACON_REJECTED, createAnalytics } from './analytics.js';
 
 // This package uses proxy-core's types only: the beacon's record events are spelled here too.
 describe('beacon events in the request record', () => {

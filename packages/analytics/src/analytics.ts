@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
+import { REQUEST_EVENTS_KEY } from '@proxyd/model';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
 import type { AnalyticsState } from './analytics-state.js';
 import {
@@ -38,13 +39,12 @@ import { BeaconTokens } from './token.js';
 
 /**
  * The request-record events of a beacon, as proxy-core's `RequestEvent`
- * bits (`BeaconAccepted`, `BeaconRejected`) under its registered key: this
- * package uses proxy-core's types only, so it spells both here, and
- * `analytics.test.ts` pins them to proxy-core's.
+ * bits (`BeaconAccepted`, `BeaconRejected`), marked under the model's
+ * `REQUEST_EVENTS_KEY`: this package uses proxy-core's types only, so it
+ * spells the bits here, and `analytics.test.ts` pins them to proxy-core's.
  */
 export const BEACON_ACCEPTED = 64;
 export const BEACON_REJECTED = 128;
-export const REQUEST_EVENTS_KEY: unique symbol = Symbol.for('proxyd.requestEvents');
 
 /** proxy-core's `markRequest`: adds an event bit to the record of the request `res` answers. */
 function markBeacon(res: ServerResponse, event: number): void {

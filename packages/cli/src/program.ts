@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAdapt } from './commands/adapt.js';
 import { registerFmt } from './commands/fmt.js';
 import { registerHashPassword } from './commands/hash-password.js';
+import { registerHealth } from './commands/health.js';
 import { registerOpenapi } from './commands/openapi.js';
 import { registerReload } from './commands/reload.js';
 import { registerTrust, type TrustCommands } from './commands/trust.js';
@@ -136,6 +137,7 @@ export function buildProgram(version: string, daemon: DaemonCommands, options: P
     .action(() => daemon.demo());
 
   registerReload(program);
+  registerHealth(program);
   registerValidate(program);
   registerAdapt(program);
   registerFmt(program);

@@ -186,13 +186,16 @@ describe('dashboard app: JSON routes (the stats API shapes)', () => {
     expect(ok.statusCode).toBe(200);
     expect(ok.json().points).toHaveLength(11);
     expect(ok.json().points.find((p: { t: number }) => p.t === floorMinute(NOW) - 5 * MINUTE).page_views).toBe(2);
+    // The stats-query rule and its wording are the model's, the admin API's GET /stats… rule.
     const cases: [string, string][] = [
       ['interval=week', 'invalid interval: "week": minute, hour or day'],
-      ['from=yesterday', 'invalid range: from is not RFC 3339 or epoch ms: "yesterday"'],
-      [`from=${NOW}&to=${NOW - 1}`, 'invalid range: from must be before to'],
+      ['interval=hour&interval=day', 'invalid interval: interval is given 2 times'],
+      ['from=yesterday', 'invalid range: from "yesterday" is neither RFC 3339 nor epoch ms'],
+      [`from=${NOW}&to=${NOW - 1}`, `invalid range: from (${NOW}) must be before to (${NOW - 1})`],
+      [`from=0&to=${3661 * 24 * HOUR}`, 'invalid range: longer than 3,660 days'],
       [
         `from=${NOW - 90 * 24 * HOUR}&to=${NOW}&interval=hour`,
-        'invalid interval: 2161 hour buckets in the range, at most 1500: choose a wider interval',
+        'invalid interval: 2161 hour buckets in the range, at most 1500: ask for a coarser interval or a shorter range',
       ],
     ];
     for (const [query, error] of cases) {
@@ -241,7 +244,7 @@ describe('dashboard app: JSON routes (the stats API shapes)', () => {
         'invalid dimension: "shoe_sizes": pages, entry_pages, referrers, countries, browsers, os, devices, utm_source, utm_medium, utm_campaign',
     });
     expect((await get('/api/stats/example.com/breakdown/pages?limit=0')).json()).toEqual({
-      error: 'invalid limit: "0": 1 to 100',
+      error: 'invalid limit: "0": a whole number 1 to 100',
     });
   });
 

@@ -1,5 +1,5 @@
+import type { BasicAuth } from '@proxyd/model';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type BasicAuthOptions } from '@proxyd/proxy-core';
-import type { BasicAuth } from '@proxyd/proxy-core/model';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,

@@ -7,17 +7,22 @@
  * and never spends its rate limit.
  */
 
-/** Bucket width of a time series. */
-export type Interval = 'minute' | 'hour' | 'day';
+import {
+  STATS_DIMENSIONS,
+  STATS_INTERVALS,
+  type StatsDimension,
+  type StatsInterval,
+  type StatsRange,
+} from '@proxyd/model';
+
+/** Bucket width of a time series (the model's stats-query rule). */
+export type Interval = StatsInterval;
 
 /** The intervals, narrowest first. */
-export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day'];
+export const INTERVALS: readonly Interval[] = STATS_INTERVALS;
 
 /** A time range, epoch ms, `[from, to)`. */
-export interface Range {
-  from: number;
-  to: number;
-}
+export type Range = StatsRange;
 
 /** Good / needs-improvement / poor counts of one Web Vital (spec §2.4 thresholds). */
 export interface VitalCounts {
@@ -26,22 +31,11 @@ export interface VitalCounts {
   poor: number;
 }
 
-/** The dimensions a breakdown is kept for (contract §1, `ROLLUP_DIMENSIONS`). */
-export const DIMENSIONS = [
-  'pages',
-  'entry_pages',
-  'referrers',
-  'countries',
-  'browsers',
-  'os',
-  'devices',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-] as const;
+/** The dimensions a breakdown is kept for (contract §1, `ROLLUP_DIMENSIONS`; the model's stats-query rule). */
+export const DIMENSIONS = STATS_DIMENSIONS;
 
 /** One dimension of {@link DIMENSIONS}. */
-export type Dimension = (typeof DIMENSIONS)[number];
+export type Dimension = StatsDimension;
 
 /** One bucket of a time series; every bucket of the range is present, zeros included. */
 export interface TimeseriesPoint {

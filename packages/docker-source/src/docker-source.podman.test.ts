@@ -5,7 +5,8 @@
  * containers in host network mode become routes that serve traffic.
  */
 import http from 'node:http';
-import { DataPlane, defaultGlobalOptions } from '@proxyd/proxy-core';
+import { defaultGlobalOptions } from '@proxyd/model';
+import { DataPlane } from '@proxyd/proxy-core';
 import { RouteStore } from '@proxyd/route-store';
 import { freePort, type ContainerRuntime as Podman, startPodman } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,7 +57,7 @@ beforeAll(async () => {
   const global = defaultGlobalOptions();
   global.http_port = 0;
   plane = await DataPlane.start({ global, sites: [] }, [], {}, { bindHost: '127.0.0.1' });
-  store.subscribe((routes, version) => plane.setRoutes(routes, version));
+  store.subscribe((snapshot) => plane.setRoutes(snapshot));
   port = plane.httpAddress.port;
   source = new DockerSource({
     runtime,

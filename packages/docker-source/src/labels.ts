@@ -6,7 +6,7 @@ import {
   parseHeaderName,
   parsePort,
   parseRate,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import { chooseAddress } from './network.js';
 import type { ContainerHealth, ContainerInfo } from './runtime/runtime.js';
 import { type ContainerRef, containerRef, type LabelWarning } from './warnings.js';

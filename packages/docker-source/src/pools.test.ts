@@ -1,4 +1,4 @@
-import { RouteSpec } from '@proxyd/proxy-core/model';
+import { RouteSpec } from '@proxyd/model';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { ContainerMember } from './labels.js';

@@ -4,7 +4,7 @@ import {
   emptySite,
   type RouteSpec,
   type UpstreamAddress,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import type { ContainerMember, SiteSettings } from './labels.js';
 import type { ContainerHealth } from './runtime/runtime.js';
 import type { LabelWarning } from './warnings.js';

@@ -3,7 +3,7 @@
  * a fake so each test can order, repeat and cut events and count inspects.
  * The real runtime path is exercised in `docker-source.podman.test.ts`.
  */
-import type { RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeRuntime, fakeContainer } from './runtime/fake-runtime.test-helpers.js';

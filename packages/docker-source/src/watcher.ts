@@ -1,4 +1,4 @@
-import type { RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 import { DockerErrorCode, DockerSourceError } from './errors.js';
 import { type ContainerMember, containerMember, hasProxyLabels } from './labels.js';

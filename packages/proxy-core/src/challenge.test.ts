@@ -1,9 +1,9 @@
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { ChallengeResponder } from './challenge.js';
 import type { RequestRecord } from './hooks.js';
 import { get, selfSigned, site, siteProxy, until, upstream } from './loopback.test-helpers.js';
-import { defaultReverseProxy, emptySite, type RouteSpec } from './model/index.js';
 import { loadManualCertificates, MemoryCertificateStore } from './tls/certificate-store.js';
 
 /** Answers `token` for `host` only, and remembers every question. */

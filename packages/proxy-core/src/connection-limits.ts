@@ -2,8 +2,10 @@ import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ServerOptions } from '@proxyd/model';
 import { rateLimitKey } from './middleware/rate-limiter.js';
 import { type ExchangeSlot, kExchange } from './slots.js';
+import type { Http2Limits } from './tls/http2.js';
 
 /**
  * Limits on the client connections of every data-plane listener (plain
@@ -62,6 +64,21 @@ export interface ListenerLimits {
    * answer from the client's buffers). Default 5000.
    */
   lingerMs: number;
+  /**
+   * A response must have been written whole this long after its request
+   * arrived, ms; else its connection is reset (an HTTP/2 stream: the
+   * stream). Go's `WriteTimeout`, Caddy's `timeouts { write }`: a bound on
+   * the whole response, so a long download or event stream meets it too;
+   * WebSockets are exempt. 0: none. Default 0.
+   */
+  writeTimeoutMs: number;
+  /**
+   * Largest request head of HTTP/1.1 (request line and headers), bytes;
+   * over it `431` and the connection closes (Node's `maxHeaderSize`). The
+   * HTTPS listeners take it for HTTP/2's header list too, unless
+   * `Http2Limits.maxHeaderListSize` is set. Default 16384.
+   */
+  maxHeaderSize: number;
   /** How often the header, request and body timeouts are checked, ms (Node's default is 30000). Default 1000. */
   checkIntervalMs: number;
   /**
@@ -69,7 +86,8 @@ export interface ListenerLimits {
    * listeners (an IPv6 client by its /64); one more is closed at once. The
    * peer address counts, not `X-Forwarded-For`: a peer inside
    * `trusted_proxies` (a load balancer, which carries many clients) is not
-   * capped per address. 0: no cap. Default 256.
+   * capped per address. Per process, or per node when the processes share
+   * a {@link ConnectionCounter}. 0: no cap. Default 256.
    */
   maxConnectionsPerIp: number;
   /** Connections all clients may hold at once on the data-plane listeners; one more is closed at once. 0: no cap. Default 10000. */
@@ -86,9 +104,46 @@ export const LISTENER_DEFAULTS: Readonly<ListenerLimits> = {
   keepAliveTimeoutMs: 75_000,
   lingerMs: 5_000,
   checkIntervalMs: 1_000,
+  writeTimeoutMs: 0,
+  maxHeaderSize: 16 * 1024,
   maxConnectionsPerIp: 256,
   maxConnections: 10_000,
 };
+
+/**
+ * The listener limits a Proxyfile's `servers` block sets (the rest keep
+ * their defaults): `read_header` → `headersTimeoutMs` (with
+ * `requestTimeoutMs` raised to it when longer), `read_body` →
+ * `bodyTimeoutMs`, `write` → `writeTimeoutMs`, `idle` →
+ * `keepAliveTimeoutMs` and HTTP/2's `sessionIdleMs`, `max_header_size` →
+ * `maxHeaderSize` (HTTP/2's header list too), `max_connections_per_ip` →
+ * `maxConnectionsPerIp`.
+ */
+export function listenerLimitsOf(servers: ServerOptions | undefined): {
+  limits: Partial<ListenerLimits>;
+  http2: Partial<Http2Limits>;
+} {
+  const limits: Partial<ListenerLimits> = {};
+  const http2: Partial<Http2Limits> = {};
+  if (servers === undefined) return { limits, http2 };
+  if (servers.read_header_ms !== undefined) {
+    limits.headersTimeoutMs = servers.read_header_ms;
+    // Node refuses a head timeout longer than the request's.
+    if (servers.read_header_ms > LISTENER_DEFAULTS.requestTimeoutMs) limits.requestTimeoutMs = servers.read_header_ms;
+  }
+  if (servers.read_body_ms !== undefined) limits.bodyTimeoutMs = servers.read_body_ms;
+  if (servers.write_ms !== undefined) limits.writeTimeoutMs = servers.write_ms;
+  if (servers.idle_ms !== undefined) {
+    limits.keepAliveTimeoutMs = servers.idle_ms;
+    http2.sessionIdleMs = servers.idle_ms;
+  }
+  if (servers.max_header_size_bytes !== undefined) {
+    limits.maxHeaderSize = servers.max_header_size_bytes;
+    http2.maxHeaderListSize = servers.max_header_size_bytes;
+  }
+  if (servers.max_connections_per_ip !== undefined) limits.maxConnectionsPerIp = servers.max_connections_per_ip;
+  return { limits, http2 };
+}
 
 /** The `http.createServer` (and HTTP/1.1-fallback) options that carry the limits. */
 export function http1ServerOptions(limits: Readonly<ListenerLimits>): http.ServerOptions {
@@ -97,30 +152,78 @@ export function http1ServerOptions(limits: Readonly<ListenerLimits>): http.Serve
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionsCheckingInterval: limits.checkIntervalMs,
+    maxHeaderSize: limits.maxHeaderSize,
   };
 }
 
 /**
+ * Arms the write timeout of one response ({@link ListenerLimits.writeTimeoutMs}):
+ * a response not finished in time is destroyed with its connection (HTTP/1)
+ * or stream (HTTP/2). Called per request only when the timeout is set.
+ */
+export function armWriteTimeout(res: ServerResponse, ms: number): void {
+  const timer = setTimeout(cutUnwritten, ms, res);
+  timer.unref();
+  res.once('close', () => clearTimeout(timer));
+}
+
+function cutUnwritten(res: ServerResponse): void {
+  if (!res.writableFinished) res.destroy();
+}
+
+/**
+ * The node-wide count of connections per client address, when several
+ * processes serve the same listeners (the multi-core daemon's workers: the
+ * primary counts for all of them). Keys are those of the per-address cap
+ * (an IPv4 address, an IPv6 /64).
+ */
+export interface ConnectionCounter {
+  /** One more connection of `key`: resolves whether the node holds fewer than its cap; rejects when no answer can come. */
+  acquire(key: string): Promise<boolean>;
+  /** A connection that {@link acquire} admitted has closed. */
+  release(key: string): void;
+}
+
+/** The per-address key of a counted connection, and whether a {@link ConnectionCounter} holds it. */
+class Held {
+  remote = false;
+  constructor(readonly key: string | null) {}
+}
+
+/**
  * Counts the connections of the data-plane listeners, per client address
- * and in total, and closes one over either cap as it arrives
- * ({@link onConnection}, the listeners' first 'connection' listener). One
- * per `ProxyServer`: every listener of a process shares the counts (each
- * worker of a multi-core daemon counts its own).
+ * and in total, and closes one over either cap as it arrives. One per
+ * `ProxyServer`: every listener of a process shares the counts. Alone,
+ * a process admits at once ({@link onConnection}, the listeners' first
+ * 'connection' listener). With a {@link ConnectionCounter} (several
+ * processes), a capped connection is held, not read, until the counter
+ * answers ({@link admit}): the cap is then the node's, whichever process
+ * the kernel gave each connection to; a counter that does not answer
+ * leaves the process's own count as the cap.
  */
 export class ConnectionLimiter {
   readonly #perIp: number;
   readonly #total: number;
   readonly #isTrusted: (ip: string) => boolean;
+  readonly #counter: ConnectionCounter | undefined;
   readonly #byKey = new Map<string, number>();
   #open = 0;
   #refused = 0;
   /** The listeners' first 'connection' listener: counts the socket, or destroys it over a cap. */
-  readonly onConnection = (socket: Duplex): void => this.#admit(socket as Socket);
+  readonly onConnection = (socket: Duplex): void => {
+    this.#admit(socket as Socket);
+  };
 
-  constructor(limits: Readonly<ListenerLimits>, isTrusted: (ip: string) => boolean) {
+  constructor(limits: Readonly<ListenerLimits>, isTrusted: (ip: string) => boolean, counter?: ConnectionCounter) {
     this.#perIp = limits.maxConnectionsPerIp;
     this.#total = limits.maxConnections;
     this.#isTrusted = isTrusted;
+    this.#counter = limits.maxConnectionsPerIp > 0 ? counter : undefined;
+  }
+
+  /** Whether admission may wait for a {@link ConnectionCounter} (the listeners then use {@link admit}). */
+  get waits(): boolean {
+    return this.#counter !== undefined;
   }
 
   /** Connections open now. */
@@ -133,10 +236,45 @@ export class ConnectionLimiter {
     return this.#refused;
   }
 
-  #admit(socket: Socket): void {
+  /**
+   * Counts a connection accepted paused, and calls `deliver` (which hands it
+   * to HTTP or TLS and lets it read) once it is admitted: at once when no
+   * per-address cap applies to it, after the counter's answer otherwise.
+   * A connection over a cap is destroyed unread.
+   */
+  admit(socket: Socket, deliver: () => void): void {
+    const held = this.#admit(socket);
+    if (held === null) return;
+    const counter = this.#counter;
+    if (counter === undefined || held.key === null) {
+      deliver();
+      return;
+    }
+    const key = held.key;
+    counter.acquire(key).then(
+      (admitted) => {
+        if (!admitted) {
+          this.#refuse(socket);
+          return;
+        }
+        if (socket.destroyed) {
+          counter.release(key);
+          return;
+        }
+        held.remote = true;
+        deliver();
+      },
+      // No answer (the counter's process is stuck or gone): this process's own count is the cap.
+      () => {
+        if (!socket.destroyed) deliver();
+      },
+    );
+  }
+
+  #admit(socket: Socket): Held | null {
     if (this.#total > 0 && this.#open >= this.#total) {
       this.#refuse(socket);
-      return;
+      return null;
     }
     const peer = socket.remoteAddress;
     const key = this.#perIp > 0 && peer !== undefined && !this.#isTrusted(peer) ? rateLimitKey(peer) : null;
@@ -144,13 +282,15 @@ export class ConnectionLimiter {
       const held = this.#byKey.get(key) ?? 0;
       if (held >= this.#perIp) {
         this.#refuse(socket);
-        return;
+        return null;
       }
       this.#byKey.set(key, held + 1);
     }
     this.#open++;
+    const held = new Held(key);
     // One closure per connection (not per request).
-    socket.once('close', () => this.#release(key));
+    socket.once('close', () => this.#release(held));
+    return held;
   }
 
   #refuse(socket: Socket): void {
@@ -158,12 +298,73 @@ export class ConnectionLimiter {
     socket.destroy();
   }
 
-  #release(key: string | null): void {
+  #release(held: Held): void {
     this.#open--;
+    const key = held.key;
     if (key === null) return;
-    const held = (this.#byKey.get(key) ?? 1) - 1;
-    if (held <= 0) this.#byKey.delete(key);
-    else this.#byKey.set(key, held);
+    if (held.remote) this.#counter?.release(key);
+    const count = (this.#byKey.get(key) ?? 1) - 1;
+    if (count <= 0) this.#byKey.delete(key);
+    else this.#byKey.set(key, count);
+  }
+}
+
+/**
+ * The node-wide side of {@link ConnectionCounter}: connections per key and
+ * per process, under one cap. A process that exits gives its connections
+ * back at once ({@link forget}).
+ */
+export class ConnectionCounts {
+  readonly #cap: number;
+  readonly #byKey = new Map<string, number>();
+  readonly #byProcess = new Map<number, Map<string, number>>();
+
+  /** `cap`: connections per key on the node (`maxConnectionsPerIp`). */
+  constructor(cap: number) {
+    this.#cap = cap;
+  }
+
+  /** Connections of `key` held now, over every process. */
+  held(key: string): number {
+    return this.#byKey.get(key) ?? 0;
+  }
+
+  /** One more connection of `key` for `process`, unless the node holds `cap` already. */
+  acquire(process: number, key: string): boolean {
+    const held = this.#byKey.get(key) ?? 0;
+    if (held >= this.#cap) return false;
+    this.#byKey.set(key, held + 1);
+    let mine = this.#byProcess.get(process);
+    if (mine === undefined) {
+      mine = new Map();
+      this.#byProcess.set(process, mine);
+    }
+    mine.set(key, (mine.get(key) ?? 0) + 1);
+    return true;
+  }
+
+  /** A connection of `key` that `process` acquired closed. */
+  release(process: number, key: string): void {
+    const mine = this.#byProcess.get(process);
+    const count = mine?.get(key) ?? 0;
+    if (mine === undefined || count === 0) return;
+    if (count === 1) mine.delete(key);
+    else mine.set(key, count - 1);
+    this.#drop(key, 1);
+  }
+
+  /** `process` is gone: its connections with it. */
+  forget(process: number): void {
+    const mine = this.#byProcess.get(process);
+    if (mine === undefined) return;
+    this.#byProcess.delete(process);
+    for (const [key, count] of mine) this.#drop(key, count);
+  }
+
+  #drop(key: string, count: number): void {
+    const left = (this.#byKey.get(key) ?? 0) - count;
+    if (left <= 0) this.#byKey.delete(key);
+    else this.#byKey.set(key, left);
   }
 }
 

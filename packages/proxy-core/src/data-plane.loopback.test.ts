@@ -3,6 +3,7 @@ import net, { type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -16,7 +17,6 @@ import {
   upstream,
   wait,
 } from './loopback.test-helpers.js';
-import { emptySite, type RouteSpec, type Site } from './model/index.js';
 
 // The data plane end to end on loopback: the real ProxyServer with
 // compileSite in front of real upstream servers.
@@ -40,7 +40,7 @@ describe('route swaps', () => {
     const inFlight = get(port, 'app.test', '/slow');
     await until(() => old.seen.length === 1, 5_000);
     // A new Site object for the same domain: a new compiled site and pool; the old one is dropped.
-    server.setRoutes([site('app.test', [fresh.port])], 2);
+    server.setRoutes({ routes: [site('app.test', [fresh.port])], version: 2, changes: null });
     const next = await get(port, 'app.test', '/after');
     expect(next.body).toBe('new');
     expect(fresh.urls).toEqual(['/after']);

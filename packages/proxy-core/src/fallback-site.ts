@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Site } from '@proxyd/model';
 import { forwardThroughCache } from './cache/cache-step.js';
 import type { RequestContext } from './hooks.js';
-import type { Site } from './model/index.js';
 import type { CompiledSite, Forwarder, ForwardOptions } from './pipeline.js';
 
 /**

@@ -4,12 +4,18 @@
  * check), the benchmarks and the packaging test use, plus the options and
  * the ports of `DataPlane` the certificates package implements (`ChallengeResponder` for HTTP-01,
  * `AlpnChallengeResponder` for TLS-ALPN-01, the `CertificateStore` by SNI).
- * Everything else is internal. The config model alone, without the runtime,
- * is the lighter subpath `@proxyd/proxy-core/model`.
+ * Everything else is internal. The config model is `@proxyd/model`.
  */
 export type { ChallengeResponder } from './challenge.js';
-export { LISTENER_DEFAULTS, type ListenerLimits } from './connection-limits.js';
+export {
+  type ConnectionCounter,
+  ConnectionCounts,
+  LISTENER_DEFAULTS,
+  type ListenerLimits,
+  listenerLimitsOf,
+} from './connection-limits.js';
 export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
+export { ProxyServer } from './data-plane/proxy-server.js';
 export {
   composeHooks,
   type DataPlaneHooks,
@@ -27,9 +33,7 @@ export {
   type PasswordVerifier,
 } from './middleware/basic-auth.js';
 export { RateLimiter } from './middleware/rate-limiter.js';
-export { type Config, DEFAULTS, defaultGlobalOptions, emptySite, type RouteOrigin, type Site } from './model/index.js';
 export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
-export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';
 export { type CertificatePair, type CertificateStore, MemoryCertificateStore } from './tls/certificate-store.js';

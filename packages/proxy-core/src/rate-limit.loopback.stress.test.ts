@@ -1,7 +1,7 @@
 import net from 'node:net';
+import { emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { get, siteProxy } from './loopback.test-helpers.js';
-import { emptySite, type RouteSpec } from './model/index.js';
 
 // The long rate_limit run (the `stress` Vitest project): 101,000 pipelined
 // requests, one distinct client each, through the real ProxyServer.

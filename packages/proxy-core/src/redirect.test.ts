@@ -1,32 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { emptySite, type SiteAddress } from './model/index.js';
-import { httpsLocation, httpsPortSuffix, isHttpsSite, wantsHttps } from './redirect.js';
+import { httpsLocation, httpsPortSuffix, wantsHttps } from './redirect.js';
 
-describe('isHttpsSite', () => {
-  it.each([
-    // address scheme, tls mode, HTTPS site
-    [null, 'auto', true],
-    ['https', 'auto', true],
-    [null, 'manual', true],
-    ['http', 'auto', false],
-    [null, 'off', false],
-    ['https', 'off', false],
-  ] as const)('scheme %s, tls %s: %s', (scheme: SiteAddress['scheme'], mode, https) => {
-    const site = emptySite([{ scheme, host: 'a.test', port: null }]);
-    site.tls.mode = mode;
-    expect(isHttpsSite(site, 'a.test')).toBe(https);
-  });
-
-  it('reads the address that named the domain, not the first one', () => {
-    const site = emptySite([
-      { scheme: 'http', host: 'plain.test', port: null },
-      { scheme: null, host: 'secure.test', port: null },
-    ]);
-    expect(isHttpsSite(site, 'plain.test')).toBe(false);
-    expect(isHttpsSite(site, 'secure.test')).toBe(true);
-    expect(isHttpsSite(site, 'other.test')).toBe(false);
-  });
-});
+// Which routes are HTTPS sites, and which names get certificates: the model's `autoHttpsFor` (auto-https.test.ts).
 
 describe('wantsHttps', () => {
   it.each([

@@ -1,29 +1,16 @@
-import type { Site } from './model/index.js';
-
 /** What the HTTPS rule reads of a route (a {@link Route} has both). */
 export interface HttpsRuleSubject {
-  /** The address that named the domain has no `http://` scheme and `tls` is not `off` ({@link isHttpsSite}). */
+  /** The address that named the domain has no `http://` scheme and `tls` is not `off` (the model's `isHttpsSite`). */
   readonly httpsSite: boolean;
   /** The site port the route is served on only; null when it is served on the main listeners. */
   readonly sitePort: number | null;
 }
 
 /**
- * Whether `domain` names an HTTPS site: the site's address whose host is the
- * domain has no `http://` scheme, and the site's `tls` is not `off`.
- * Precomputed per route by the RouteTable.
- */
-export function isHttpsSite(site: Site, domain: string): boolean {
-  if (site.tls.mode === 'off') return false;
-  for (const address of site.addresses) {
-    if (address.host.toLowerCase() === domain) return address.scheme !== 'http';
-  }
-  return false;
-}
-
-/**
- * The one rule for "does this domain want HTTPS": a plain-HTTP request for
- * the route is redirected to the https_port when the route is an HTTPS site,
+ * The per-request half of the model's automatic-HTTPS rule (`autoHttpsFor`,
+ * whose static half the route carries: `httpsSite`, `sitePort`, and the
+ * `redirects` option from `auto_https`): a plain-HTTP request for the route
+ * is redirected to the https_port when the route is an HTTPS site,
  * is not pinned to a site port (it is not served on the https_port), a
  * certificate for the host is available now (else the redirect would lead to
  * a failing handshake: the site is served over HTTP instead), and the

@@ -1,6 +1,13 @@
-import { isCatchAllDomain, type ReverseProxyHandler, type RouteSpec, type Site } from './model/index.js';
+import {
+  changesFrom,
+  isCatchAllDomain,
+  isHttpsSite,
+  type ReverseProxyHandler,
+  type RouteSnapshot,
+  type RouteSpec,
+  type Site,
+} from '@proxyd/model';
 import type { CompiledSite } from './pipeline.js';
-import { isHttpsSite } from './redirect.js';
 
 /** Compiles a Site into its request handler (once per Site object). */
 export type SiteCompiler = (site: Site) => CompiledSite;
@@ -12,7 +19,7 @@ export interface Route extends RouteSpec {
   /**
    * Whether the domain names an HTTPS site: the address that produced this
    * domain has no `http://` scheme and the site's `tls` is not `off`
-   * (`isHttpsSite`). Whether a request is redirected is `wantsHttps` (redirect.ts).
+   * (the model's `isHttpsSite`). Whether a request is redirected is `wantsHttps` (redirect.ts).
    */
   readonly httpsSite: boolean;
   /**
@@ -21,41 +28,6 @@ export interface Route extends RouteSpec {
    * `sitePortsOf`); null when it is served on the main listeners.
    */
   readonly sitePort: number | null;
-}
-
-/**
- * The key of a published route array's {@link RouteChanges}: the route store
- * sets `routes[ROUTE_CHANGES]` on every array it publishes (a non-enumerable
- * property, so a structured clone — a worker's copy — drops it). The route
- * store spells it `Symbol.for('proxyd.routeChanges')` too: it imports only
- * the model, and its test pins that both are this symbol.
- */
-export const ROUTE_CHANGES: unique symbol = Symbol.for('proxyd.routeChanges');
-
-/**
- * What a published route array changed from the array published before it
- * (`base`): applying `removed`, then `upserted`, to `base`'s routes by
- * lowercase domain gives the new array's routes. Lets the data plane update
- * its table in O(changed routes) instead of comparing every route.
- */
-export interface RouteChanges {
-  /** The array these changes apply to, held weakly (a chain of arrays would never be freed). */
-  readonly base: WeakRef<readonly RouteSpec[]>;
-  /** Routes added or replaced, one per domain. */
-  readonly upserted: readonly RouteSpec[];
-  /** Lowercase domains left without a route (none of them is in `upserted`). */
-  readonly removed: readonly string[];
-}
-
-/** The changes attached to `routes` (see {@link ROUTE_CHANGES}), or undefined. */
-export function routeChangesOf(routes: readonly RouteSpec[]): RouteChanges | undefined {
-  return (routes as { readonly [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES];
-}
-
-/** The changes of `routes` when they apply to `current` (its `base` is `current`), else undefined. */
-export function changesFrom(current: readonly RouteSpec[], routes: readonly RouteSpec[]): RouteChanges | undefined {
-  const changes = routeChangesOf(routes);
-  return changes !== undefined && changes.base.deref() === current ? changes : undefined;
 }
 
 /** What {@link RouteTable.update} changed in the compiled sites. */
@@ -90,7 +62,7 @@ const MAIN = -1;
  * `:8080 {`) never match a host: {@link fallback} gives the one of a
  * listener, for a request no named route on that listener serves. Sites are compiled once per Site object and kept while
  * a route uses the object. {@link update} changes the table in place: with
- * the route store's {@link RouteChanges} in O(changed routes), else by
+ * a snapshot's `changes` (the model's `RouteChanges`) in O(changed routes), else by
  * comparing every route (O(n)); a request already matched keeps its
  * {@link Route}, so it finishes on the route it started with.
  */
@@ -165,22 +137,19 @@ export class RouteTable {
   }
 
   /**
-   * Serves `routes` from now on, in place. With `changes` whose base is the
-   * routes served now (see {@link changesFrom}): only the changed domains
+   * Serves the snapshot's routes from now on, in place. With `changes` whose
+   * base is the routes served now (the model's `changesFrom`): only the changed domains
    * are touched, O(changes). Without: every route is compared with the
    * table (same domain, Site object, origin, source and pin: kept), O(n).
    * `sitePorts` gives the pin of every route (lowercase domain → port); with
    * `changes`, the pins of unchanged routes must not have changed. Returns
    * the sites compiled and dropped; the caller closes the dropped ones.
    */
-  update(
-    routes: readonly RouteSpec[],
-    version: number,
-    sitePorts?: ReadonlyMap<string, number>,
-    changes?: RouteChanges,
-  ): TableChange {
+  update(snapshot: RouteSnapshot, sitePorts?: ReadonlyMap<string, number>): TableChange {
+    const { routes, version } = snapshot;
     const out: Changes = { fresh: [], droppedSites: [], dropped: [] };
-    if (changes !== undefined && changes.base.deref() === this.#routes) {
+    const changes = changesFrom(this.#routes, snapshot);
+    if (changes !== null) {
       for (const domain of changes.removed) this.#delete(domain, out);
       for (const spec of changes.upserted) this.#put(spec, sitePorts, out);
     } else {

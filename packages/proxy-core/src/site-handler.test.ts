@@ -4,6 +4,14 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  defaultReverseProxy,
+  emptySite,
+  type HandleBlock,
+  type RouteSpec,
+  type Site,
+  type UpstreamAddress,
+} from '@proxyd/model';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -16,14 +24,6 @@ import {
 } from './loopback.test-helpers.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CHALLENGE_PATH, CLEARANCE_COOKIE, leadingZeroBits } from './middleware/under-attack.js';
-import {
-  defaultReverseProxy,
-  emptySite,
-  type HandleBlock,
-  type RouteSpec,
-  type Site,
-  type UpstreamAddress,
-} from './model/index.js';
 
 interface Upstream {
   address: UpstreamAddress;

@@ -5,7 +5,7 @@
  * hidden class.
  */
 export const kExchange = Symbol('proxyd.exchange');
-/** The pending request record of a response (see proxy-server.ts). */
+/** The pending request record of a response (see data-plane/request-record.ts). */
 export const kRecord = Symbol('proxyd.record');
 /**
  * Set on responses whose server already listens for 'close' once and calls
@@ -28,8 +28,27 @@ export interface ExchangeSlot {
 /**
  * What the data plane did to a request, as `RequestEvent` bits set
  * on its response (`markRequest` in hooks.ts) and read into
- * `RequestRecord.events` when the response closes. A registered symbol:
- * `@proxyd/analytics` implements the hooks with proxy-core's types only
- * and marks its beacons under the same key (its test pins both).
+ * `RequestRecord.events` when the response closes: the model's
+ * `REQUEST_EVENTS_KEY`, under which `@proxyd/analytics` marks its beacons too.
  */
-export const kEvents: unique symbol = Symbol.for('proxyd.requestEvents');
+export { REQUEST_EVENTS_KEY as kEvents } from '@proxyd/model';
+
+/**
+ * The captures of the regexp matchers (`path_regexp`, `header_regexp`) that
+ * matched a request, on the request: name → the match (`''`: the last one),
+ * read by `{re.<name>.<group>}` placeholders. Set only by sites whose
+ * matchers use a regexp.
+ */
+export const kCaptures = Symbol('proxyd.regexpCaptures');
+
+/**
+ * The error a `handle_errors` block is answering, on the request (`status`,
+ * proxyd's short `message`), read by `{err.*}` placeholders.
+ */
+export const kError = Symbol('proxyd.error');
+
+/** What the {@link kError} slot holds. */
+export interface ErrorSlot {
+  readonly status: number;
+  readonly message: string;
+}

@@ -1,4 +1,4 @@
-import { defaultGlobalOptions } from '@proxyd/proxy-core/model';
+import { defaultGlobalOptions } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { ProxyfileError, ProxyfileErrorCode, parse } from './index.js';
 
@@ -100,5 +100,84 @@ describe('grace_period global option', () => {
       expect((err as ProxyfileError).code).toBe(ProxyfileErrorCode.INVALID_VALUE);
       expect((err as ProxyfileError).detail).toContain('a duration such as 500ms, 10s or 1m');
     }
+  });
+});
+
+describe('servers global option (issue 28)', () => {
+  const servers = (body: string) => parse(`{\n\tservers {\n${body}\n\t}\n}\n`).global.servers;
+  /** The code and detail of the error for a servers block of `body`. */
+  function serversError(body: string): { code: string; detail: string } {
+    try {
+      servers(body);
+    } catch (err) {
+      if (err instanceof ProxyfileError) return { code: err.code, detail: err.detail };
+      throw err;
+    }
+    throw new Error(`${body} was accepted`);
+  }
+
+  it('is absent without the option: every listener keeps its defaults', () => {
+    expect(parse('a.test {\n\trespond\n}\n').global.servers).toBeUndefined();
+    expect(servers('')).toEqual({});
+  });
+
+  it("reads Caddy's timeouts and max_header_size, and proxyd's max_connections_per_ip", () => {
+    expect(
+      servers(
+        '\t\ttimeouts {\n\t\t\tread_header 500ms\n\t\t\tread_body 1m\n\t\t\twrite 0\n\t\t\tidle 1h\n\t\t}\n\t\tmax_header_size 1MB\n\t\tmax_connections_per_ip 10',
+      ),
+    ).toEqual({
+      read_header_ms: 500,
+      read_body_ms: 60_000,
+      write_ms: 0,
+      idle_ms: 3_600_000,
+      max_header_size_bytes: 1_000_000,
+      max_connections_per_ip: 10,
+    });
+    expect(servers('\t\tmax_header_size 16KiB')).toEqual({ max_header_size_bytes: 16_384 });
+  });
+
+  it('allows 0 (none) for read_body and write only: without a head or idle timeout a silent connection stays forever', () => {
+    expect(servers('\t\ttimeouts {\n\t\t\tread_body 0\n\t\t}')).toEqual({ read_body_ms: 0 });
+    for (const option of ['read_header', 'idle']) {
+      const { code, detail } = serversError(`\t\ttimeouts {\n\t\t\t${option} 0\n\t\t}`);
+      expect(code).toBe(ProxyfileErrorCode.INVALID_VALUE);
+      expect(detail).toContain('more than 0');
+    }
+    expect(serversError('\t\ttimeouts {\n\t\t\tidle 25h\n\t\t}').detail).toContain('at most 24h');
+  });
+
+  it('refuses bad values, unknown and repeated options, with what it expected', () => {
+    const cases: Array<[string, string, string]> = [
+      ['\t\tmax_connections_per_ip ten', ProxyfileErrorCode.INVALID_VALUE, 'a number of connections'],
+      ['\t\tmax_connections_per_ip 1.5', ProxyfileErrorCode.INVALID_VALUE, 'a number of connections'],
+      ['\t\tmax_connections_per_ip 1000001', ProxyfileErrorCode.INVALID_VALUE, 'to 1000000'],
+      ['\t\tmax_header_size 17MiB', ProxyfileErrorCode.INVALID_VALUE, 'at most 16MiB'],
+      ['\t\tmax_header_size 1023', ProxyfileErrorCode.INVALID_VALUE, 'at least 1KiB'],
+      ['\t\ttimeouts 1m', ProxyfileErrorCode.UNEXPECTED_TOKEN, 'the end of the line'],
+      ['\t\ttimeouts {\n\t\t\tread_header soon\n\t\t}', ProxyfileErrorCode.INVALID_VALUE, 'a duration'],
+      [
+        '\t\ttimeouts {\n\t\t\tread 1m\n\t\t}',
+        ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
+        'read_body, read_header, write, idle',
+      ],
+      [
+        '\t\ttimeouts {\n\t\t\tidle 1m\n\t\t\tidle 2m\n\t\t}',
+        ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
+        '"idle" is already set',
+      ],
+      ['\t\tmax_connections_per_ip 1\n\t\tmax_connections_per_ip 2', ProxyfileErrorCode.DUPLICATE_DIRECTIVE, 'already'],
+      ['\t\tprotocols h1 h2', ProxyfileErrorCode.UNKNOWN_DIRECTIVE, 'a servers option'],
+    ];
+    for (const [body, code, detail] of cases) {
+      const error = serversError(body);
+      expect(error.code, body).toBe(code);
+      expect(error.detail, body).toContain(detail);
+    }
+  });
+
+  it('is one block for every listener: a listener address and a second block are refused', () => {
+    expect(() => parse('{\n\tservers :443 {\n\t}\n}\n')).toThrow(/no listener address/);
+    expect(() => parse('{\n\tservers {\n\t}\n\tservers {\n\t}\n}\n')).toThrow(/global option "servers" is already set/);
   });
 });

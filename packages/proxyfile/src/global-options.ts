@@ -1,7 +1,10 @@
-import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/proxy-core/model';
+import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
+import { readDnsProvider } from './dns-provider.js';
 import { ProxyfileErrorCode } from './errors.js';
+import { blockValue, oneOf, type Seen, single } from './global-lines.js';
+import { readServers } from './global-servers.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
@@ -10,6 +13,7 @@ import {
   isCidr,
   isEmail,
   isLoopbackHost,
+  PRIVATE_RANGES,
   parseDuration,
   parseHttpUrl,
   parseSize,
@@ -17,16 +21,6 @@ import {
   readDuration,
   readPort,
 } from './values.js';
-
-/** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
-const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
-
-function single(d: Dispenser, expected: string): Token {
-  const t = d.nonEmptyArg(expected);
-  d.end();
-  d.noBlock();
-  return t;
-}
 
 const ACME_CA_EXPECTED =
   'an https:// ACME directory URL (http:// only for a loopback host: localhost, 127.0.0.1, [::1])';
@@ -64,46 +58,6 @@ const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Options that may stand on several lines; each other option is set once. */
 const REPEATABLE = new Set(['acme_ca']);
-
-/** Where each value of a repeatable option was first set, keyed `<option> <value>`. */
-type Seen = Map<string, Token>;
-
-/** One sub-option line of a block: its name once, known, then its one value. */
-function blockValue(sub: Dispenser, option: string, known: readonly string[], once: Seen, expected: string): Token {
-  const name = sub.name;
-  if (!known.includes(name.text)) {
-    const near = nearest(name.text, known);
-    throw sub.unexpected(
-      name,
-      `${option} option${near ? ` (did you mean "${near}"?)` : ''}: ${known.join(', ')}`,
-      ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
-    );
-  }
-  const first = once.get(name.text);
-  if (first) {
-    throw sub.error(
-      name,
-      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-      `"${name.text}" is already set at ${first.file}:${first.line}:${first.column}`,
-    );
-  }
-  once.set(name.text, name);
-  return single(sub, expected);
-}
-
-/** The option's one value, which must be one of `values`; otherwise an error naming them and the nearest. */
-function oneOf<T extends string>(d: Dispenser, what: string, values: readonly T[], hint = ''): T {
-  const list = values.join(', ');
-  const t = single(d, `${what}: ${list}`);
-  const value = values.find((v) => v === t.text);
-  if (value !== undefined) return value;
-  const near = hint === '' ? nearest(t.text, values) : null;
-  throw d.unexpected(
-    t,
-    `${what}${near ? ` (did you mean "${near}"?)` : ''}: ${list}${hint}`,
-    ProxyfileErrorCode.INVALID_VALUE,
-  );
-}
 
 function macKey(d: Dispenser, t: Token): string {
   if (!isBase64Url(t.text)) {
@@ -160,6 +114,7 @@ function dockerHostProblem(text: string): string | null {
  *     on_demand_tls {
  *         ask <url>                 # required by any `tls { on_demand }`
  *     }
+ *     acme_dns <provider> [<value>] { … }   # DNS-01 for every ACME name without its own tls { dns } (see dns-provider.ts)
  *     key_type p256|rsa2048         # default p256
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
@@ -177,6 +132,16 @@ function dockerHostProblem(text: string): string | null {
  *     docker {
  *         host unix://<path>|tcp://<host>:<port>   # default: DOCKER_HOST, then the usual sockets
  *         network <name>            # for containers on several networks without proxy.network
+ *     }
+ *     servers {                     # limits of every data-plane listener (Caddy's servers option, for all of them)
+ *         timeouts {
+ *             read_header <duration>    # a request head must arrive within this (default 60s)
+ *             read_body <duration>      # a request body may stall this long between reads (default 60s; 0: none)
+ *             write <duration>          # a response must be written within this after its head arrived (default 0: none)
+ *             idle <duration>           # an idle keep-alive connection or HTTP/2 session closes (default 75s; HTTP/2 120s)
+ *         }
+ *         max_header_size <size>    # largest request head, 1KiB to 16MiB (default 16KiB; over it 431)
+ *         max_connections_per_ip <n>   # per client address on the node, trusted_proxies exempt (default 256; 0: no cap)
  *     }
  *     dashboard [<host>]:<port> {  # the analytics dashboard's listener (default: none; no host: 127.0.0.1)
  *         basic_auth <user> <bcrypt_hash>   # required, one line per user; or the directive's block:
@@ -279,6 +244,9 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       }
     }
     g.acme_eab = eab;
+  },
+  acme_dns(d, g) {
+    g.acme_dns = readDnsProvider(d, 'acme_dns');
   },
   on_demand_tls(d, g) {
     d.end();
@@ -429,6 +397,7 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
     }
     g.history = history;
   },
+  servers: readServers,
   dashboard(d, g) {
     const expected = 'a dashboard listener address ([host]:port), e.g. :9190 or 127.0.0.1:9190';
     const t = d.nonEmptyArg(expected);

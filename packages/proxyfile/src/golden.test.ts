@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Config } from '@proxyd/proxy-core/model';
+import { Config } from '@proxyd/model';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { DIRECTIVES, ProxyfileError, ProxyfileErrorCode, parse } from './index.js';

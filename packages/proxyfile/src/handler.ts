@@ -1,4 +1,4 @@
-import type { Handler } from '@proxyd/proxy-core/model';
+import type { Handler } from '@proxyd/model';
 import type { BlockState } from './directives/directive.js';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';

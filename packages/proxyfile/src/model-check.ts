@@ -1,4 +1,4 @@
-import { Config } from '@proxyd/proxy-core/model';
+import { Config } from '@proxyd/model';
 import { Compile, type Validator } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';

@@ -1,4 +1,4 @@
-import type { Config } from '@proxyd/proxy-core/model';
+import type { Config } from '@proxyd/model';
 import { compile } from './compile.js';
 import { parseDocument, type SourceOptions } from './parser.js';
 

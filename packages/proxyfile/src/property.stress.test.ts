@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Config } from '@proxyd/proxy-core/model';
+import { Config } from '@proxyd/model';
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-import { Config } from '@proxyd/proxy-core/model';
+import { Config } from '@proxyd/model';
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
@@ -67,6 +67,35 @@ describe('property: generated valid Proxyfiles', () => {
       ['docker { network, host }', /docker\s+\{[^}]*network\s+web\.1[^}]*host\s+tcp:/],
       ['tls { on_demand }', /^\s*tls\s+\{/m],
       ['tls internal { on_demand }', /tls\s+internal\s+\{/],
+      ['client_ip matcher', /client_ip\s+private_ranges/],
+      ['remote_ip matcher', /remote_ip\s+127/],
+      ['not line', /not\s+client_ip/],
+      ['not block', /not\s+\{/],
+      ['host matcher', /host\s+a\.test/],
+      ['query matcher', /query\s+format=json/],
+      ['path_regexp', /path_regexp\s+u/],
+      ['header_regexp', /header_regexp\s+Cookie/],
+      ['abort @name', /abort\s+@m/],
+      ['respond @name', /respond\s+@m\d\s+"no/],
+      ['rewrite with a path matcher', /rewrite\s+\/old/],
+      ['rewrite without a matcher', /rewrite\s+\/v2/],
+      ['uri strip_prefix', /uri\s+strip_prefix/],
+      ['uri path_regexp', /uri\s+path_regexp/],
+      ['try_files SPA', /try_files\s+\{path\}\s+\{path\}\//],
+      ['try_files =404 { policy }', /try_files\s+\S+\s+=404\s+\{/],
+      ['handle_errors 5xx', /handle_errors\s+5xx/],
+      ['handle_errors for every error', /handle_errors\s+\{/],
+      ['forward_auth authelia', /forward_auth\s+authelia:9091/],
+      ['forward_auth copy_headers block', /copy_headers\s+\{/],
+      ['header_down', /header_down\s+-Server/],
+      ['flush_interval -1', /flush_interval\s+-1/],
+      ['stream_timeout', /stream_timeout\s+\S/],
+      ['read_timeout', /read_timeout\s+5m/],
+      ['lb_policy cookie with a secret', /lb_policy\s+cookie\s+srv\s+key/],
+      ['lb_retries', /lb_retries\s+\d/],
+      ['lb_try_duration', /lb_try_duration\s+\S/],
+      ['import with arguments', /import\s+part\d+\s+X-Part/],
+      ['transport versions', /versions\s+h2c\s+2/],
     ];
     fc.assert(
       fc.property(generated, (g) => {

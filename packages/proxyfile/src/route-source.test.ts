@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteSpec } from '@proxyd/model';
 import { type RouteSink, RouteStore } from '@proxyd/route-store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from './parse.js';

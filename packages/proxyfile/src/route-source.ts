@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { addressDomain, type Config, type RouteSpec } from '@proxyd/proxy-core/model';
+import { addressDomain, type Config, type RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 import { parse } from './parse.js';
 

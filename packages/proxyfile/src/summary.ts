@@ -1,4 +1,4 @@
-import type { Config, Handler } from '@proxyd/proxy-core/model';
+import type { Config, Handler } from '@proxyd/model';
 
 /** Counts of a compiled config, for `proxyd validate`. */
 export interface ConfigSummary {

@@ -8,7 +8,7 @@ import {
   parsePort,
   type SiteAddress,
   type UpstreamAddress,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { quoteText, show, type Token, width } from './lexer.js';
@@ -247,6 +247,12 @@ export function checkHeaderName(d: Dispenser, t: Token, name: string): void {
     throw d.unexpected(t, "a header name (letters, digits and !#$%&'*+-.^_`|~)", ProxyfileErrorCode.INVALID_VALUE);
   }
 }
+
+/**
+ * Private and loopback ranges, what `private_ranges` stands for in
+ * `trusted_proxies`, `client_ip` and `remote_ip` (as in Caddy).
+ */
+export const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
 
 /** Whether `text` is an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
 export function isCidr(text: string): boolean {

@@ -1,4 +1,4 @@
-import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { formatUpstream, parseUpstream } from './upstream.js';
 
 /**

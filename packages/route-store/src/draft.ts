@@ -1,4 +1,4 @@
-import type { RouteOrigin, RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteOrigin, RouteSpec } from '@proxyd/model';
 import type { Declarations } from './precedence.js';
 
 /**

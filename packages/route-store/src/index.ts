@@ -12,8 +12,6 @@ export {
 export { type DesiredRoute, routeHash } from './route-hash.js';
 export {
   MAX_ROUTES,
-  ROUTE_CHANGES,
-  type RouteChanges,
   type RouteListener,
   RouteStore,
   type RouteStoreOptions,

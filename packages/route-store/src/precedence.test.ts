@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { emptySite, type RouteOrigin, type RouteSpec } from '@proxyd/proxy-core/model';
+import { emptySite, type RouteOrigin, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import {
   DECLARED_ORIGINS,

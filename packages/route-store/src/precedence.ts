@@ -1,4 +1,4 @@
-import type { RouteOrigin, RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteOrigin, RouteSpec } from '@proxyd/model';
 
 /** An origin that declares its complete route set at once (a Proxyfile load, a labels resync). */
 export type DeclaredOrigin = Exclude<RouteOrigin, 'api'>;

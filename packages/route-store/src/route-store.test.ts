@@ -1,10 +1,16 @@
 import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import {
+  defaultGlobalOptions,
+  defaultReverseProxy,
+  emptySite,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 import { DataPlane } from '@proxyd/proxy-core';
-import { defaultGlobalOptions, defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_ROUTES, ROUTE_CHANGES, type RouteChanges, RouteStore } from './route-store.js';
+import { MAX_ROUTES, RouteStore } from './route-store.js';
 import { StateFile } from './state-file.js';
 
 let dir: string;
@@ -68,7 +74,7 @@ describe('RouteStore', () => {
   it('publishes an immutable table with a rising version to subscribers', async () => {
     const store = await open();
     const seen: Array<[readonly RouteSpec[], number]> = [];
-    store.subscribe((routes, version) => seen.push([routes, version]));
+    store.subscribe(({ routes, version }) => seen.push([routes, version]));
     await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
     await store.remove('A.TEST');
     expect(seen.map(([r, v]) => [r.length, v])).toEqual([
@@ -83,7 +89,7 @@ describe('RouteStore', () => {
     const store = await open();
     const swapped: number[] = [];
     let fail = false;
-    store.subscribe(async (_routes, version) => {
+    store.subscribe(async ({ version }) => {
       await new Promise((r) => setTimeout(r, 30));
       if (fail) throw new Error('worker 1 did not answer');
       swapped.push(version);
@@ -347,7 +353,7 @@ describe('RouteStore', () => {
       global.http_port = 0;
       const plane = await DataPlane.start({ global, sites: [] }, store.routes, {}, { bindHost: '127.0.0.1' });
       try {
-        const unsubscribe = store.subscribe((routes, version) => plane.setRoutes(routes, version));
+        const unsubscribe = store.subscribe((snapshot) => plane.setRoutes(snapshot));
         file.reset();
         await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
         await store.upsert({ domain: 'p5.test', upstream: 'h:2', tls: false, source: 'ctl' });
@@ -364,25 +370,26 @@ describe('RouteStore', () => {
       }
     });
 
-    it('publishes each array with its changes from the one before', async () => {
+    it('publishes each snapshot with its changes from the one before', async () => {
       const store = await open([proxyfileRoute('file.test', 1)]);
-      const seen: (readonly RouteSpec[])[] = [];
-      store.subscribe((routes) => seen.push(routes));
+      const seen: RouteSnapshot[] = [];
+      store.subscribe((snapshot) => seen.push(snapshot));
       await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: false, source: null });
       await store.upsert({ domain: 'file.test', upstream: 'h:2', tls: false, source: null });
       await store.remove('a.test');
-      // proxy-core reads them under the same registered symbol.
-      expect(ROUTE_CHANGES).toBe(Symbol.for('proxyd.routeChanges'));
-      const changes = seen.map((routes) => (routes as { [ROUTE_CHANGES]?: RouteChanges })[ROUTE_CHANGES]);
-      expect(changes[0]).toBeUndefined();
-      for (let i = 1; i < seen.length; i++) expect(changes[i]?.base.deref()).toBe(seen[i - 1]);
-      expect(changes.slice(1).map((c) => [c?.upserted.map((r) => r.domain), c?.removed])).toEqual([
+      expect(seen.map((s) => s.version)).toEqual([1, 2, 3, 4]);
+      expect(seen[0]?.changes).toBeNull();
+      for (let i = 1; i < seen.length; i++) expect(seen[i]?.changes?.base.deref()).toBe(seen[i - 1]?.routes);
+      expect(seen.slice(1).map((s) => [s.changes?.upserted.map((r) => r.domain), s.changes?.removed])).toEqual([
         [['a.test'], []],
         [['file.test'], []],
         [[], ['a.test']],
       ]);
-      expect(seen.at(-1)?.map((r) => `${r.domain}/${r.origin}`)).toEqual(['file.test/api']);
-      expect(Object.isFrozen(seen.at(-1))).toBe(true);
+      expect(seen.at(-1)?.routes.map((r) => `${r.domain}/${r.origin}`)).toEqual(['file.test/api']);
+      expect(Object.isFrozen(seen.at(-1)?.routes)).toBe(true);
+      expect(store.snapshot).toBe(seen.at(-1));
+      // Nothing rides on the array: the delta is the snapshot's, and a structured clone of the routes is plain data.
+      expect(Object.getOwnPropertySymbols(seen.at(-1)?.routes)).toEqual([]);
     });
 
     it('a failed state-file write puts the table, the file order and the publications back', async () => {
@@ -390,8 +397,8 @@ describe('RouteStore', () => {
       await store.upsert({ domain: 'b.test', upstream: 'h:1', tls: false, source: null });
       // The next temp file's name is a link into a missing directory: that write fails (and removes the link).
       await symlink(path.join(dir, 'missing', 'x'), path.join(dir, `routes.json.tmp-${process.pid}-1`));
-      const seen: (readonly RouteSpec[])[] = [];
-      store.subscribe((routes) => seen.push(routes));
+      const seen: RouteSnapshot[] = [];
+      store.subscribe((snapshot) => seen.push(snapshot));
       const failed = [
         store.upsert({ domain: 'a.test', upstream: 'h:2', tls: false, source: null }),
         store.upsert({ domain: 'file.test', upstream: 'h:3', tls: false, source: null }),
@@ -406,9 +413,9 @@ describe('RouteStore', () => {
         { domain: 'b.test', upstream: 'h:1', tls: false, source: null },
         { domain: 'c.test', upstream: 'h:4', tls: false, source: null },
       ]);
-      const last = seen.at(-1) as RouteSpec[] & { [ROUTE_CHANGES]?: RouteChanges };
-      expect(last[ROUTE_CHANGES]?.base.deref()).toBe(seen[0]);
-      expect(last[ROUTE_CHANGES]?.upserted.map((r) => r.domain)).toEqual(['c.test']);
+      const last = seen.at(-1);
+      expect(last?.changes?.base.deref()).toBe(seen[0]?.routes);
+      expect(last?.changes?.upserted.map((r) => r.domain)).toEqual(['c.test']);
     });
 
     it('keeps the state file sorted by domain whatever the order of writes', async () => {

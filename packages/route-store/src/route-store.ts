@@ -1,4 +1,4 @@
-import type { RouteOrigin, RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteChanges, RouteOrigin, RouteSnapshot, RouteSpec } from '@proxyd/model';
 import {
   type AdminRouteView,
   type ApiRouteRecord,
@@ -24,35 +24,13 @@ import { StateLines } from './state-lines.js';
 export const MAX_ROUTES = 100_000;
 
 /**
- * The key of the {@link RouteChanges} on every array the store publishes
- * after the first: proxy-core's `ROUTE_CHANGES` (the store imports only the
- * model, so it names the registered symbol itself; a test pins that both agree).
- */
-export const ROUTE_CHANGES: unique symbol = Symbol.for('proxyd.routeChanges');
-
-/**
- * What a published array changed from the array published before it
- * (`base`): removing `removed`, then setting `upserted`, by lowercase
- * domain, turns `base`'s routes into the new array's. The data plane uses
- * it to update its table in O(changed routes).
- */
-export interface RouteChanges {
-  /** The array published before (held weakly). */
-  readonly base: WeakRef<readonly RouteSpec[]>;
-  /** Routes added or replaced, one per domain. */
-  readonly upserted: readonly RouteSpec[];
-  /** Lowercase domains left without a route. */
-  readonly removed: readonly string[];
-}
-
-/**
  * Gets every published table. A listener that returns a promise (a
  * Gets every published table. A listener that returns a promise (a
  * multi-core daemon's, resolved once every worker swapped) holds the write
  * that published until it settles: writes resolve once the data plane
  * serves them. Its rejection is the listener's to report; the write stands.
  */
-export type RouteListener = (routes: readonly RouteSpec[], version: number) => unknown;
+export type RouteListener = (snapshot: RouteSnapshot) => unknown;
 
 /** A snapshot request (spec §2.3), domains of `routes` unique. */
 export interface SnapshotInput {
@@ -127,6 +105,8 @@ export class RouteStore implements RouteSink {
   readonly #slots = new Map<string, number>();
   #counts: Record<RouteOrigin, number> = { proxyfile: 0, labels: 0, api: 0 };
   #version = 0;
+  /** The last published snapshot. */
+  #snapshot: RouteSnapshot = Object.freeze({ routes: this.#routes, version: 0, changes: null });
   #listeners = new Set<RouteListener>();
   #pending: Op[] = [];
   #flushing: Promise<void> | null = null;
@@ -180,15 +160,20 @@ export class RouteStore implements RouteSink {
     return this.#routes;
   }
 
+  /** The last published snapshot: the routes, their version and what changed since the one before. */
+  get snapshot(): RouteSnapshot {
+    return this.#snapshot;
+  }
+
   /** The state file path, or null when API routes are not persisted. */
   get stateFile(): string | null {
     return this.#file?.path ?? null;
   }
 
-  /** Calls `listener` now with the current table, then on every publish. Returns an unsubscribe. */
+  /** Calls `listener` now with the current snapshot, then with every one published. Returns an unsubscribe. */
   subscribe(listener: RouteListener): () => void {
     this.#listeners.add(listener);
-    const result = listener(this.#routes, this.#version);
+    const result = listener(this.#snapshot);
     if (result instanceof Promise) result.catch(() => {});
     return () => this.#listeners.delete(listener);
   }
@@ -355,7 +340,7 @@ export class RouteStore implements RouteSink {
   /**
    * Publishes the table after a batch that set `upserted` and removed
    * `removed`: the published array is patched (O(changes) plus one copy of
-   * the array) and carries its {@link RouteChanges}. Resolves once every
+   * the array) and published in a snapshot with its {@link RouteChanges}. Resolves once every
    * listener's promise settled (see {@link RouteListener}).
    */
   #publish(
@@ -390,14 +375,8 @@ export class RouteStore implements RouteSink {
     const base = this.#routes;
     // A copy of a plain array is one memcpy (~0.5 ms at 100,000 routes); freezing it costs nothing more.
     const routes = dense.slice();
-    if (this.#version > 0) {
-      const changes: RouteChanges = {
-        base: new WeakRef(base),
-        upserted: upserted.map(([, spec]) => spec),
-        removed,
-      };
-      Object.defineProperty(routes, ROUTE_CHANGES, { value: changes });
-    }
+    const changes: RouteChanges | null =
+      this.#version > 0 ? { base: new WeakRef(base), upserted: upserted.map(([, spec]) => spec), removed } : null;
     this.#routes = Object.freeze(routes);
     this.#counts = {
       proxyfile: this.#index.domainsOf('proxyfile').size,
@@ -405,9 +384,10 @@ export class RouteStore implements RouteSink {
       api: this.#index.domainsOf('api').size,
     };
     this.#version++;
+    this.#snapshot = Object.freeze({ routes: this.#routes, version: this.#version, changes });
     const waits: Promise<unknown>[] = [];
     for (const listener of this.#listeners) {
-      const result = listener(this.#routes, this.#version);
+      const result = listener(this.#snapshot);
       if (result instanceof Promise) waits.push(result);
     }
     return waits.length === 0 ? undefined : Promise.allSettled(waits);

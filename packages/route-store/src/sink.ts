@@ -1,4 +1,4 @@
-import type { RouteSpec } from '@proxyd/proxy-core/model';
+import type { RouteSpec } from '@proxyd/model';
 import type { DeclaredOrigin } from './precedence.js';
 
 /**

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { copyFile, type FileHandle, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { parseDomain, parseHostPort } from '@proxyd/proxy-core/model';
+import { parseDomain, parseHostPort } from '@proxyd/model';
 import { type Static, Type } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
 import type { ApiRouteRecord } from './api-route.js';

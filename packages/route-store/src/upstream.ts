@@ -1,4 +1,4 @@
-import { parseHostPort, type UpstreamAddress } from '@proxyd/proxy-core/model';
+import { parseHostPort, type UpstreamAddress } from '@proxyd/model';
 import { StoreError, StoreErrorCode } from './errors.js';
 
 /**

@@ -1,4 +1,5 @@
 /** Real peers the tests bring up on loopback. See README.md. */
+export { type BindOptions, type BindZone, type StartedBind, startBind } from './bind.js';
 export { BUSYBOX_IMAGE } from './busybox-image.js';
 export {
   type ContainerInspect,
@@ -26,4 +27,4 @@ export {
   type StartedPebble,
   startPebble,
 } from './pebble.js';
-export { type PodmanOptions, startPodman } from './podman.js';
+export { type PodmanOptions, type PodmanRuntime, startPodman } from './podman.js';

@@ -13,6 +13,19 @@ export interface PodmanOptions {
   startTimeoutMs?: number;
 }
 
+/**
+ * A {@link ContainerRuntime} on Podman, whose store the `podman` command
+ * (and podman-compose, which runs it) reaches under {@link env}.
+ */
+export interface PodmanRuntime extends ContainerRuntime {
+  /**
+   * `process.env` plus `CONTAINERS_CONF` and `CONTAINERS_STORAGE_CONF`: a
+   * plain `podman` run with it uses this instance's store, settings and
+   * networks, beside the API service.
+   */
+  readonly env: NodeJS.ProcessEnv;
+}
+
 /** The hard limit of `resource` ("Max open files", "Max processes") of this process, or `fallback` when unlimited. */
 function hardLimit(resource: string, fallback: number): number {
   const line = readFileSync('/proc/self/limits', 'utf8')
@@ -58,14 +71,20 @@ network_config_dir = "${dir}/networks"
  * Containers survive `kill()` (podman has no daemon); `stop()` removes them.
  * A detached reaper cleans up if this process dies first.
  */
-export async function startPodman(options: PodmanOptions = {}): Promise<ContainerRuntime> {
+export async function startPodman(options: PodmanOptions = {}): Promise<PodmanRuntime> {
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-podman-'));
   const conf = path.join(dir, 'containers.conf');
+  const storageConf = path.join(dir, 'storage.conf');
   const socketPath = path.join(dir, 'podman.sock');
   const logFile = path.join(dir, 'service.log');
   const pidFile = path.join(dir, 'service.pid');
   writeFileSync(conf, containersConf(dir));
-  const env = { ...process.env, CONTAINERS_CONF: conf };
+  // The same store as the flags below, for a `podman` run without them (podman-compose's).
+  writeFileSync(
+    storageConf,
+    `[storage]\ngraphroot = "${path.join(dir, 'root')}"\nrunroot = "${path.join(dir, 'run')}"\n`,
+  );
+  const env = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storageConf };
   const globals = ['--root', path.join(dir, 'root'), '--runroot', path.join(dir, 'run')];
   const podman = `podman ${globals.map(shellQuote).join(' ')}`;
   const reaper = armReaper(
@@ -154,6 +173,7 @@ export async function startPodman(options: PodmanOptions = {}): Promise<Containe
   }
   return {
     kind: 'podman',
+    env,
     socketPath,
     dockerHost: `unix://${socketPath}`,
     image: BUSYBOX_IMAGE,

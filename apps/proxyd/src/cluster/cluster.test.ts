@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileStorage, LocalCa } from '@proxyd/certificates';
 import { Channel } from '@proxyd/cluster';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/proxy-core/model';
+import { defaultReverseProxy, emptySite, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
+import { ConnectionCounts } from '@proxyd/proxy-core';
 import { describe, expect, it } from 'vitest';
+import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from './connection-counts.js';
 import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
 import { RoutePublisher, WorkerRoutes } from './route-tables.js';
 import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
@@ -125,20 +127,53 @@ describe('rate_limit across workers', () => {
   });
 });
 
+describe('max_connections_per_ip across workers (issue 28)', () => {
+  it('two workers share the cap; a turn goes in one request; a close gives a place back', async () => {
+    const counts = new ConnectionCounts(3);
+    const [w1, p1] = channelPair();
+    const [w2, p2] = channelPair();
+    serveConnectionCounts(p1, 0, counts);
+    serveConnectionCounts(p2, 1, counts);
+    let batches = 0;
+    p1.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
+      batches++;
+      return keys.map((key) => (counts.acquire(0, key) ? 1 : 0));
+    });
+    const one = new RemoteConnectionCounter(w1);
+    const two = new RemoteConnectionCounter(w2);
+    expect(await Promise.all([one.acquire('192.0.2.1'), one.acquire('192.0.2.1')])).toEqual([true, true]);
+    expect(batches).toBe(1);
+    expect(await Promise.all([two.acquire('192.0.2.1'), two.acquire('192.0.2.1')])).toEqual([true, false]);
+    two.release('192.0.2.1');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(counts.held('192.0.2.1')).toBe(2);
+    expect(await one.acquire('192.0.2.1')).toBe(true);
+    // A worker that exits gives back what it held.
+    counts.forget(0);
+    expect(counts.held('192.0.2.1')).toBe(0);
+  });
+
+  it('an answer that does not come in time rejects (the worker then admits on its own count)', async () => {
+    const silent = Object.assign(new EventEmitter(), { send: () => true });
+    const counter = new RemoteConnectionCounter(new Channel(silent), 50);
+    await expect(counter.acquire('192.0.2.9')).rejects.toThrow('no answer within 50 ms');
+  });
+});
+
 describe('route tables sent to workers', () => {
   const route = (domain: string, port: number): RouteSpec => {
     const site = emptySite([{ scheme: 'http', host: domain, port: null }]);
     site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
     return { domain, origin: 'api', source: null, site };
   };
-  const CHANGES = Symbol.for('proxyd.routeChanges');
-  /** A table as the route store publishes it: the changes attached, their base the previous table. */
-  const published = (base: RouteSpec[], upserted: RouteSpec[], removed: string[]) => {
+  /** A snapshot as the route store publishes it: the changes from the routes of `base`. */
+  const published = (base: RouteSnapshot, upserted: RouteSpec[], removed: string[]): RouteSnapshot => {
     const gone = new Set([...removed, ...upserted.map((r) => r.domain)]);
-    const routes = base.filter((r) => !gone.has(r.domain)).concat(upserted);
-    Object.defineProperty(routes, CHANGES, { value: { base: new WeakRef(base), upserted, removed } });
-    return routes;
+    const routes = base.routes.filter((r) => !gone.has(r.domain)).concat(upserted);
+    return { routes, version: base.version + 1, changes: { base: new WeakRef(base.routes), upserted, removed } };
   };
+  /** A snapshot without changes (the first, or a reload's). */
+  const whole = (routes: RouteSpec[], version: number): RouteSnapshot => ({ routes, version, changes: null });
   /** Over IPC: a structured clone. */
   const send = <T>(message: T): T => structuredClone(message);
 
@@ -147,54 +182,54 @@ describe('route tables sent to workers', () => {
     const worker = new WorkerRoutes();
     const a = route('a.test', 1);
     const b = route('b.test', 2);
-    const v1 = [a, b];
-    const first = worker.apply(send(publisher.next(v1, 1)));
+    const v1 = whole([a, b], 1);
+    const first = worker.apply(send(publisher.next(v1)));
     expect(first?.routes.map((r) => r.domain)).toEqual(['a.test', 'b.test']);
     // An admin write replaces b.test and adds c.test: the message carries those two only.
     const v2 = published(v1, [route('b.test', 3), route('c.test', 4)], []);
-    const message = publisher.next(v2, 2);
+    const message = publisher.next(v2);
     expect(message.kind).toBe('changes');
     expect(message.kind === 'changes' && message.upserted.map((r) => r.domain)).toEqual(['b.test', 'c.test']);
     const second = worker.apply(send(message));
     const byDomain = new Map(second?.routes.map((r) => [r.domain, r]));
     expect(byDomain.get('a.test')?.site).toBe(first?.routes[0]?.site);
     expect(byDomain.get('b.test')?.site.handler).toMatchObject({ upstreams: [{ port: 3 }] });
-    // The changes travel on to the data plane, based on the worker's previous table.
-    const secondRoutes = second?.routes ?? [];
-    const attached = (secondRoutes as unknown as Record<symbol, { base: WeakRef<object>; removed: string[] }>)[CHANGES];
-    expect(attached?.base.deref()).toBe(first?.routes);
+    // The changes travel on to the data plane in the worker's snapshot, based on its previous table.
+    expect(second?.changes?.base.deref()).toBe(first?.routes);
+    expect(second?.changes?.upserted.map((r) => r.domain)).toEqual(['b.test', 'c.test']);
     // A removal.
     const v3 = published(v2, [], ['a.test']);
-    const third = worker.apply(send(publisher.next(v3, 3)));
+    const third = worker.apply(send(publisher.next(v3)));
     expect(third?.routes.map((r) => r.domain).sort()).toEqual(['b.test', 'c.test']);
   });
 
-  it('a table without attached changes (a reload) goes whole; equal but new Site objects are new to the worker', () => {
+  it('a snapshot without changes (a reload) goes whole; equal but new Site objects are new to the worker', () => {
     const publisher = new RoutePublisher();
     const worker = new WorkerRoutes();
-    const v1 = [route('a.test', 1)];
-    const first = worker.apply(send(publisher.next(v1, 1)));
+    const v1 = whole([route('a.test', 1)], 1);
+    const first = worker.apply(send(publisher.next(v1)));
     const reloaded = [route('a.test', 1)];
-    const message = publisher.next(reloaded, 2);
+    const message = publisher.next(whole(reloaded, 2));
     expect(message.kind).toBe('full');
     const second = worker.apply(send(message));
     expect(second?.routes[0]?.site).not.toBe(first?.routes[0]?.site);
+    expect(second?.changes).toBeNull();
     // The same objects again: kept.
-    const third = worker.apply(send(publisher.full(reloaded, 3)));
+    const third = worker.apply(send(publisher.full(whole(reloaded, 3))));
     expect(third?.routes[0]?.site).toBe(second?.routes[0]?.site);
   });
 
   it('skips a table it already has, and refuses changes after a gap (the primary then sends it whole)', () => {
     const publisher = new RoutePublisher();
     const worker = new WorkerRoutes();
-    const v1 = [route('a.test', 1)];
-    worker.apply(send(publisher.next(v1, 1)));
-    expect(worker.apply(send(publisher.full(v1, 1)))).toBeNull();
+    const v1 = whole([route('a.test', 1)], 1);
+    worker.apply(send(publisher.next(v1)));
+    expect(worker.apply(send(publisher.full(v1)))).toBeNull();
     const v2 = published(v1, [route('b.test', 2)], []);
-    publisher.next(v2, 2); // lost on its way to this worker
+    publisher.next(v2); // lost on its way to this worker
     const v3 = published(v2, [route('c.test', 3)], []);
-    expect(() => worker.apply(send(publisher.next(v3, 3)))).toThrow('route table 3 does not follow 1');
-    const whole = worker.apply(send(publisher.full(v3, 3)));
-    expect(whole?.routes.map((r) => r.domain).sort()).toEqual(['a.test', 'b.test', 'c.test']);
+    expect(() => worker.apply(send(publisher.next(v3)))).toThrow('route table 3 does not follow 1');
+    const full = worker.apply(send(publisher.full(v3)));
+    expect(full?.routes.map((r) => r.domain).sort()).toEqual(['a.test', 'b.test', 'c.test']);
   });
 });

@@ -7,13 +7,14 @@ import {
   type MinuteRollup,
   mergeAnalyticsStates,
 } from '@proxyd/analytics';
+import type { CertificateWiring } from '@proxyd/certificates';
 import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
 import { WorkerPool } from '@proxyd/cluster';
-import type { Config, RouteSpec } from '@proxyd/proxy-core/model';
+import type { Config, RouteSnapshot } from '@proxyd/model';
+import { ConnectionCounts, LISTENER_DEFAULTS } from '@proxyd/proxy-core';
+import type { MetricsSnapshot, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import type { CertificateWiring } from '../certificates.js';
-import type { MetricsSnapshot } from '../metrics.js';
-import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
+import { serveConnectionCounts } from './connection-counts.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -72,8 +73,8 @@ export interface WorkersOptions {
   count: number;
   /** The running config, its `http_port` and `https_port` resolved (not 0: every worker binds the same port). */
   config: Config;
-  /** The published route table now (a worker's init). */
-  routes(): { routes: readonly RouteSpec[]; version: number };
+  /** The published route snapshot now (a worker's init). */
+  routes(): RouteSnapshot;
   certificates: CertificateWiring | undefined;
   challenges: BroadcastChallengeTable | undefined;
   stateDir: string;
@@ -92,8 +93,8 @@ export interface WorkersOptions {
 export interface Workers {
   readonly httpAddress: { host: string; port: number };
   readonly pool: WorkerPool;
-  /** Publishes a route table to every worker; resolves once each swapped (failures are logged). */
-  setRoutes(routes: readonly RouteSpec[], version: number): Promise<void>;
+  /** Publishes a route snapshot to every worker; resolves once each swapped (failures are logged). */
+  setRoutes(snapshot: RouteSnapshot): Promise<void>;
   /** Sends every worker the certificates that changed in the manager since the last call. */
   certificatesChanged(name?: string): Promise<void>;
   /** The admin API's AnalyticsPort: every worker's collectors merged, as one collector fed all traffic would show. */
@@ -118,8 +119,9 @@ export interface Workers {
  * route table and certificates at start and on every change, ACME
  * challenges before the CA checks them, on-demand certificates when a
  * worker's handshake asks, upstream health (worker 0 probes; what any
- * worker sees goes to the others), and `rate_limit` admissions (counted here, for
- * all workers: `rate-limits.ts`). The primary itself serves no traffic. Every
+ * worker sees goes to the others), `rate_limit` admissions (counted here, for
+ * all workers: `rate-limits.ts`) and connections per client address
+ * (`max_connections_per_ip`, the node's cap: `connection-counts.ts`). The primary itself serves no traffic. Every
  * worker binds the listeners with SO_REUSEPORT: the kernel spreads
  * connections over them, and a worker's crash leaves the others serving
  * while it is replaced (see `WorkerPool`).
@@ -132,6 +134,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
   const ticketKeys = randomBytes(48);
   const served = (): CertificatePem[] => manager?.served() ?? [];
   const rateLimits = new RateLimitAuthority();
+  // `max_connections_per_ip` counted here for every worker: the cap is the node's.
+  const connections = new ConnectionCounts(
+    config.global.servers?.max_connections_per_ip ?? LISTENER_DEFAULTS.maxConnectionsPerIp,
+  );
   const publisher = new RoutePublisher();
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
   const pool = await WorkerPool.start({
@@ -142,11 +148,10 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     // V8's compile cache (the first worker writes it): a fresh worker starts in ~60 % of the time.
     env: { NODE_COMPILE_CACHE: path.join(options.stateDir, 'compile-cache'), ...process.env },
     init(index): WorkerInit {
-      const { routes, version } = options.routes();
       return {
         index,
         config,
-        table: publisher.full(routes, version),
+        table: publisher.full(options.routes()),
         certificates: manager === undefined ? null : sync.all(served()),
         onDemand: config.global.on_demand_ask !== null,
         challenges: options.challenges?.presented() ?? [],
@@ -163,6 +168,7 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
     setup(channel, index, self) {
       channel.handle<HealthEvent>(ToPrimary.health, (event) => self.notify(ToWorker.health, event, index));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => rateLimits.admit(batch));
+      serveConnectionCounts(channel, index, connections);
       channel.handle<MinuteRollup[]>(ToPrimary.rollups, (rollups) => {
         options.history?.accept(rollups);
         return true;
@@ -182,6 +188,8 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       logger.info({ worker: index, pid, http: ready.http, https: ready.https }, `worker ${index} serving`);
     },
     onExit(index, pid, code, signal, respawnInMs) {
+      // Its connections are gone with it.
+      connections.forget(index);
       logger.error(
         { worker: index, pid, code, signal, respawn_in_ms: respawnInMs },
         `worker ${index} exited (${signal ?? `code ${code}`}); replacing it`,
@@ -204,15 +212,16 @@ export async function startWorkers(options: WorkersOptions): Promise<Workers> {
       port: config.global.http_port,
     },
     pool,
-    async setRoutes(routes, version) {
-      cacheEnabled = routes.some((r) => r.site.cache !== null);
+    async setRoutes(snapshot) {
+      const { version } = snapshot;
+      cacheEnabled = snapshot.routes.some((r) => r.site.cache !== null);
       try {
-        await pool.broadcast(ToWorker.routes, publisher.next(routes, version));
+        await pool.broadcast(ToWorker.routes, publisher.next(snapshot));
         return;
       } catch {
         // A worker missed a change (or refused it): the whole table, to every worker; those up to date skip it.
       }
-      await pool.broadcast(ToWorker.routes, publisher.full(routes, version)).catch((err: unknown) => {
+      await pool.broadcast(ToWorker.routes, publisher.full(snapshot)).catch((err: unknown) => {
         logger.error({ version, error: (err as Error).message }, 'route table not published to every worker');
       });
     },

@@ -1,6 +1,6 @@
 import type { PresentedChallenge } from '@proxyd/certificates';
+import type { Config } from '@proxyd/model';
 import type { HealthEvent } from '@proxyd/proxy-core';
-import type { Config } from '@proxyd/proxy-core/model';
 import type { RouteTableMessage } from './route-tables.js';
 import type { CertificatePem, CertificateUpdate } from './worker-certificates.js';
 

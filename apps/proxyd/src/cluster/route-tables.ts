@@ -1,4 +1,4 @@
-import type { RouteSpec, Site } from '@proxyd/proxy-core/model';
+import { changesFrom, type RouteChanges, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 
 /**
  * Site identity across the IPC boundary. The data plane reuses a compiled
@@ -28,15 +28,6 @@ export class SiteIds {
   }
 }
 
-/** The key under which the route store attaches what changed to a published table (see proxy-core's `RouteChanges`). */
-const ROUTE_CHANGES = Symbol.for('proxyd.routeChanges');
-
-interface AttachedChanges {
-  readonly base: WeakRef<readonly RouteSpec[]>;
-  readonly upserted: readonly RouteSpec[];
-  readonly removed: readonly string[];
-}
-
 /** A route table as the primary sends it: whole (at start, or when it cannot tell what changed), or the changes. */
 export type RouteTableMessage =
   | { kind: 'full'; routes: RouteSpec[]; siteIds: number[]; version: number }
@@ -45,7 +36,7 @@ export type RouteTableMessage =
 /**
  * The primary's side of route publication: the whole table the first time,
  * then only what changed (the routes added or replaced and the domains
- * removed, as the route store attaches them to the table it publishes), so
+ * removed, the `changes` of the route store's snapshot), so
  * a write costs a worker what it costs one process, not a copy of every
  * route (57 MB at 100,000 routes).
  */
@@ -53,12 +44,13 @@ export class RoutePublisher {
   readonly #ids = new SiteIds();
   #lastSent: readonly RouteSpec[] | null = null;
 
-  /** The message that brings a worker that has the last table sent to `routes`. */
-  next(routes: readonly RouteSpec[], version: number): RouteTableMessage {
-    const changes = (routes as { readonly [ROUTE_CHANGES]?: AttachedChanges })[ROUTE_CHANGES];
+  /** The message that brings a worker that has the last table sent to the snapshot's. */
+  next(snapshot: RouteSnapshot): RouteTableMessage {
+    const { version } = snapshot;
     const base = this.#lastSent;
-    this.#lastSent = routes;
-    if (changes !== undefined && base !== null && changes.base.deref() === base) {
+    this.#lastSent = snapshot.routes;
+    const changes = base === null ? null : changesFrom(base, snapshot);
+    if (changes !== null) {
       return {
         kind: 'changes',
         upserted: [...changes.upserted],
@@ -67,19 +59,20 @@ export class RoutePublisher {
         version,
       };
     }
-    return this.full(routes, version);
+    return this.full(snapshot);
   }
 
   /** The whole table (a new worker's init). */
-  full(routes: readonly RouteSpec[], version: number): RouteTableMessage & { kind: 'full' } {
+  full({ routes, version }: RouteSnapshot): RouteTableMessage & { kind: 'full' } {
     return { kind: 'full', routes: [...routes], siteIds: this.#ids.of(routes), version };
   }
 }
 
 /**
  * The worker's side of {@link RoutePublisher}: applies a whole table or the
- * changes to the one it has, keeps one Site object per primary number, and attaches the changes to the table it
- * builds so the data plane updates in proportion to them.
+ * changes to the one it has, keeps one Site object per primary number, and
+ * gives the snapshot it builds those changes, so the data plane updates in
+ * proportion to them.
  */
 export class WorkerRoutes {
   #routes: readonly RouteSpec[] = [];
@@ -90,7 +83,7 @@ export class WorkerRoutes {
   readonly #domainSite = new Map<string, number>();
 
   /** The table after `message`, or null when the message is not newer than what this worker has. */
-  apply(message: RouteTableMessage): { routes: readonly RouteSpec[]; version: number } | null {
+  apply(message: RouteTableMessage): RouteSnapshot | null {
     if (message.version <= this.#version) return null;
     if (message.kind === 'full') {
       this.#version = message.version;
@@ -100,7 +93,7 @@ export class WorkerRoutes {
       this.#routes = message.routes.map((route, i) =>
         this.#take(route, message.siteIds[i] as number, previous.get(message.siteIds[i] as number)?.site),
       );
-      return { routes: this.#routes, version: message.version };
+      return { routes: this.#routes, version: message.version, changes: null };
     }
     if (message.version !== this.#version + 1) {
       // A change was missed (its broadcast failed here): the primary sends the whole table next.
@@ -112,11 +105,10 @@ export class WorkerRoutes {
     const upserted = message.upserted.map((route, i) => this.#take(route, message.siteIds[i] as number, undefined));
     const base = this.#routes;
     const routes = base.filter((route) => !gone.has(route.domain.toLowerCase())).concat(upserted);
-    const changes: AttachedChanges = { base: new WeakRef(base), upserted, removed: message.removed };
-    Object.defineProperty(routes, ROUTE_CHANGES, { value: changes });
+    const changes: RouteChanges = { base: new WeakRef(base), upserted, removed: message.removed };
     this.#routes = routes;
     this.#version = message.version;
-    return { routes, version: message.version };
+    return { routes, version: message.version, changes };
   }
 
   #take(route: RouteSpec, id: number, previous: Site | undefined): RouteSpec {

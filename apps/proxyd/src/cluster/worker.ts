@@ -1,16 +1,14 @@
 import { flushCompileCache } from 'node:module';
+import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '@proxyd/analytics';
 import type { PresentedChallenge } from '@proxyd/certificates';
 // The light entry: a worker never loads the ACME client.
 import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import { connectToPrimary } from '@proxyd/cluster';
+import type { RouteSnapshot } from '@proxyd/model';
 import { composeHooks, DataPlane } from '@proxyd/proxy-core';
-import type { RouteSpec } from '@proxyd/proxy-core/model';
-import { createAccessLog } from '../access-log.js';
-import { ANALYTICS_TARGET, type AnalyticsWiring, createAnalyticsWiring } from '../analytics.js';
+import { createAccessLog, createLogging, createMetrics, SiteLogRecorder } from '@proxyd/telemetry';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
-import { createLogging } from '../logging.js';
-import { createMetrics } from '../metrics.js';
-import { SiteLogRecorder } from '../site-log.js';
+import { RemoteConnectionCounter } from './connection-counts.js';
 import {
   type CertificatePem,
   type HealthEvent,
@@ -74,7 +72,7 @@ connectToPrimary<WorkerInit>({
     for (const challenge of init.challenges) challenges.present(challenge);
     const rateLimits = new RemoteRateLimits(channel);
     const tables = new WorkerRoutes();
-    const first = tables.apply(init.table) as { routes: RouteSpec[]; version: number };
+    const first = tables.apply(init.table) as RouteSnapshot;
     siteLog.setRoutes(first.routes);
     // At a drain, the last lines go as a request: the primary has them before this worker exits.
     flushSiteLog = async () => {
@@ -86,6 +84,8 @@ connectToPrimary<WorkerInit>({
       secret: init.secret,
       ticketKeys: init.ticketKeys,
       rateLimitCounter: (limit) => rateLimits.counter(limit),
+      // Connections per client address are the node's: the primary counts them for every worker.
+      connectionCounter: new RemoteConnectionCounter(channel),
       // One worker probes for all; what any worker sees reaches the others through the primary.
       health: { probes: init.index === 0, report: (event) => channel.notify(ToPrimary.health, event) },
       redirects: init.redirects,
@@ -101,12 +101,12 @@ connectToPrimary<WorkerInit>({
       onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
     });
     plane = dataPlane;
-    if (first.version !== 1) dataPlane.setRoutes(first.routes, first.version);
+    if (first.version !== 1) dataPlane.setRoutes(first);
     channel.handle<RouteTableMessage>(ToWorker.routes, (message) => {
       const next = tables.apply(message);
       if (next !== null) {
         siteLog.setRoutes(next.routes);
-        dataPlane.setRoutes(next.routes, next.version);
+        dataPlane.setRoutes(next);
       }
       return true;
     });

@@ -2,27 +2,14 @@
  * TypeBox schemas of the stats endpoints (`GET /stats…`): analytics history
  * as time series, totals, breakdowns and Web Vitals, in JSON or CSV.
  */
+import { STATS_DIMENSIONS, STATS_INTERVALS } from '@proxyd/model';
 import { type Static, Type } from 'typebox';
 
 const count = (description: string) => Type.Integer({ minimum: 0, description });
 const epochMs = (description: string) => Type.Integer({ description: `${description}, epoch ms` });
 
-/** The dimensions a breakdown is kept for. */
-export const STATS_DIMENSIONS = [
-  'pages',
-  'entry_pages',
-  'referrers',
-  'countries',
-  'browsers',
-  'os',
-  'devices',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-] as const;
-
-/** The intervals of a time series. */
-export const STATS_INTERVALS = ['minute', 'hour', 'day'] as const;
+/** The dimensions a breakdown is kept for, and the intervals of a time series: the model's stats-query rule. */
+export { STATS_DIMENSIONS, STATS_INTERVALS };
 
 const Dimension = Type.Union(
   STATS_DIMENSIONS.map((d) => Type.Literal(d)),

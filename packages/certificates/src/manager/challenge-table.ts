@@ -15,9 +15,16 @@ export class ChallengeTable implements ChallengeSolver, ChallengeResponder {
   /** identifier → the `acme-tls/1` challenge certificate's context. */
   readonly #alpn = new Map<string, SecureContext>();
 
-  /** Starts answering `challenge` (called by the issuer before it asks the CA to validate). */
+  /**
+   * Starts answering `challenge` (called by the issuer before it asks the CA
+   * to validate). A DNS-01 challenge is not the table's: it throws, so an
+   * order never waits on a record nobody published.
+   */
   present(challenge: PresentedChallenge): void {
     const identifier = challenge.identifier.toLowerCase();
+    if (challenge.type === 'dns-01') {
+      throw new Error(`no DNS provider is configured to publish the dns-01 record of ${identifier}`);
+    }
     if (challenge.type === 'http-01') {
       this.#http.set(challenge.token, { identifier, keyAuthorization: challenge.keyAuthorization });
     } else {
@@ -28,7 +35,7 @@ export class ChallengeTable implements ChallengeSolver, ChallengeResponder {
   /** Stops answering `challenge` (called once per presented challenge, whatever the outcome). */
   cleanUp(challenge: PresentedChallenge): void {
     if (challenge.type === 'http-01') this.#http.delete(challenge.token);
-    else this.#alpn.delete(challenge.identifier.toLowerCase());
+    else if (challenge.type === 'tls-alpn-01') this.#alpn.delete(challenge.identifier.toLowerCase());
   }
 
   /**

@@ -1,16 +1,9 @@
 /** The certificate manager's public names, re-exported by the package entry. */
-export {
-  type CertificateChange,
-  type CertificateLogger,
-  CertificateManager,
-  type CertificateManagerOptions,
-  type ManagedAcmeIssuer,
-  type ManagedName,
-  type OrderResult,
-  type ServedCertificate,
-} from './certificate-manager.js';
+export { CertificateManager, type CertificateManagerOptions } from './certificate-manager.js';
 export { ChallengePreference, DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 export { ChallengeTable } from './challenge-table.js';
+export type { CertificateLogger, ManagedAcmeIssuer, ManagedName } from './entry.js';
+export type { OrderResult } from './obtain.js';
 export {
   type AskAnswer,
   ON_DEMAND_ASK_TIMEOUT_MS,
@@ -19,6 +12,7 @@ export {
   type OnDemandOptions,
 } from './on-demand.js';
 export { realScheduler, type Scheduler, type TimerHandle } from './scheduler.js';
+export type { CertificateChange, ServedCertificate } from './serve.js';
 export {
   type AriMetadata,
   type CertificateMetadata,

@@ -4,17 +4,14 @@
  * limits) and the browser UI. Times are epoch ms; buckets are UTC-aligned
  * (a day bucket is a UTC day, as the history store keeps them).
  */
+import { MAX_STATS_POINTS, STATS_INTERVAL_MS, statsBucketCount } from '@proxyd/model';
 import type { Interval, Range } from '../source.js';
 
-/** Width of one bucket of each interval, ms. */
-export const INTERVAL_MS: Readonly<Record<Interval, number>> = {
-  minute: 60_000,
-  hour: 3_600_000,
-  day: 86_400_000,
-};
+/** Width of one bucket of each interval, ms (the model's stats-query rule). */
+export const INTERVAL_MS: Readonly<Record<Interval, number>> = STATS_INTERVAL_MS;
 
-/** Most buckets one time series may have (more is a 400, as in the stats API). */
-export const MAX_BUCKETS = 1500;
+/** Most buckets one time series may have (more is a 400, as in the stats API: the model's rule). */
+export const MAX_BUCKETS = MAX_STATS_POINTS;
 
 /** What the history store keeps of each tier by default (the Proxyfile's `history` option can change it). */
 export const DEFAULT_RETENTION_MS: Readonly<Record<'minute' | 'hour', number>> = {
@@ -54,11 +51,8 @@ export function ceilTo(t: number, interval: Interval): number {
   return Math.ceil(t / width) * width;
 }
 
-/** How many buckets of `interval` the range spans (partial buckets count). */
-export function bucketCount(range: Range, interval: Interval): number {
-  if (range.to <= range.from) return 0;
-  return (ceilTo(range.to, interval) - floorTo(range.from, interval)) / INTERVAL_MS[interval];
-}
+/** How many buckets of `interval` the range spans (partial buckets count): the model's `statsBucketCount`. */
+export const bucketCount: (range: Range, interval: Interval) => number = statsBucketCount;
 
 /**
  * The interval a range is drawn with: minutes for up to 6 hours, hours for

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { parseHostPort } from '@proxyd/proxy-core/model';
+import { parseHostPort } from '@proxyd/model';
 import { DockerErrorCode, DockerSourceError } from '../errors.js';
 
 /** Where the runtime's Engine API listens. */

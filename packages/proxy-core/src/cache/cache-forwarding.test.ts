@@ -1,7 +1,7 @@
 import type http from 'node:http';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { proxy, get as request, until, upstream, wait } from '../loopback.test-helpers.js';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
 
 /** An upstream that answers with the headers the test asks for and counts hits per URL. */
 async function setup(
@@ -99,9 +99,9 @@ describe('response cache', () => {
     expect(caches.purge('c.test/never-requested')).toBe(false);
     await get('/page');
     const [cached, plain] = routes as [RouteSpec, RouteSpec];
-    server.setRoutes([plain], 2);
+    server.setRoutes({ routes: [plain], version: 2, changes: null });
     expect(caches.enabled).toBe(false);
-    server.setRoutes([{ ...cached, site: { ...cached.site } }, plain], 3);
+    server.setRoutes({ routes: [{ ...cached, site: { ...cached.site } }, plain], version: 3, changes: null });
     expect(caches.enabled).toBe(true);
     expect(caches.purge('c.test/page')).toBe(false);
     expect((await get('/page')).headers['x-cache']).toBe('MISS');

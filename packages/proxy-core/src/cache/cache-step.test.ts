@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
+import { defaultReverseProxy, emptySite, type Site } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { defaultReverseProxy, emptySite, type Site } from '../model/index.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { CacheFill, forwardThroughCache } from './cache-step.js';
 import { CacheRegistry } from './response-cache.js';

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from '../hooks.js';
 import { acceptsCoding } from '../middleware/encode-negotiate.js';
-import type { ReverseProxyHandler } from '../model/index.js';
 import type { Forwarder, ForwardOptions, ResponseObserver } from '../pipeline.js';
 import {
   type CacheEntry,
@@ -58,6 +58,7 @@ export function forwardThroughCache(
   forwarder.forward(req, res, ctx, handler, {
     path: options.path,
     ...(options.editResponseHeaders === undefined ? {} : { editResponseHeaders: options.editResponseHeaders }),
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
     observer: new CacheFill(cache, key),
   });
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { CacheConfig } from '../model/index.js';
+import type { CacheConfig } from '@proxyd/model';
 
 /** One stored response: the upstream's status, headers (hop-by-hop removed) and whole body. */
 export interface CacheEntry {

@@ -1,5 +1,5 @@
+import { emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { emptySite, type RouteSpec } from '../model/index.js';
 import { answersOn, ListenerBinds, listenAddresses, MAIN_LISTENERS } from './binds.js';
 
 function route(domain: string, bind: string[] = []): RouteSpec {

@@ -1,4 +1,4 @@
-import type { RouteSpec } from '../model/index.js';
+import type { RouteSpec } from '@proxyd/model';
 
 /** The key of the main listeners (http_port and https_port) in {@link ListenerBinds}. */
 export const MAIN_LISTENERS = -1;

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
+import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChallengeResponder } from '../challenge.js';
 import { get, selfSigned, until } from '../loopback.test-helpers.js';
-import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
 import type { CertificateStore } from '../tls/certificate-store.js';
 import { ACME_TLS_1, type AlpnChallengeResponder } from '../tls/handshake.js';
 import { alertOf, fingerprintOf, getOver, h2Request, handshake } from '../tls/tls-client.test-helpers.js';
@@ -105,9 +105,9 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     const alpnChallenges: AlpnChallengeResponder = { contextFor: () => null };
     const dp = await start([['http', 'plain.test', 'plain']], { certificates: new FakeManager(), alpnChallenges });
     expect(dp.httpsAddress).toBeNull();
-    dp.setRoutes(sites([['http', 'plain.test', 'plain']]).routes, 2);
+    dp.setRoutes({ routes: sites([['http', 'plain.test', 'plain']]).routes, version: 2, changes: null });
     expect(dp.httpsAddress).toBeNull();
-    dp.setRoutes(sites([[null, 'a.test', 'site']]).routes, 3);
+    dp.setRoutes({ routes: sites([[null, 'a.test', 'site']]).routes, version: 3, changes: null });
     await until(() => dp.httpsAddress !== null);
   });
 

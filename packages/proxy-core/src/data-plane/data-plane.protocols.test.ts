@@ -4,11 +4,11 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
+import { emptySite, type HandleBlock, type RouteSpec, type Site } from '@proxyd/model';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { DataPlaneHooks } from '../hooks.js';
 import { onCleanup, selfSigned, site, siteProxy, upstream } from '../loopback.test-helpers.js';
-import { emptySite, type HandleBlock, type RouteSpec, type Site } from '../model/index.js';
 import { MemoryCertificateStore } from '../tls/certificate-store.js';
 import { h2Request, h2Session } from '../tls/tls-client.test-helpers.js';
 

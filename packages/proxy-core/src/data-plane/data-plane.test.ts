@@ -1,8 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
+import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, describe, expect, it } from 'vitest';
 import { get } from '../loopback.test-helpers.js';
-import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '../model/index.js';
 import { DataPlane } from './data-plane.js';
 
 function freePort(): Promise<number> {
@@ -110,7 +110,7 @@ describe('bind and default_bind on the data plane (real loopback addresses)', ()
     ]);
     (next.routes[1] as RouteSpec).site.bind = ['127.0.0.3'];
     (next.routes[2] as RouteSpec).site.bind = ['127.0.0.3'];
-    plane.setRoutes(next.routes, 2);
+    plane.setRoutes({ routes: next.routes, version: 2, changes: null });
     const until = Date.now() + 2_000;
     let reply = await getAt('127.0.0.3', port, 'late.test').catch(() => null);
     while (reply === null && Date.now() < until) {
@@ -163,7 +163,7 @@ describe('site ports on the data plane (real loopback listeners)', () => {
       ['main.test', null, 'main'],
       ['late.test', sitePort, 'late'],
     ]);
-    plane.setRoutes(next.routes, 2);
+    plane.setRoutes({ routes: next.routes, version: 2, changes: null });
     for (let i = 0; i < 100 && plane.sitePortAddresses.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(await get(sitePort, 'late.test')).toMatchObject({ status: 200, body: 'late' });
     expect(await get(plane.httpAddress.port, 'late.test')).toMatchObject({ status: 404, body: 'no route for host\n' });

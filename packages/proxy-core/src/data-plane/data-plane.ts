@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import {
+  type Config,
+  changesFrom,
+  isHttpsSite,
+  type RouteChanges,
+  type RouteSnapshot,
+  type RouteSpec,
+} from '@proxyd/model';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
-import type { ListenerLimits } from '../connection-limits.js';
+import { type ConnectionCounter, type ListenerLimits, listenerLimitsOf } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
-import type { Config, RouteSpec } from '../model/index.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
-import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
-import { isHttpsSite } from '../redirect.js';
-import { changesFrom, type RouteChanges } from '../route-table.js';
 import { compileSite, type RateLimitCounter } from '../site-handler.js';
 import {
   type CertificateStore,
@@ -17,6 +21,7 @@ import {
 } from '../tls/certificate-store.js';
 import type { AlpnChallengeResponder } from '../tls/handshake.js';
 import { ListenerBinds, MAIN_LISTENERS } from './binds.js';
+import { ProxyServer, type SiteCompilerWithForwarder } from './proxy-server.js';
 import { SitePortTable } from './site-ports.js';
 
 /** A bound listener address. */
@@ -79,10 +84,18 @@ export interface DataPlaneOptions {
   /**
    * Timeouts and connection caps of every listener: header, body (and its
    * minimum rate), request, keep-alive and TLS handshake timeouts,
-   * connections per client address and in total. Defaults (nginx's range):
-   * `LISTENER_DEFAULTS` in `connection-limits.ts`.
+   * connections per client address and in total. Defaults: the config's
+   * `servers` block (`listenerLimitsOf`), then (nginx's range)
+   * `LISTENER_DEFAULTS` in `connection-limits.ts`; these override both.
    */
   limits?: Partial<ListenerLimits>;
+  /**
+   * The node-wide per-address count this process shares with the other
+   * processes serving the same listeners (a multi-core daemon's workers):
+   * `max_connections_per_ip` is the node's cap. Default none: this
+   * process's.
+   */
+  connectionCounter?: ConnectionCounter;
   /** Reports certificate files that could not be loaded. */
   onCertificateError?: (err: Error) => void;
   /**
@@ -204,6 +217,7 @@ export class DataPlane {
     const manual = new MemoryCertificateStore();
     const certificates = new LayeredCertificateStore(manual, options.certificates);
     const secret = options.secret ?? randomBytes(32);
+    const configured = listenerLimitsOf(config.global.servers);
     const proxy = new ProxyServer({
       hooks,
       trustedProxies: config.global.trusted_proxies,
@@ -223,14 +237,16 @@ export class DataPlane {
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),
       ...(options.alpnChallenges === undefined ? {} : { alpnChallenges: options.alpnChallenges }),
-      ...(options.limits === undefined ? {} : { limits: options.limits }),
+      limits: { ...configured.limits, ...options.limits },
+      http2: configured.http2,
+      ...(options.connectionCounter === undefined ? {} : { connectionCounter: options.connectionCounter }),
       binds,
     });
     const plane = new DataPlane(proxy, manual, certificates, config, options, binds);
-    plane.#loadCertificates(routes, undefined);
+    plane.#loadCertificates(routes, null);
     plane.#routes = routes;
     plane.#ports = ports;
-    proxy.setRoutes(routes, 1, initial.byDomain);
+    proxy.setRoutes({ routes, version: 1, changes: null }, initial.byDomain);
     try {
       const [first = '0.0.0.0', ...more] = binds.addresses(MAIN_LISTENERS);
       plane.#openedHttp.add(first);
@@ -282,15 +298,16 @@ export class DataPlane {
    * Publishes a new route set; requests in flight finish on the route they
    * matched. Opens the site ports it names for the first time and, when it
    * is not open yet and now wanted (see {@link certificatesChanged}), the
-   * https_port listener (failures go to `onSitePortError`). A route array
+   * https_port listener (failures go to `onSitePortError`). A snapshot
    * published by the route store carries what changed since the one before
-   * (`RouteChanges`): when that one is the array served now, the update
+   * (`RouteChanges`): when their base is the routes served now, the update
    * costs O(changed routes); otherwise every route is compared, O(n).
    */
-  setRoutes(routes: readonly RouteSpec[], version: number): void {
-    const changes = changesFrom(this.#routes, routes);
+  setRoutes(snapshot: RouteSnapshot): void {
+    const { routes } = snapshot;
+    const changes = changesFrom(this.#routes, snapshot);
     const portsChanged =
-      changes === undefined ? this.#ports.reset(routes) : this.#ports.apply(changes.upserted, changes.removed);
+      changes === null ? this.#ports.reset(routes) : this.#ports.apply(changes.upserted, changes.removed);
     const pins = this.#ports.current.byDomain;
     const grew = this.#binds.add(changes?.upserted ?? routes, (domain) => pins.get(domain) ?? null);
     if (portsChanged) this.#openSitePorts();
@@ -298,8 +315,11 @@ export class DataPlane {
     this.#loadCertificates(routes, changes);
     this.#routes = routes;
     // Pins of unchanged routes moved: the table compares every route.
-    const incremental = portsChanged ? undefined : changes;
-    this.#proxy.setRoutes(routes, version, this.#ports.current.byDomain, incremental);
+    const incremental = portsChanged ? null : changes;
+    this.#proxy.setRoutes(
+      incremental === null ? { ...snapshot, changes: null } : snapshot,
+      this.#ports.current.byDomain,
+    );
     this.#openHttpsWhenWanted(incremental?.upserted);
   }
 
@@ -356,9 +376,9 @@ export class DataPlane {
   }
 
   /** Reloads the manual `tls <cert> <key>` files (every route change), keeping track of which routes have them. */
-  #loadCertificates(routes: readonly RouteSpec[], changes: RouteChanges | undefined): void {
+  #loadCertificates(routes: readonly RouteSpec[], changes: RouteChanges | null): void {
     const manual = this.#manualRoutes;
-    if (changes === undefined) {
+    if (changes === null) {
       manual.clear();
       for (const route of routes) if (route.site.tls.mode === 'manual') manual.set(route.domain.toLowerCase(), route);
     } else {

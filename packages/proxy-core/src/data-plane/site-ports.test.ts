@@ -1,5 +1,5 @@
+import { emptySite, type RouteSpec, type Site, type SiteAddress } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { emptySite, type RouteSpec, type Site, type SiteAddress } from '../model/index.js';
 import { SitePortTable, servedOn, sitePortsOf } from './site-ports.js';
 
 /** The routes a Proxyfile site block with these addresses gives (one per address host). */

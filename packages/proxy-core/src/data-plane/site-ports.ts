@@ -1,4 +1,4 @@
-import { addressDomain, type RouteSpec } from '../model/index.js';
+import { addressDomain, type RouteSpec } from '@proxyd/model';
 
 /** A port a site names in its address (`http://intranet.example.com:8080`), other than http_port / https_port. */
 export interface SitePort {

@@ -3,8 +3,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls, { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import type { UpstreamAddress, UpstreamTls } from '@proxyd/model';
 import { DataPlaneError, DataPlaneErrorCode } from '../errors.js';
-import type { UpstreamAddress, UpstreamTls } from '../model/index.js';
 
 /** The error an upstream connect that takes too long fails with (mapped to 504). */
 function connectTimeout(ms: number): DataPlaneError {
@@ -136,7 +136,9 @@ export class UpstreamAgent extends http.Agent {
       socket.destroy();
       return;
     }
-    if (pooledMs < this.#idleTimeoutMs) socket.setTimeout(pooledMs);
+    // A stream's socket had its timeout turned off, a handler's read_timeout changed it: the pool's again.
+    const pooledTimeout = Math.min(pooledMs, this.#idleTimeoutMs);
+    if (socket.timeout !== pooledTimeout) socket.setTimeout(pooledTimeout);
     // Nothing may arrive on an idle connection; a byte that does (late
     // bytes of such a body) would be read as the next request's response.
     socket.on('data', onPooledData);

@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { onCleanup, proxy, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
-import type { ReverseProxyHandler } from '../model/index.js';
 import { MemoryCertificateStore } from '../tls/certificate-store.js';
 import { REQUEST_BUFFER_BYTES, requestBytesBuffered } from './exchange.js';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import type { HeaderOp } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
 import { Template } from '../middleware/placeholders.js';
-import type { HeaderOp } from '../model/index.js';
 import { HOP_BY_HOP_NAMES, isHopByHop, stripHopByHop } from './hop-by-hop.js';
 
 /** How the request head sent upstream is built for one `reverse_proxy` handler. */

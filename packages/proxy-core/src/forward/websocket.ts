@@ -1,8 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ReverseProxyHandler } from '@proxyd/model';
 import type { ProxyServer as HttpProxy } from 'http-proxy-3';
 import type { RequestContext } from '../hooks.js';
-import type { ReverseProxyHandler } from '../model/index.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { TEXT } from './exchange.js';
 import { editUpstreamHeaders, type ForwardedFor, type UpstreamHeaderPlan } from './upstream-headers.js';

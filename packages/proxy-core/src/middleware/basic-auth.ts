@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { BasicAuth } from '@proxyd/model';
 import bcrypt from 'bcryptjs';
-import type { BasicAuth } from '../model/index.js';
 import { VerificationGate } from './verification-gate.js';
 
 /** Checks a password against a bcrypt hash (injectable for tests). */

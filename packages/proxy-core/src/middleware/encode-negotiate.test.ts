@@ -1,5 +1,5 @@
+import type { Encoding } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import type { Encoding } from '../model/index.js';
 import { acceptsCoding, EncodingNegotiator, MEMO_MAX, negotiateEncoding } from './encode-negotiate.js';
 
 const ALL: readonly Encoding[] = ['zstd', 'br', 'gzip'];

@@ -1,4 +1,4 @@
-import type { Encoding } from '../model/index.js';
+import type { Encoding } from '@proxyd/model';
 
 /** One `Accept-Encoding` element: a lowercase coding (`x-gzip` read as `gzip`) and its weight, 0–1. */
 interface Weighted {

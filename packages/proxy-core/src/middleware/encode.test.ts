@@ -1,10 +1,10 @@
 import http from 'node:http';
 import { Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import type { Encoding, Site } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { DataPlaneHooks } from '../hooks.js';
 import { site, siteProxy, upstream } from '../loopback.test-helpers.js';
-import type { Encoding, Site } from '../model/index.js';
 import { isCompressibleType } from './encode.js';
 
 interface RawReply {

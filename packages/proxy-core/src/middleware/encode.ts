@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import zlib from 'node:zlib';
-import type { EncodeConfig, Encoding } from '../model/index.js';
+import type { EncodeConfig, Encoding } from '@proxyd/model';
 import { EncodingNegotiator } from './encode-negotiate.js';
 
 /**

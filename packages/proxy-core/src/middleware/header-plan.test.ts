@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { emptySite } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { emptySite } from '../model/index.js';
 import { HeaderPlan } from './header-plan.js';
 import { compileMatchers } from './request-matcher.js';
 

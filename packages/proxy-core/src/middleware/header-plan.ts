@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { HeaderOp } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
-import type { HeaderOp } from '../model/index.js';
 import { Template } from './placeholders.js';
 import { matcherOf, type RequestMatch } from './request-matcher.js';
 

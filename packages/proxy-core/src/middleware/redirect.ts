@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import type { Redirect } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
-import type { Redirect } from '../model/index.js';
 import { PathPattern } from './path-pattern.js';
 import { Template } from './placeholders.js';
 import { matcherOf, type RequestMatch } from './request-matcher.js';

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { emptySite, UNDER_ATTACK_MAX_DIFFICULTY, UnderAttack } from '@proxyd/model';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
-import { emptySite, UNDER_ATTACK_MAX_DIFFICULTY, UnderAttack } from '../model/index.js';
 import { challengePage, SHA256_FALLBACK_JS } from './challenge-page.js';
 import { CLEARANCE_COOKIE, leadingZeroBits, UnderAttackGuard } from './under-attack.js';
 

@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from '../hooks.js';
-import { UNDER_ATTACK_MAX_DIFFICULTY } from '../model/index.js';
 import { challengePage } from './challenge-page.js';
 import type { HeaderEdit } from './header-plan.js';
 

@@ -1,6 +1,6 @@
 import http from 'node:http';
+import { defaultReverseProxy, type LbPolicy } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { defaultReverseProxy, type LbPolicy } from '../model/index.js';
 import { type HealthEvent, UpstreamPool } from './upstream-pool.js';
 
 const agent = new http.Agent();

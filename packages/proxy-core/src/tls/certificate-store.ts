@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext } from 'node:tls';
+import type { RouteSpec } from '@proxyd/model';
 import { DataPlaneError, DataPlaneErrorCode } from '../errors.js';
-import type { RouteSpec } from '../model/index.js';
 
 /**
  * Where the HTTPS listener gets certificates, by SNI server name. Manual

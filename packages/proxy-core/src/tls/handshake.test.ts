@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import tls, { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
+import { emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { onCleanup, proxy, selfSigned } from '../loopback.test-helpers.js';
-import { emptySite, type RouteSpec } from '../model/index.js';
 import type { CertificateStore } from './certificate-store.js';
 import { ACME_TLS_1, type AlpnChallengeResponder } from './handshake.js';
 import {

@@ -3,10 +3,10 @@ import http2 from 'node:http2';
 import tls from 'node:tls';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import type { RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
 import { selfSigned, site, siteProxy, upstream, wait } from '../loopback.test-helpers.js';
-import type { RouteSpec } from '../model/index.js';
 import { MemoryCertificateStore } from './certificate-store.js';
 import { h2Request, h2Session } from './tls-client.test-helpers.js';
 

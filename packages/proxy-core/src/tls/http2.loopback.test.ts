@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
+import type { RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
+import type { ProxyServerOptions } from '../data-plane/proxy-server.js';
 import type { RequestRecord } from '../hooks.js';
 import { onCleanup, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
-import type { RouteSpec } from '../model/index.js';
-import type { ProxyServerOptions } from '../proxy-server.js';
 import { MemoryCertificateStore } from './certificate-store.js';
 import { h2Request, h2Session } from './tls-client.test-helpers.js';
 
@@ -111,7 +111,7 @@ describe('HTTP/2 on the HTTPS listener', () => {
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
     const sitePort = (probe.address() as AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
-    server.setRoutes(routes, 2, new Map([['a.test', sitePort]]));
+    server.setRoutes({ routes, version: 2, changes: null }, new Map([['a.test', sitePort]]));
     await server.listenSitePort(sitePort, '127.0.0.1', true);
     expect(await h2Request(sitePort, { servername: 'a.test' })).toMatchObject({
       status: 200,

@@ -65,10 +65,121 @@ export function http2ServerOptions(limits: Partial<Http2Limits>): http2.SecureSe
   } as http2.SecureServerOptions;
 }
 
-/** Arms a new session's idle timeout (a module function as listener: no closure per session). */
+const kProtocolErrors = Symbol('proxyd.h2ProtocolErrors');
+const kSettled = Symbol('proxyd.h2Settled');
+const kProbe = Symbol('proxyd.h2Probe');
+type WatchedSession = http2.ServerHttp2Session & {
+  /** NGHTTP2_ERR_PROTO reports still to check with a SETTINGS frame before the session is ended. */
+  [kProtocolErrors]: number;
+  /** Whether the client's first SETTINGS arrived. */
+  [kSettled]: boolean;
+  /** The SETTINGS sent on the last such report, until acknowledged. */
+  [kProbe]: SettingsProbe | undefined;
+};
+
+type SessionDestroy = http2.ServerHttp2Session['destroy'];
+/** Node's own `destroy` of a server session (its prototype's, read before a session's is replaced). */
+let nodeSessionDestroy: SessionDestroy | undefined;
+
+/** How long a client has to acknowledge the SETTINGS that tell a stray PING ACK from a connection error, ms. */
+export const SETTINGS_PROBE_MS = 1000;
+
+/**
+ * Arms a new session's idle timeout, and makes it ignore an unsolicited
+ * PING ACK (module functions as listeners: no closure per session).
+ *
+ * RFC 9113 §6.7 only forbids answering a PING ACK. Node 24
+ * (`HandlePingFrame` in `node_http2.cc`) destroys the session on one it
+ * did not ask for, with the error (nghttp2's NGHTTP2_ERR_PROTO) it also
+ * gives for a frame nghttp2 rejected, and nothing in JS tells the two
+ * apart at that moment. So that error sends an empty SETTINGS frame
+ * instead, which the client must acknowledge (RFC 9113 §6.5.3), and the
+ * session goes on. After a frame nghttp2 rejected as a connection error,
+ * nghttp2 sends its GOAWAY and Node reports the same error a second time
+ * ("terminated internally") while that SETTINGS is unacknowledged: the
+ * session is then destroyed at once, as Node would have. A SETTINGS not
+ * acknowledged within {@link SETTINGS_PROBE_MS} also ends the session.
+ * (A PING would do, but a client waiting for its own PING's ACK may read
+ * ours first.) Beyond `maxSessionInvalidFrames` such errors, or before the
+ * client's first SETTINGS (where the error means "SETTINGS expected"), the
+ * session is destroyed at once.
+ */
 export function watchSession(session: http2.ServerHttp2Session, limits: Partial<Http2Limits>): void {
   session.setTimeout(limits.sessionIdleMs ?? HTTP2_DEFAULTS.sessionIdleMs, onSessionIdle);
+  const watched = session as WatchedSession;
+  nodeSessionDestroy = session.destroy;
+  watched[kProtocolErrors] = limits.maxSessionInvalidFrames ?? HTTP2_DEFAULTS.maxSessionInvalidFrames;
+  watched[kSettled] = false;
+  watched[kProbe] = undefined;
+  watched.destroy = destroyUnlessAcknowledged;
+  session.once('remoteSettings', onFirstSettings);
 }
+
+function onFirstSettings(this: WatchedSession): void {
+  this[kSettled] = true;
+}
+
+function destroyUnlessAcknowledged(this: WatchedSession, error?: Error, code?: number): void {
+  if (
+    this[kSettled] &&
+    this[kProbe] === undefined &&
+    this[kProtocolErrors] > 0 &&
+    isProtocolError(error) &&
+    !this.closed
+  ) {
+    this[kProtocolErrors]--;
+    const probe = new SettingsProbe(this, error as Error);
+    try {
+      // Node ends the session itself when too many SETTINGS are unacknowledged (`maxOutstandingSettings`).
+      this.settings({}, probe.acknowledged);
+      this[kProbe] = probe;
+      return;
+    } catch {
+      probe.cancel();
+    }
+  }
+  this[kProbe]?.cancel();
+  (nodeSessionDestroy as SessionDestroy).call(this, error, code);
+}
+
+/** The SETTINGS sent on an NGHTTP2_ERR_PROTO report: acknowledged, the session goes on; not, it is destroyed. */
+class SettingsProbe {
+  readonly #session: WatchedSession;
+  readonly #error: Error;
+  readonly #timer: NodeJS.Timeout;
+  readonly acknowledged = (err: Error | null): void => {
+    this.cancel();
+    if (err !== null) this.#expire();
+  };
+
+  constructor(session: WatchedSession, error: Error) {
+    this.#session = session;
+    this.#error = error;
+    this.#timer = setTimeout(() => this.#expire(), SETTINGS_PROBE_MS);
+    this.#timer.unref();
+  }
+
+  cancel(): void {
+    clearTimeout(this.#timer);
+    if (this.#session[kProbe] === this) this.#session[kProbe] = undefined;
+  }
+
+  #expire(): void {
+    this.cancel();
+    if (!this.#session.destroyed) (nodeSessionDestroy as SessionDestroy).call(this.#session, this.#error);
+  }
+}
+
+function isProtocolError(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as NodeJS.ErrnoException).code === 'ERR_HTTP2_ERROR' &&
+    (error as NodeJS.ErrnoException).errno === NGHTTP2_ERR_PROTO
+  );
+}
+
+/** nghttp2's `NGHTTP2_ERR_PROTO` (not among `http2.constants`). */
+const NGHTTP2_ERR_PROTO = -505;
 
 const kRequestTimer = Symbol('proxyd.h2RequestTimer');
 type TimedStream = http2.ServerHttp2Stream & { [kRequestTimer]?: NodeJS.Timeout };

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { onCleanup, proxy, selfSigned, upstream } from '../loopback.test-helpers.js';
-import { defaultReverseProxy, emptySite, type RouteSpec } from '../model/index.js';
 import { loadManualCertificates, MemoryCertificateStore } from './certificate-store.js';
 
 function request(

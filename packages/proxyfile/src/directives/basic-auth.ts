@@ -1,4 +1,4 @@
-import type { BasicAuth } from '@proxyd/proxy-core/model';
+import type { BasicAuth } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';

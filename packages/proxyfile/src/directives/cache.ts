@@ -1,4 +1,4 @@
-import { type CacheConfig, DEFAULTS } from '@proxyd/proxy-core/model';
+import { type CacheConfig, DEFAULTS } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show } from '../lexer.js';
 import { parseSize, readDuration } from '../values.js';

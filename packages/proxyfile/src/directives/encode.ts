@@ -3,7 +3,7 @@ import {
   ENCODE_DEFAULT_MINIMUM_LENGTH,
   type EncodeConfig,
   type Encoding,
-} from '@proxyd/proxy-core/model';
+} from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';

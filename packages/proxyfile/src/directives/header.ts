@@ -1,4 +1,4 @@
-import type { HeaderOp } from '@proxyd/proxy-core/model';
+import type { HeaderOp } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';

@@ -1,4 +1,4 @@
-import { SITE_DIRECTIVES, SITE_STEP_ORDER } from '@proxyd/proxy-core/model';
+import { SITE_DIRECTIVES, SITE_STEP_ORDER } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { DIRECTIVE_BY_NAME, DIRECTIVES } from './index.js';
 

@@ -1,4 +1,4 @@
-import { LOG_DEFAULTS, type LogOutput, type LogRoll, type SiteLog } from '@proxyd/proxy-core/model';
+import { LOG_DEFAULTS, type LogOutput, type LogRoll, type SiteLog } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';

@@ -1,4 +1,4 @@
-import { parseRate } from '@proxyd/proxy-core/model';
+import { parseRate } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Directive } from './directive.js';
 

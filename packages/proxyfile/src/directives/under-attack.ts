@@ -1,4 +1,4 @@
-import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/proxy-core/model';
+import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
 import type { Directive } from './directive.js';
 

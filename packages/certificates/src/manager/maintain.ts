@@ -1,0 +1,307 @@
+import type { RenewalInfoAnswer } from '../acme/acme-issuer.js';
+import { AcmeProblemError } from '../acme/problem.js';
+import { dnsStepOf } from '../dns/dns01-solver.js';
+import { CertificatesError } from '../errors.js';
+import { nextRenewalInfoPoll, selectAriRenewalTime } from '../schedule/ari.js';
+import { recordFailure } from '../schedule/backoff.js';
+import { type RenewalDecision, renewalDecision } from '../schedule/renewal-window.js';
+import { validationHeldUntil } from '../schedule/validation-hold.js';
+import type { CertificateStorage, StorageLock } from '../storage/storage.js';
+import { type CertificateLogger, type Entry, messageOf, safeAriCertId } from './entry.js';
+import { type Jobs, RateLimited } from './jobs.js';
+import type { NameStorage } from './name-storage.js';
+import { AttemptFailed, type Obtainer } from './obtain.js';
+import type { NameMaintenance, ServedCertificates } from './serve.js';
+import type { LoadedCertificate } from './stored-certificate.js';
+
+/** After a failed renewalInfo request, ask again after this long, ms (the last known window stays in force). */
+const RENEWAL_INFO_RETRY_MS = 60 * 60 * 1000;
+
+/** Options of {@link Maintainer}. */
+export interface MaintainerOptions {
+  storage: CertificateStorage;
+  names: NameStorage;
+  obtainer: Obtainer;
+  served: ServedCertificates;
+  jobs: Jobs;
+  now: () => number;
+  random: () => number;
+  log: CertificateLogger;
+  checkIntervalMs: number;
+  lockTimeoutMs: number | undefined;
+}
+
+/**
+ * Keeps each name's certificate obtained and renewed (certmagic's
+ * `maintain.go` and renew in `config.go`): the renewal decision (1/3 of the
+ * lifetime left, the time chosen in the CA's ARI window, 1/20 regardless),
+ * ARI polling, one attempt at a time under the name's storage lock with
+ * storage re-read inside it, and per name backoff, `Retry-After`, the
+ * validation hold and the order rate limit after a failure.
+ */
+export class Maintainer implements NameMaintenance {
+  readonly #storage: CertificateStorage;
+  readonly #names: NameStorage;
+  readonly #obtainer: Obtainer;
+  readonly #served: ServedCertificates;
+  readonly #jobs: Jobs;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #log: CertificateLogger;
+  readonly #checkIntervalMs: number;
+  readonly #lockTimeoutMs: number | undefined;
+
+  constructor(options: MaintainerOptions) {
+    this.#storage = options.storage;
+    this.#names = options.names;
+    this.#obtainer = options.obtainer;
+    this.#served = options.served;
+    this.#jobs = options.jobs;
+    this.#now = options.now;
+    this.#random = options.random;
+    this.#log = options.log;
+    this.#checkIntervalMs = options.checkIntervalMs;
+    this.#lockTimeoutMs = options.lockTimeoutMs;
+  }
+
+  /** Serves the name's stored certificate and restores its state (see {@link NameStorage.load}). */
+  load(entry: Entry): Promise<void> {
+    return this.#names.load(entry);
+  }
+
+  /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
+  renewal(entry: Entry, certificate: LoadedCertificate, now: number): RenewalDecision {
+    const ari = entry.current === certificate ? entry.ari : null;
+    return renewalDecision({
+      validity: { notBefore: certificate.notBefore, notAfter: certificate.notAfter },
+      now,
+      checkIntervalMs: this.#checkIntervalMs,
+      ari:
+        ari?.window && ari.selectedAt !== null
+          ? { window: ari.window, certId: ari.certId, selectedAt: ari.selectedAt }
+          : null,
+    });
+  }
+
+  /** The latest of the validation hold and the rate limit, when in the future, else null. */
+  heldUntil(entry: Entry, now: number): number | null {
+    const times = [validationHeldUntil(entry.validationFailures, now), entry.rateLimitedUntil].filter(
+      (t): t is number => t !== null && t > now,
+    );
+    return times.length === 0 ? null : Math.max(...times);
+  }
+
+  /** Polls renewalInfo when due, and starts an attempt when one is due now, else sets the name's wake-up for the next retry. */
+  check(entry: Entry): void {
+    if (this.#jobs.closed || entry.removed || entry.attempt !== null || entry.unsupported !== null) return;
+    if (entry.backoff?.gaveUp && !entry.retryOnce) return;
+    const now = this.#now();
+    const current = entry.current;
+    if (current !== null) this.#pollRenewalInfoIfDue(entry, current, now);
+    const renewal = current === null ? null : this.renewal(entry, current, now);
+    const due = renewal === null || entry.backoff !== null || renewal.renew;
+    if (!due) {
+      // Due before the next check (a short-lived certificate): wake up for it instead of renewing late.
+      if (renewal.dueAt - now < this.#checkIntervalMs) this.#wakeAt(entry, renewal.dueAt, now);
+      return;
+    }
+    const at = Math.max(
+      entry.backoff !== null && !entry.backoff.gaveUp ? entry.backoff.nextAttemptAt : now,
+      this.heldUntil(entry, now) ?? now,
+    );
+    if (at > now) {
+      this.#wakeAt(entry, at, now);
+      return;
+    }
+    entry.retryOnce = false;
+    this.#jobs.run(
+      entry,
+      () => this.#attempt(entry),
+      () => this.check(entry),
+    );
+  }
+
+  #wakeAt(entry: Entry, at: number, now: number): void {
+    this.#jobs.wakeAt(entry, at, now, () => this.check(entry));
+  }
+
+  /** One attempt: lock, re-read storage, obtain, store, serve; a failure backs off this name only. */
+  async #attempt(entry: Entry): Promise<void> {
+    let lock: StorageLock | null = null;
+    try {
+      lock = await this.#jobs.lock(this.#storage, `cert-${entry.name}`, this.#lockTimeoutMs);
+      if (lock === null) return;
+      if (entry.removed) return;
+      const read = await this.#names.read(entry);
+      const stored = read.certificate;
+      if (stored !== null && (entry.current === null || stored.notAfter > entry.current.notAfter)) {
+        // Another process (or an earlier run) stored a newer certificate.
+        this.#served.install(entry, stored);
+        this.#names.restoreAri(entry, read.meta);
+      }
+      const now = this.#now();
+      if (entry.current !== null && !this.renewal(entry, entry.current, now).renew) {
+        entry.backoff = null;
+        return;
+      }
+      // Never obtain over a stored file that does not parse: it is left as it is.
+      if (read.error !== null) throw read.error;
+      const obtained = await this.#obtainer.obtain(entry);
+      await this.#names.storeObtained(entry, obtained);
+      entry.backoff = null;
+      entry.rateLimitedUntil = null;
+      entry.loggedStorageProblem = null;
+      entry.dnsStep = null;
+      if (entry.removed) return;
+      this.#served.install(entry, obtained);
+      this.#log.info(
+        { name: entry.name, issuer: obtained.issuer, notAfter: new Date(obtained.notAfter).toISOString() },
+        `certificate for ${entry.name} obtained from ${obtained.issuer}`,
+      );
+    } catch (err) {
+      if (err instanceof RateLimited) {
+        entry.rateLimitedUntil = err.retryAt;
+        return;
+      }
+      await this.#failed(entry, err);
+    } finally {
+      await lock?.release().catch(() => {});
+    }
+  }
+
+  /** Records a failed attempt: backoff, one log line (what, why, next attempt), the metadata (best effort). */
+  async #failed(entry: Entry, err: unknown): Promise<void> {
+    const now = this.#now();
+    const errors = err instanceof AttemptFailed ? err.failures.map((f) => f.error) : [err];
+    const message = messageOf(err);
+    entry.dnsStep = errors.map(dnsStepOf).find((step) => step !== null) ?? null;
+    const retryAfters = errors.map(retryAfterMsOf).filter((ms): ms is number => ms !== undefined);
+    const retryAt = retryAfters.length === 0 ? null : now + Math.max(...retryAfters);
+    entry.backoff = recordFailure(entry.backoff, { at: now, error: message, retryAt }, this.#random);
+    const nextAttemptAt = entry.backoff.gaveUp
+      ? null
+      : Math.max(entry.backoff.nextAttemptAt, this.heldUntil(entry, now) ?? 0);
+    const what = entry.current === null ? 'obtaining' : 'renewing';
+    const fields = {
+      name: entry.name,
+      issuer: entry.kind,
+      code: err instanceof CertificatesError ? err.code : undefined,
+      challenge: entry.challenge,
+      ...(entry.dnsStep === null ? {} : { dnsStep: entry.dnsStep }),
+      error: message,
+      failures: entry.backoff.failures,
+      nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
+    };
+    if (nextAttemptAt === null) {
+      this.#log.error(
+        fields,
+        `${what} certificate for ${entry.name} failed: ${message}; gave up after 30 days of failures (no more attempts until the name is configured anew or proxyd restarts)`,
+      );
+    } else {
+      this.#log.warn(
+        fields,
+        `${what} certificate for ${entry.name} failed: ${message}; next attempt at ${fields.nextAttemptAt}`,
+      );
+    }
+    const folder = entry.current?.issuerId ?? this.#obtainer.issuerIds(entry)[0];
+    if (folder !== undefined) await this.#names.storeMetadata(entry, folder, nextAttemptAt);
+  }
+
+  /** Starts a renewalInfo request for the served certificate when one is due (RFC 9773 §4.3 polling). */
+  #pollRenewalInfoIfDue(entry: Entry, current: LoadedCertificate, now: number): void {
+    if (entry.polling) return;
+    if (entry.ari !== null && (entry.ari.nextPollAt === null || entry.ari.nextPollAt > now)) return;
+    const issuer = this.#obtainer.ariIssuer(entry, current);
+    if (issuer?.renewalInfo === undefined) return;
+    const certId = safeAriCertId(current.certPem);
+    if (certId === null) {
+      entry.ari = { certId: '', window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
+      return;
+    }
+    entry.polling = true;
+    const poll = issuer.renewalInfo.bind(issuer);
+    this.#jobs.track(
+      (async () => {
+        let answer: RenewalInfoAnswer | null;
+        try {
+          answer = await poll(current.certPem);
+        } catch (err) {
+          if (entry.current !== current) return;
+          const retryAt = this.#now() + RENEWAL_INFO_RETRY_MS;
+          entry.ari = {
+            ...(entry.ari ?? { certId, window: null, selectedAt: null, explanationUrl: null }),
+            nextPollAt: retryAt,
+          };
+          this.#log.warn(
+            { name: entry.name, error: messageOf(err), nextPollAt: new Date(retryAt).toISOString() },
+            `renewal information for ${entry.name} not available: ${messageOf(err)}; asking again at ${new Date(retryAt).toISOString()}`,
+          );
+          return;
+        }
+        if (entry.current !== current) return;
+        this.#applyRenewalInfo(entry, current, certId, answer);
+        await this.#names.storeMetadata(entry, current.issuerId);
+      })().finally(() => {
+        entry.polling = false;
+        this.check(entry);
+      }),
+    );
+  }
+
+  /** Keeps the CA's window; the time chosen in it is kept while the window is unchanged, so restarts do not re-pick it. */
+  #applyRenewalInfo(entry: Entry, current: LoadedCertificate, certId: string, answer: RenewalInfoAnswer | null): void {
+    const now = this.#now();
+    if (answer === null) {
+      entry.ari = { certId, window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
+      return;
+    }
+    let window = answer.info?.window ?? null;
+    if (window !== null && window.start < current.notBefore) {
+      // A window that opened before the certificate began cannot be about it (a CA's incident window
+      // opens after the certificates it concerns were issued): renewing "now" would renew every new
+      // certificate at once, in a loop. The lifetime rule applies instead.
+      this.#log.warn(
+        {
+          name: entry.name,
+          window: { start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() },
+        },
+        `ignoring the CA's renewal window for ${entry.name}: it opened before the certificate's notBefore`,
+      );
+      window = null;
+    }
+    const previous = entry.ari;
+    const unchanged =
+      previous !== null &&
+      previous.certId === certId &&
+      previous.window !== null &&
+      window !== null &&
+      previous.window.start === window.start &&
+      previous.window.end === window.end &&
+      previous.selectedAt !== null;
+    const selectedAt = window === null ? null : unchanged ? previous.selectedAt : selectAriRenewalTime(window, certId);
+    entry.ari = {
+      certId,
+      window,
+      selectedAt,
+      nextPollAt: nextRenewalInfoPoll(answer.retryAfter, now),
+      explanationUrl: answer.info?.explanationUrl ?? null,
+    };
+    if (!unchanged && window !== null && selectedAt !== null) {
+      this.#log.info(
+        {
+          name: entry.name,
+          window: { start: new Date(window.start).toISOString(), end: new Date(window.end).toISOString() },
+          renewAt: new Date(selectedAt).toISOString(),
+          explanationUrl: entry.ari.explanationUrl,
+        },
+        `the CA suggests renewing ${entry.name} between ${new Date(window.start).toISOString()} and ${new Date(window.end).toISOString()}; renewing at ${new Date(selectedAt).toISOString()}`,
+      );
+    }
+  }
+}
+
+/** The CA's `Retry-After`, ms, when the error carries one. */
+function retryAfterMsOf(err: unknown): number | undefined {
+  const cause = err instanceof CertificatesError ? err.cause : err;
+  return cause instanceof AcmeProblemError ? cause.retryAfterMs : undefined;
+}
