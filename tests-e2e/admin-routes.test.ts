@@ -303,6 +303,12 @@ describe('admin API flags and logging', () => {
       expect(String(warn?.msg)).toMatch(/PROXY_ADMIN_TOKEN is not set/);
       expect((await adminCall(proxyd.adminPort, 'GET', '/routes', undefined, null)).status).toBe(401);
       expect((await adminCall(proxyd.adminPort, 'GET', '/routes', undefined, '')).status).toBe(401);
+      // Issue 28: with no token there is nothing to guess, so bearers never lock the client out (10 did, then 429).
+      for (let i = 0; i < 15; i++) {
+        const res = await adminCall(proxyd.adminPort, 'GET', '/routes', undefined, `guess-${i}`);
+        expect(res.status, `bearer ${i + 1}`).toBe(401);
+        expect(JSON.parse(res.body)).toEqual({ error: 'unauthorized' });
+      }
     } finally {
       await proxyd.stop();
       await rm(stateDir, { recursive: true, force: true });

@@ -19,6 +19,7 @@ import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store
 import type { MetricsExposition } from '@proxyd/telemetry';
 import { AUDIT_TARGET, type Logging } from '@proxyd/telemetry';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
+import { trackForDrain } from './listener-drain.js';
 
 /**
  * Shortest `PROXY_ADMIN_TOKEN` proxyd starts without a warning, in
@@ -52,7 +53,11 @@ export interface ControlPlane {
   adminAddress: { host: string; port: number };
   /** The Unix socket path, or null without `--admin-socket`. */
   socketPath: string | null;
-  close(): Promise<void>;
+  /**
+   * Both listeners stop accepting and answer the calls they accepted
+   * within `graceMs` (default 0: cut them), then close (`listener-drain.ts`).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** What the admin API is wired to. */
@@ -143,6 +148,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.discovery ? { discovery: options.discovery } : {}),
     ...(options.stats ? { stats: options.stats } : {}),
   });
+  const tcp = trackForDrain(app.server);
   await app.listen({ host: admin.host, port: admin.port });
   const bound = app.server.address();
   let socket: UnixSocketListener | null = null;
@@ -161,8 +167,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   return {
     adminAddress: { host: admin.host, port: typeof bound === 'object' && bound ? bound.port : admin.port },
     socketPath: socket?.path ?? null,
-    async close() {
-      await Promise.all([app.close(), socket?.close()]);
+    async close(graceMs = 0) {
+      // The app closes (its onClose hooks) after the drain: closing first would answer 503 to calls it accepted.
+      await Promise.all([tcp.drain(graceMs).then(() => app.close()), socket?.close(graceMs)]);
     },
   };
 }

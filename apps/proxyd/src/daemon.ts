@@ -323,9 +323,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     reload: reloader ? () => reloader.reload() : undefined,
     routeCount: () => store.routes.length,
     async close(graceMs = config.global.grace_period_ms) {
-      // The data plane drains while the admin API finishes its calls in flight.
+      // Every listener drains at once: the data plane, the admin API (its calls in flight write to the
+      // store, closed after them), the metrics and dashboard listeners.
       const drained = serving.close(graceMs);
-      await Promise.all([control.close(), metricsListener?.close(), dashboardListener?.close()]);
+      await Promise.all([control.close(graceMs), metricsListener?.close(graceMs), dashboardListener?.close(graceMs)]);
       unwatchShadowed();
       await docker.close();
       await store.close();

@@ -3,6 +3,7 @@ import { createDashboardApp, type DashboardAuthFailure, type HistoryReader, type
 import type { DashboardOptions } from '@proxyd/model';
 import type { Logger } from 'pino';
 import { splitHostPort } from './control-plane.js';
+import { trackForDrain } from './listener-drain.js';
 
 /** The log target of the dashboard listener (start, refused credentials, failed queries). */
 export const DASHBOARD_TARGET = 'proxy::dashboard';
@@ -11,8 +12,11 @@ export const DASHBOARD_TARGET = 'proxy::dashboard';
 export interface DashboardListener {
   /** The bound address (the port the OS chose when asked for 0). */
   readonly address: { host: string; port: number };
-  /** Stops accepting; requests in flight finish, idle connections close. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, answers the requests it accepted within `graceMs`
+   * (default 0: cuts them), then closes (`listener-drain.ts`).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** What {@link startDashboardListener} wires. */
@@ -63,6 +67,7 @@ export async function startDashboardListener(options: DashboardListenerOptions):
     now,
     onAuthFailure,
   });
+  const drain = trackForDrain(app.server);
   await app.listen({ host: address.host, port: address.port });
   const { port } = app.server.address() as AddressInfo;
   const shown = `${address.host.includes(':') ? `[${address.host}]` : address.host}:${port}`;
@@ -75,6 +80,6 @@ export async function startDashboardListener(options: DashboardListenerOptions):
   logger.info({ dashboard: shown, history: options.history !== null }, `dashboard listening on http://${shown}/`);
   return {
     address: { host: address.host, port },
-    close: () => app.close(),
+    close: (graceMs = 0) => drain.drain(graceMs).then(() => app.close()),
   };
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { type AdminTimeouts, attachAdminServerHandlers, METRICS_CONTENT_TYPE } from '@proxyd/admin-api';
 import type { HostPort } from '@proxyd/model';
 import type { MetricsExposition } from '@proxyd/telemetry';
+import { trackForDrain } from './listener-drain.js';
 
 /**
  * Connections the metrics listener holds at once: a scraper or two (and
@@ -14,8 +15,11 @@ export const METRICS_MAX_CONNECTIONS = 64;
 export interface MetricsListener {
   /** The bound address (the port the OS chose when asked for 0). */
   readonly address: { host: string; port: number };
-  /** Stops accepting and closes every connection. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, answers the scrapes it accepted within `graceMs`
+   * (default 0: cuts them), then closes (`listener-drain.ts`).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Options of {@link startMetricsListener}. */
@@ -51,6 +55,7 @@ export async function startMetricsListener(options: MetricsListenerOptions): Pro
     return rendering;
   };
   const server = http.createServer((req, res) => void answer(req, res, render));
+  const drain = trackForDrain(server);
   attachAdminServerHandlers(server, options.timeouts === undefined ? {} : { timeouts: options.timeouts });
   server.maxConnections = METRICS_MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
@@ -63,11 +68,7 @@ export async function startMetricsListener(options: MetricsListenerOptions): Pro
   const { port } = server.address() as AddressInfo;
   return {
     address: { host: options.address.host, port },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: (graceMs = 0) => drain.drain(graceMs),
   };
 }
 

@@ -72,6 +72,8 @@ export interface AdminAppOptions {
   /**
    * Per-client throttle of wrong tokens over TCP (default: 10 in 60 s lock
    * the client out for 60 s, 10 000 clients tracked; see `auth-throttle.ts`).
+   * Without a `token` nothing is counted: every authenticated TCP request is
+   * 401, never 429 (spec §5 rule 2).
    */
   authThrottle?: Partial<AuthThrottleOptions>;
   /** Bearer token (`PROXY_ADMIN_TOKEN`); undefined or empty → every authenticated TCP request is 401. */
@@ -134,6 +136,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   const now = options.clock ?? Date.now;
   const transport = options.transport ?? 'auto';
   const checkToken = createBearerCheck(options.token);
+  const tokenSet = options.token !== undefined && options.token !== '';
   const throttle = createAuthThrottle(options.authThrottle);
   const limit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
   const limiter = createRateLimiter(limit.max, limit.windowMs);
@@ -254,6 +257,10 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
       if (request.method === 'OPTIONS') return;
       if ((request.method === 'GET' || request.method === 'HEAD') && request.routeOptions.url === '/health') return;
       const trusted = transport === 'unix' || (transport === 'auto' && isUnixConnection(request.raw.socket));
+      if (!trusted && !tokenSet) {
+        // No token configured: there is nothing to guess, so no failure counts and no client is locked out (spec §5 rule 2).
+        throw new AdminError('ADMIN_UNAUTHORIZED');
+      }
       if (!trusted) {
         // A locked-out client is refused before its token is even compared: a right guess must not tell (issue 20).
         const client = clientKey(request.ip);

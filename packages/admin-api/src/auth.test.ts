@@ -201,6 +201,21 @@ describe('issue 20: wrong tokens are throttled per client and logged', () => {
     await logged.app.close();
   });
 
+  it('issue 28: with PROXY_ADMIN_TOKEN unset, bearers are never counted: always 401, never a lockout', async () => {
+    const events: AuthEvent[] = [];
+    for (const token of [undefined, '']) {
+      const { app } = testApp({ token, authEvents: (e) => events.push(e) });
+      for (let i = 0; i < 30; i++) {
+        const res = await app.inject(from('192.0.2.13', `Bearer guess-${i}`));
+        expect(res.statusCode, `request ${i + 1}`).toBe(401);
+        expect(res.json()).toEqual({ error: 'unauthorized' });
+        expect(res.headers['retry-after']).toBeUndefined();
+      }
+      await app.close();
+    }
+    expect(events).toEqual([]);
+  });
+
   it('the Unix socket is never throttled: its requests need no token', async () => {
     const { app } = testApp({ transport: 'unix' });
     for (let i = 0; i < 20; i++) {

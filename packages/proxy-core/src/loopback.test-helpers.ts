@@ -183,12 +183,12 @@ export function rawExchange(port: number, bytes: string | Buffer, ms = 2000): Pr
 }
 
 /**
- * Writes a self-signed certificate (EC P-256, valid 2 days) for `names` to
- * a new temporary directory, removed after the test. The first name is the
- * CN; every name is a subjectAltName (IP for an IPv4 address, DNS
- * otherwise). Returns the PEM file paths.
+ * Writes a self-signed certificate (EC P-256, or RSA 2048 with `key:
+ * 'rsa'`; valid 2 days) for `names` to a new temporary directory, removed
+ * after the test. The first name is the CN; every name is a subjectAltName
+ * (IP for an IPv4 address, DNS otherwise). Returns the PEM file paths.
  */
-export function selfSigned(names: string[]): { cert: string; key: string } {
+export function selfSigned(names: string[], options: { key?: 'ec' | 'rsa' } = {}): { cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), 'proxyd-tls-'));
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const cert = join(dir, 'cert.pem');
@@ -200,9 +200,7 @@ export function selfSigned(names: string[]): { cert: string; key: string } {
       'req',
       '-x509',
       '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
+      ...(options.key === 'rsa' ? ['rsa:2048'] : ['ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1']),
       '-nodes',
       '-days',
       '2',

@@ -269,4 +269,56 @@ describe('cipher suites', () => {
     const legacy = await handshake(port, { servername: 'a.test', alpn: ['http/1.1'], version: 'TLSv1.2' });
     expect(legacy.socket.getCipher().standardName).toBe('TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256');
   });
+
+  // Issue 28: TLS 1.2 as Mozilla's "intermediate" profile, ECDHE only: CBC, static-RSA and DHE suites fail.
+  it.each([
+    {
+      key: 'ec',
+      refused: ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA', 'ECDHE-ECDSA-AES128-SHA256'],
+      accepted: ['ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305'],
+    },
+    {
+      key: 'rsa',
+      refused: [
+        'ECDHE-RSA-AES128-SHA',
+        'ECDHE-RSA-AES128-SHA256',
+        'ECDHE-RSA-AES256-SHA384',
+        'AES128-GCM-SHA256',
+        'AES256-SHA',
+        'DHE-RSA-AES128-GCM-SHA256',
+      ],
+      accepted: ['ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-RSA-CHACHA20-POLY1305'],
+    },
+  ] as const)('TLS 1.2 with an $key certificate: AEAD suites with ECDHE only', async ({ key, refused, accepted }) => {
+    const files = selfSigned(['a.test'], { key });
+    const { server } = await proxy([respondRoute('a.test')], { certificates: storeOf({ 'a.test': contextOf(files) }) });
+    const { port } = await server.listenHttps(0);
+    const over12 = { servername: 'a.test', alpn: ['http/1.1'], version: 'TLSv1.2' as const };
+    for (const suite of refused) {
+      expect(await alertOf(handshake(port, { ...over12, ciphers: suite })), suite).toBe(HANDSHAKE_FAILURE);
+    }
+    for (const suite of accepted) {
+      const shake = await handshake(port, { ...over12, ciphers: suite });
+      expect(shake.socket.getCipher().name, suite).toBe(suite);
+      expect(await getOver(shake.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    // TLS 1.3 is unchanged: its three suites, whichever a client offers alone.
+    for (const suite of ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256']) {
+      const shake = await handshake(port, {
+        servername: 'a.test',
+        alpn: ['http/1.1'],
+        version: 'TLSv1.3',
+        ciphers: suite,
+      });
+      expect(shake.socket.getCipher().standardName, suite).toBe(suite);
+    }
+    // OpenSSL's own client, as an operator would check.
+    const cbc = key === 'ec' ? 'ECDHE-ECDSA-AES128-SHA' : 'ECDHE-RSA-AES128-SHA';
+    const output = await opensslClient(port, ['-servername', 'a.test', '-tls1_2', '-cipher', cbc]);
+    expect(output).toContain('alert handshake failure');
+    const gcm = key === 'ec' ? 'ECDHE-ECDSA-AES128-GCM-SHA256' : 'ECDHE-RSA-AES128-GCM-SHA256';
+    expect(await opensslClient(port, ['-servername', 'a.test', '-tls1_2', '-cipher', gcm])).toContain(
+      `Cipher is ${gcm}`,
+    );
+  });
 });

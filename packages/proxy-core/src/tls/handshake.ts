@@ -1,4 +1,4 @@
-import { DEFAULT_CIPHERS, type SecureContext, type TLSSocket, type TlsOptions } from 'node:tls';
+import type { SecureContext, TLSSocket, TlsOptions } from 'node:tls';
 import type { CertificateStore } from './certificate-store.js';
 
 /** The ALPN protocol of ACME TLS-ALPN-01 validation (RFC 8737 §6.2). */
@@ -32,14 +32,33 @@ const kChallengeContext = Symbol('proxyd.acmeTlsContext');
 type HandshakeSocket = TLSSocket & { [kChallengeContext]?: SecureContext };
 
 /**
- * Node's cipher list with TLS_AES_128_GCM_SHA256 first, as Go (Caddy) and
- * Mozilla's guidelines order TLS 1.3 suites: the same suites, but a client
- * offering both gets AES-128, whose SHA-256 key schedule is cheaper per
- * handshake than AES-256's SHA-384 (bench/tls/notes/2026-11-24-handshake-cost.md).
+ * The suites the HTTPS listeners offer, in the server's order (honored).
+ *
+ * **TLS 1.3**: Node's three, with TLS_AES_128_GCM_SHA256 first, as Go
+ * (Caddy) and Mozilla order them: a client offering both gets AES-128,
+ * whose SHA-256 key schedule is cheaper per handshake than AES-256's
+ * SHA-384 (bench/tls/notes/2026-11-24-handshake-cost.md).
+ *
+ * **TLS 1.2**: Mozilla's "intermediate" profile without its DHE suites
+ * (issue 28): ECDHE key exchange with an AEAD cipher only. Node's default
+ * list also has CBC suites (`ECDHE-RSA-AES128-SHA256`, and `HIGH` brings
+ * `…-SHA`, static-RSA `AES128-GCM-SHA256` and DHE), which testssl reports
+ * as obsolete CBC and LUCKY13-prone. The cost: clients older than
+ * Mozilla's oldest for this profile (Android 4.4.2, Chrome 31, Firefox 27,
+ * IE 11 on Windows 7, Java 8u31, OpenSSL 1.0.1, Safari 9) fail the
+ * handshake. ECDSA suites come first as automatic HTTPS issues ECDSA keys;
+ * OpenSSL skips the suites the certificate's key cannot sign for.
  */
 export const CIPHER_PREFERENCE = [
   'TLS_AES_128_GCM_SHA256',
-  ...DEFAULT_CIPHERS.split(':').filter((suite) => suite !== 'TLS_AES_128_GCM_SHA256'),
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
 
 /** The `tls.Server` options that choose a handshake's certificate, cipher suite and application protocol. */

@@ -34,6 +34,8 @@ export interface HandshakeRequest {
   version?: SecureVersion;
   /** A session to resume. */
   session?: Buffer;
+  /** The suites offered (OpenSSL names, TLS 1.2 and below); default the client's. */
+  ciphers?: string;
 }
 
 /**
@@ -52,6 +54,7 @@ export function handshake(port: number, request: HandshakeRequest = {}): Promise
       ...(request.alpn === undefined ? {} : { ALPNProtocols: request.alpn }),
       ...(request.version === undefined ? {} : { minVersion: request.version, maxVersion: request.version }),
       ...(request.session === undefined ? {} : { session: request.session }),
+      ...(request.ciphers === undefined ? {} : { ciphers: request.ciphers }),
     });
     onCleanup(() => {
       socket.destroy();
