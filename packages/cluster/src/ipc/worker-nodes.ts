@@ -17,7 +17,7 @@ import { RATE_LIMIT_ADMIT } from './rate-limits.js';
 import { encodeRouteUpdate } from './route-encoding.js';
 
 /** What {@link startWorkerNodes} needs. */
-export interface WorkerNodesOptions<I> {
+export interface WorkerNodesOptions<I, T extends Telemetry = Telemetry> {
   count: number;
   /** The module each worker runs (it calls `serveNodeOverIpc`). */
   entry: string;
@@ -25,7 +25,7 @@ export interface WorkerNodesOptions<I> {
   /** Keep a started spare process for a crashed worker's replacement (see `WorkerPoolOptions.spare`). */
   spare?: boolean;
   /** The fleet the nodes join: a starting worker gets its {@link NodeJoin}, and its requests go to it. */
-  fleet: Fleet;
+  fleet: Fleet<T>;
   /** The init body of worker `index` from what the fleet gives a starting node (`table` is encoded once per version). */
   init(index: number, join: NodeJoin & { table: Uint8Array }): I;
   /** Registers the daemon's own handlers of a worker's channel (site logs, last rollups). */
@@ -41,13 +41,24 @@ export interface WorkerNodesOptions<I> {
  * {@link DataPlaneNode} per worker slot. Each node call is a request on
  * that worker's channel; what a worker asks (certificates on an SNI miss,
  * health for the others, node-wide rate limits and connection counts)
- * goes to the fleet's `FleetPort`.
+ * goes to the fleet's `FleetPort`. The nodes join `fleet` (`Fleet.attach`)
+ * as the first worker starts.
  */
-export async function startWorkerNodes<I>(options: WorkerNodesOptions<I>): Promise<NodeSet & { pool: WorkerPool }> {
+export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
+  options: WorkerNodesOptions<I, T>,
+): Promise<NodeSet<T> & { pool: WorkerPool }> {
   const { fleet } = options;
+  // The pool is usable from the first worker's setup on, before `start` resolves: worker 0's first
+  // health probe, a challenge presented meanwhile, reach the workers that are starting.
   let pool: WorkerPool | null = null;
-  const nodes = Array.from({ length: options.count }, (_, index) => new WorkerNode(() => pool, index));
-  pool = await WorkerPool.start({
+  const nodes = Array.from({ length: options.count }, (_, index) => new WorkerNode<T>(() => pool, index));
+  const set = {
+    nodes,
+    // A worker still running 1 s after the grace period is killed.
+    stop: async (graceMs: number) => await pool?.stop(graceMs, graceMs + 1000),
+  };
+  fleet.attach(set);
+  const started = await WorkerPool.start({
     count: options.count,
     entry: options.entry,
     ...(options.spare === undefined ? {} : { spare: options.spare }),
@@ -56,7 +67,8 @@ export async function startWorkerNodes<I>(options: WorkerNodesOptions<I>): Promi
       const join = fleet.join();
       return options.init(index, { ...join, table: encodeRouteUpdate(join.routes) });
     },
-    setup(channel, index) {
+    setup(channel, index, self) {
+      pool = self;
       channel.handle<HealthEvent>(ToPrimary.health, (event) => fleet.reportHealth(index, event));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => fleet.admitRateLimited(batch));
       serveConnectionCounts(channel, index, fleet);
@@ -70,17 +82,12 @@ export async function startWorkerNodes<I>(options: WorkerNodesOptions<I>): Promi
     },
     ...(options.onStartFailure === undefined ? {} : { onStartFailure: options.onStartFailure }),
   });
-  const started = pool;
-  return {
-    nodes,
-    pool: started,
-    // A worker still running 1 s after the grace period is killed.
-    stop: (graceMs) => started.stop(graceMs, graceMs + 1000),
-  };
+  pool = started;
+  return { ...set, pool: started };
 }
 
 /** A node that is a worker process: each call a request on its channel. */
-class WorkerNode implements DataPlaneNode {
+class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
   readonly certificateMode = 'pushed';
   readonly #pool: () => WorkerPool | null;
   readonly index: number;
@@ -115,15 +122,15 @@ class WorkerNode implements DataPlaneNode {
     this.#pool()?.channel(this.index)?.notify(ToWorker.health, event);
   }
 
-  metrics(): Promise<Telemetry['metrics'] | null> {
+  metrics(): Promise<T['metrics'] | null> {
     return this.#ask(ToWorker.metrics, null, 2000);
   }
 
-  analyticsState(domain: string | null): Promise<Telemetry['analytics']> {
+  analyticsState(domain: string | null): Promise<T['analytics']> {
     return this.#ask(ToWorker.analyticsState, domain);
   }
 
-  drainRollups(now: number): Promise<Telemetry['rollup'][]> {
+  drainRollups(now: number): Promise<T['rollup'][]> {
     return this.#ask(ToWorker.rollups, now);
   }
 
