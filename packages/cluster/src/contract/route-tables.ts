@@ -49,6 +49,7 @@ export type RouteUpdate =
 export class RoutePublisher {
   readonly #ids = new SiteIds();
   #lastSent: readonly RouteSpec[] | null = null;
+  #lastVersion = 0;
   #full: { routes: readonly RouteSpec[]; message: RouteUpdate & { kind: 'full' } } | null = null;
 
   /** The message that brings a worker that has the last table sent to the snapshot's. */
@@ -56,6 +57,7 @@ export class RoutePublisher {
     const { version } = snapshot;
     const base = this.#lastSent;
     this.#lastSent = snapshot.routes;
+    this.#lastVersion = version;
     const changes = base === null ? null : changesFrom(base, snapshot);
     if (changes !== null) {
       return {
@@ -69,8 +71,17 @@ export class RoutePublisher {
     return this.full(snapshot);
   }
 
-  /** The whole table (a starting node, a node that missed a version); the same object for the same snapshot. */
+  /**
+   * The whole table (a starting node, a node that missed a version); the
+   * same object for the same snapshot. The next changes are computed from
+   * it when it is the newest sent: the first write after the nodes start
+   * goes as a delta (a node behind it answers that it needs a snapshot).
+   */
   full({ routes, version }: RouteSnapshot): RouteUpdate & { kind: 'full' } {
+    if (version >= this.#lastVersion) {
+      this.#lastSent = routes;
+      this.#lastVersion = version;
+    }
     const cached = this.#full;
     if (cached !== null && cached.routes === routes && cached.message.version === version) return cached.message;
     const message = { kind: 'full' as const, routes: [...routes], siteIds: this.#ids.of(routes), version };

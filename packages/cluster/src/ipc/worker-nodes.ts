@@ -22,6 +22,8 @@ export interface WorkerNodesOptions<I, T extends Telemetry = Telemetry> {
   /** The module each worker runs (it calls `serveNodeOverIpc`). */
   entry: string;
   env?: NodeJS.ProcessEnv;
+  /** Node flags of the workers (default this process's). */
+  execArgv?: string[];
   /** Keep a started spare process for a crashed worker's replacement (see `WorkerPoolOptions.spare`). */
   spare?: boolean;
   /** The fleet the nodes join: a starting worker gets its {@link NodeJoin}, and its requests go to it. */
@@ -63,6 +65,7 @@ export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
     entry: options.entry,
     ...(options.spare === undefined ? {} : { spare: options.spare }),
     ...(options.env === undefined ? {} : { env: options.env }),
+    ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
     init(index) {
       const join = fleet.join();
       return options.init(index, { ...join, table: encodeRouteUpdate(join.routes) });
