@@ -11,6 +11,7 @@ const libraries = [
   'packages/proxy-core',
   'packages/route-store',
   'packages/cluster',
+  'packages/telemetry',
   'packages/certificates',
   'packages/proxyfile',
   'packages/docker-source',
@@ -31,7 +32,10 @@ const allowed: Record<string, string[]> = {
   '@proxyd/model': [],
   '@proxyd/proxy-core': ['@proxyd/model'],
   '@proxyd/route-store': ['@proxyd/model'],
-  '@proxyd/cluster': ['@proxyd/model'],
+  // Telemetry's types (a worker's metrics snapshot) for the fleet's messages, as types only (checked below).
+  '@proxyd/cluster': ['@proxyd/model', '@proxyd/telemetry'],
+  // Request metrics, access and site logs read the model's request record; nothing else of the product.
+  '@proxyd/telemetry': ['@proxyd/model'],
   // Also the data plane's ports it implements (CertificateStore, ChallengeResponder), as types, until
   // they move to the control↔data contract.
   '@proxyd/certificates': ['@proxyd/model', '@proxyd/proxy-core'],
@@ -59,11 +63,14 @@ const allowed: Record<string, string[]> = {
     '@proxyd/certificates',
     // The light entry a data-plane worker loads (the challenge table, no ACME client).
     '@proxyd/certificates/challenge-table',
+    // The light entry `proxyd trust` loads (the local CA and the trust stores, no ACME client).
+    '@proxyd/certificates/trust',
     '@proxyd/cluster',
     '@proxyd/docker-source',
     '@proxyd/admin-api',
     '@proxyd/dashboard',
     '@proxyd/cli',
+    '@proxyd/telemetry',
   ],
 };
 // Packages from outside the workspace (node: built-ins included) a package's shipped sources may import,
@@ -77,6 +84,7 @@ const typeOnly: Record<string, string[]> = {
   '@proxyd/analytics': ['@proxyd/proxy-core'],
   '@proxyd/proxyfile': ['@proxyd/route-store'],
   '@proxyd/docker-source': ['@proxyd/route-store'],
+  '@proxyd/cluster': ['@proxyd/telemetry'],
 };
 
 // Exact entries imported only as types (other entries of that package may be values):
@@ -93,6 +101,27 @@ const neverImports: Record<string, string[]> = {
   // The store is written through by the sources, never the other way round.
   '@proxyd/route-store': ['@proxyd/proxyfile', '@proxyd/docker-source', '@proxyd/admin-api'],
 };
+
+// Issue 29: one concern per file, and no file that needs another which needs it back.
+/** The most lines a shipped source file may have (tests, their helpers and generated files aside). */
+const MAX_LINES = 600;
+// Files over MAX_LINES today, each with who is splitting it. Empty this list as they are split.
+const longFileExceptions: string[] = [
+  // The certificate manager: another engineer is splitting it (issue 29).
+  'packages/certificates/src/manager/certificate-manager.ts',
+];
+// Run-time import cycles today, each written as the test names it (`a.ts → b.ts → a.ts`, starting at the
+// first file in sort order). Only packages/certificates and apps/proxyd may hold one, while their owners
+// rework them (issue 29); there is none in either today. Empty this list as they are broken.
+const cycleExceptions: string[] = [];
+// Classes apps/proxyd/src still exports: the app is the composition root, and a class it exports is a
+// component that belongs in a package (DESIGN.md). The engineers moving metrics, logs, the watcher, the
+// history flush, trust and the cluster contract out of the app (issue 29) take these with them; empty
+// this list as they go.
+const appClassExceptions: string[] = [];
+// apps/proxyd/src files its README's "behaviour → file" table does not name yet. The engineers moving
+// things out of the app (issue 29) add a row, or move the file out; empty this list as they do.
+const appReadmeExceptions: string[] = [];
 
 interface PackageJson {
   name: string;
@@ -139,6 +168,100 @@ async function importsUnder(dir: string): Promise<Import[]> {
   const found: Import[] = [];
   for (const file of await sourceFiles(dir)) found.push(...importsOf(file, await readFile(file, 'utf8')));
   return found;
+}
+
+/**
+ * The relative imports of a file that load a module at run time, resolved to files: static imports,
+ * re-exports and side-effect imports, and dynamic ones. `import type` and `export type` are erased by
+ * the build and left out. `import { type A }` is not: under `verbatimModuleSyntax` tsc keeps it as
+ * `import {} from './a.js'`, which still loads (and orders) the module, so it counts.
+ */
+function runtimeImportsOf(file: string, text: string): string[] {
+  const specs: string[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\s+(type\s+)?[\w\s{},*$]*?\bfrom\s*['"](\.[^'"]+)['"]/gm)) {
+    if (m[1] === undefined) specs.push(m[2] as string);
+  }
+  for (const m of text.matchAll(/^\s*import\s*['"](\.[^'"]+)['"]/gm)) specs.push(m[1] as string);
+  for (const m of text.matchAll(/\bimport\(\s*['"](\.[^'"]+)['"]\s*\)/g)) specs.push(m[1] as string);
+  return specs.map((spec) => {
+    const target = path.resolve(path.dirname(file), spec);
+    // Sources import `./x.js` for `./x.ts` (NodeNext); a `.js` or `.mjs` source is imported as itself.
+    return existsSync(target) ? target : target.replace(/\.js$/, '.ts').replace(/\.mjs$/, '.mts');
+  });
+}
+
+/** Each import cycle of `graph` once, as `a → b → … → a` from its first file in sort order. */
+function cyclesOf(graph: Map<string, string[]>): string[] {
+  // Tarjan's strongly connected components; every component of two or more files (or a file that
+  // imports itself) holds a cycle, named by the shortest one through its first file.
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop() as string;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) components.push(component.sort());
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return components
+    .map((component) => {
+      const start = component[0] as string;
+      const inside = new Set(component);
+      const from = new Map<string, string>();
+      const queue = [start];
+      let last = start;
+      // Breadth-first from `start` back to it, staying inside the component.
+      search: for (let i = 0; i < queue.length; i++) {
+        const v = queue[i] as string;
+        for (const w of graph.get(v) ?? []) {
+          if (w === start) {
+            last = v;
+            break search;
+          }
+          if (inside.has(w) && !from.has(w)) {
+            from.set(w, v);
+            queue.push(w);
+          }
+        }
+      }
+      const loop = [start];
+      for (let v = last; v !== start; v = from.get(v) as string) loop.splice(1, 0, v);
+      return [...loop, start].map(rel).join(' → ');
+    })
+    .sort();
+}
+
+/** Shipped sources of every package and app: what `src/` holds, less tests, their helpers and generated files. */
+async function shippedSources(): Promise<string[]> {
+  const files: string[] = [];
+  for (const dir of [...libraries, ...apps]) {
+    for (const file of await sourceFiles(path.join(root, dir, 'src'))) {
+      if (isTest(file)) continue;
+      if (/^\/[/*]\s*@generated/.test(await readFile(file, 'utf8'))) continue;
+      files.push(file);
+    }
+  }
+  return files.sort();
 }
 
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
@@ -206,6 +329,23 @@ describe('package boundaries', () => {
     expect(violations).toEqual([]);
   });
 
+  it('telemetry imports only the model, prom-client, pino and node: built-ins; only the app loads it', async () => {
+    const violations: string[] = [];
+    for (const { file, spec } of await importsUnder(path.join(root, 'packages/telemetry/src'))) {
+      if (isTest(file) || spec.startsWith('.') || isBuiltin(spec)) continue;
+      if (!['@proxyd/model', 'prom-client', 'pino'].includes(packageOf(spec)))
+        violations.push(`${rel(file)}: ${spec} is not the model, prom-client or pino`);
+    }
+    const loaders = Object.entries(allowed)
+      .filter(
+        ([name, entries]) =>
+          entries.includes('@proxyd/telemetry') && !(typeOnly[name] ?? []).includes('@proxyd/telemetry'),
+      )
+      .map(([name]) => name);
+    expect(loaders).toEqual(['@proxyd/proxyd']);
+    expect(violations).toEqual([]);
+  });
+
   it('registered symbols are defined in one file: nothing rides hidden on shared objects under a key spelled twice', async () => {
     // The route store's changes travel in the model's RouteSnapshot, not under a symbol on the route array;
     // the one registered symbol left (the request-events key on a response) is the model's.
@@ -266,7 +406,12 @@ describe('package boundaries', () => {
         }
       }
     }
-    expect(Object.keys(typeOnly)).toEqual(['@proxyd/analytics', '@proxyd/proxyfile', '@proxyd/docker-source']);
+    expect(Object.keys(typeOnly)).toEqual([
+      '@proxyd/analytics',
+      '@proxyd/proxyfile',
+      '@proxyd/docker-source',
+      '@proxyd/cluster',
+    ]);
     expect(violations).toEqual([]);
   });
 
@@ -343,5 +488,122 @@ describe('package boundaries', () => {
       }
     }
     expect(missing).toEqual([]);
+  });
+});
+
+describe('source files (issue 29: one concern per file)', () => {
+  it(`no shipped source file is over ${MAX_LINES} lines`, async () => {
+    const long: string[] = [];
+    for (const file of await shippedSources()) {
+      const lines = (await readFile(file, 'utf8')).split('\n').length - 1;
+      if (lines > MAX_LINES && !longFileExceptions.includes(rel(file))) long.push(`${rel(file)}: ${lines} lines`);
+    }
+    expect(long).toEqual([]);
+    // An exception for a file that got short, or went, is dropped from the list.
+    const files = new Set((await shippedSources()).map(rel));
+    for (const file of longFileExceptions) {
+      expect(files.has(file), `${file} is listed but gone`).toBe(true);
+      const lines = (await readFile(path.join(root, file), 'utf8')).split('\n').length - 1;
+      expect(lines, `${file} is listed but ${MAX_LINES} lines or fewer`).toBeGreaterThan(MAX_LINES);
+    }
+  });
+
+  it('no import cycle between shipped files that is not type-only', async () => {
+    const files = await shippedSources();
+    const shipped = new Set(files);
+    const graph = new Map<string, string[]>();
+    for (const file of files) {
+      const targets = runtimeImportsOf(file, await readFile(file, 'utf8')).filter((t) => shipped.has(t));
+      graph.set(file, targets);
+    }
+    const cycles = cyclesOf(graph);
+    const allowedIn = ['packages/certificates/', 'apps/proxyd/'];
+    for (const cycle of cycleExceptions) {
+      expect(
+        allowedIn.some((dir) => cycle.startsWith(dir)),
+        `${cycle}: only certificates and proxyd wait`,
+      ).toBe(true);
+    }
+    expect(cycles.filter((cycle) => !cycleExceptions.includes(cycle))).toEqual([]);
+    expect(
+      cycleExceptions.filter((cycle) => !cycles.includes(cycle)),
+      'listed cycles that are gone',
+    ).toEqual([]);
+  });
+
+  it('the cycle check finds a cycle, and names it', () => {
+    const a = path.join(root, 'packages/x/src/a.ts');
+    const b = path.join(root, 'packages/x/src/b.ts');
+    const c = path.join(root, 'packages/x/src/c.ts');
+    const graph = new Map([
+      [a, [b]],
+      [b, [c]],
+      [c, [a]],
+    ]);
+    expect(cyclesOf(graph)).toEqual([
+      'packages/x/src/a.ts → packages/x/src/b.ts → packages/x/src/c.ts → packages/x/src/a.ts',
+    ]);
+    expect(
+      cyclesOf(
+        new Map([
+          [a, [b]],
+          [b, []],
+        ]),
+      ),
+    ).toEqual([]);
+    const text = [
+      "import type { A } from './a.js';",
+      "export type { B } from './b.js';",
+      "import { type C } from './c.js';",
+      "import { d } from './d.js';",
+      "export * from './e.js';",
+      "import './f.js';",
+      "const g = await import('./g.js');",
+    ].join('\n');
+    expect(runtimeImportsOf(a, text).map((t) => path.basename(t))).toEqual(['c.ts', 'd.ts', 'e.ts', 'f.ts', 'g.ts']);
+  });
+
+  it('the app exports no class: the components it composes live in packages', async () => {
+    const found: string[] = [];
+    for (const file of await sourceFiles(path.join(root, 'apps/proxyd/src'))) {
+      if (isTest(file)) continue;
+      const text = await readFile(file, 'utf8');
+      for (const m of text.matchAll(/^export\s+(?:default\s+)?(?:abstract\s+)?class\s+(\w+)/gm)) {
+        found.push(`${rel(file)}: ${m[1]}`);
+      }
+      // `export { Name }` of a class declared in the file counts too.
+      for (const m of text.matchAll(/^export\s*\{([^}]*)\}\s*;?\s*$/gm)) {
+        for (const name of (m[1] as string).split(',').map((n) => n.trim().split(/\s+as\s+/)[0] as string)) {
+          if (new RegExp(`^(?:abstract\\s+)?class\\s+${name}\\b`, 'm').test(text)) found.push(`${rel(file)}: ${name}`);
+        }
+      }
+    }
+    found.sort();
+    expect(found.filter((entry) => !appClassExceptions.includes(entry))).toEqual([]);
+    expect(
+      appClassExceptions.filter((entry) => !found.includes(entry)),
+      'listed classes that are gone',
+    ).toEqual([]);
+  });
+
+  it("every file of the app's src/ has a row in its README's behaviour → file table", async () => {
+    const readme = await readFile(path.join(root, 'apps/proxyd/README.md'), 'utf8');
+    const lines = readme.split('\n');
+    const header = lines.findIndex((line) => /^\|\s*behaviour\s*\|\s*file\s*\|/.test(line));
+    expect(header, 'README.md has a "| behaviour | file |" table').toBeGreaterThanOrEqual(0);
+    const end = lines.findIndex((line, i) => i > header && !line.startsWith('|'));
+    const rows = lines.slice(header, end < 0 ? undefined : end);
+    const missing: string[] = [];
+    for (const file of await sourceFiles(path.join(root, 'apps/proxyd/src'))) {
+      if (isTest(file)) continue;
+      const name = path.relative(path.join(root, 'apps/proxyd'), file).split(path.sep).join('/');
+      if (!rows.some((row) => row.includes(`\`${name}\``))) missing.push(name);
+    }
+    missing.sort();
+    expect(missing.filter((name) => !appReadmeExceptions.includes(name))).toEqual([]);
+    expect(
+      appReadmeExceptions.filter((name) => !missing.includes(name)),
+      'listed files now in the table',
+    ).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import { PROXYD_MAIN, type RunningProxyd, startProxyd } from './support/proxyd.j
 // of a temporary HOME. Scope: these runs pass --no-system, so they exercise
 // the NSS half only — the CLI does not expose the system store's paths and
 // the machine's /usr/local/share/ca-certificates and /etc/ssl must not be
-// touched; apps/proxyd/src/trust.test.ts runs the system half with the real
+// touched; packages/certificates/src/trust/trust.test.ts runs the system half with the real
 // update-ca-certificates on temp dirs. The last test runs the real default
 // system store as an unprivileged user, where it can only be refused.
 

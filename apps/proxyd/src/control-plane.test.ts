@@ -6,9 +6,9 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { parse } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
+import { createLogging } from '@proxyd/telemetry';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from './control-plane.js';
-import { createLogging } from './logging.js';
 
 const TOKEN = 'control-plane-test-token-0123456789abcdef';
 

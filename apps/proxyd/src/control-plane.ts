@@ -14,11 +14,11 @@ import {
   type StatsPort,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS, type HostPort, parseHostPort } from '@proxyd/model';
+import type { Reloader } from '@proxyd/proxyfile';
 import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store';
+import type { MetricsExposition } from '@proxyd/telemetry';
+import { AUDIT_TARGET, type Logging } from '@proxyd/telemetry';
 import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
-import { AUDIT_TARGET, type Logging } from './logging.js';
-import type { MetricsExposition } from './metrics.js';
-import type { Reloader } from './reload.js';
 
 /**
  * Shortest `PROXY_ADMIN_TOKEN` proxyd starts without a warning, in

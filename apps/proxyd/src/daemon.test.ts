@@ -4,17 +4,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { defaultGlobalOptions } from '@proxyd/model';
+import { createLogging } from '@proxyd/telemetry';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Daemon, startDaemon } from './daemon.js';
-import { createLogging } from './logging.js';
+import { type Daemon, type DaemonOptions, startDaemon } from './daemon.js';
 
 let dir: string;
 let daemon: Daemon | undefined;
 let lines: Array<Record<string, unknown>>;
+let raw: string[];
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'proxyd-daemon-'));
   lines = [];
+  raw = [];
 });
 afterEach(async () => {
   await daemon?.close();
@@ -22,10 +24,14 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function start() {
+function start(options: Partial<DaemonOptions> = {}) {
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      for (const line of chunk.toString().split('\n')) {
+        if (!line) continue;
+        raw.push(line);
+        lines.push(JSON.parse(line));
+      }
       done();
     },
   });
@@ -37,6 +43,7 @@ function start() {
     stateDir: path.join(dir, 'state'),
     logger: logging.root,
     logging,
+    ...options,
   });
 }
 
@@ -96,5 +103,14 @@ describe('startDaemon', () => {
     // The open state dir was tightened, and said so in a JSON line of the store's target.
     const warning = lines.find((l) => l.target === 'proxy::store' && l.level === 'warn');
     expect(warning).toBeDefined();
+  });
+
+  it('every container-discovery line names its target once (it was `"target":"proxy::docker"` twice)', async () => {
+    daemon = await start({ dockerHost: 'unix:///nonexistent/proxyd-daemon-test/docker.sock' });
+    const docker = raw.filter((line) => line.includes('"proxy::docker"'));
+    // The app's own line (the socket chosen) and the container source's (the runtime does not answer).
+    expect(docker.some((line) => line.includes('container discovery on'))).toBe(true);
+    expect(docker.some((line) => line.includes('container runtime:'))).toBe(true);
+    for (const line of raw) expect(line.match(/"target":/g) ?? [], line).toHaveLength(1);
   });
 });

@@ -1,21 +1,20 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
+import { createCertificateWiring } from '@proxyd/certificates';
+import type { Fleet } from '@proxyd/cluster';
+import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
-import { routesFromConfig } from '@proxyd/proxyfile';
+import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
+import type { Logging } from '@proxyd/telemetry';
+import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import { createCertificateWiring } from './certificates.js';
-import { FleetChallengeTable, startServing } from './cluster/serving.js';
+import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
 import { startDockerDiscovery } from './docker.js';
-import { HISTORY_TARGET, startHistory } from './history.js';
-import type { Logging } from './logging.js';
-import { countReloads, createMetrics } from './metrics.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
-import { createReloader, type ReloadResult } from './reload.js';
-import { SITE_LOG_TARGET, SiteLogOutputs } from './site-log.js';
 import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -133,7 +132,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       : workerCount > 1
         ? createMetrics({ role: 'primary' })
         : createMetrics({ role: 'single' });
-  const challenges = config.global.auto_https !== 'off' ? new FleetChallengeTable() : undefined;
+  // Challenges the manager presents reach every node of the fleet (started below).
+  let fleetOf: Fleet | null = null;
+  const challenges = config.global.auto_https !== 'off' ? fleetChallengeTable(() => fleetOf) : undefined;
   const certificates =
     config.global.auto_https === 'off'
       ? undefined
@@ -155,7 +156,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
     routes: () => store.snapshot,
     certificates,
-    challenges,
     stateDir,
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
     redirects,
@@ -166,6 +166,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     ...(history === null ? {} : { history }),
   });
   const { fleet } = serving;
+  fleetOf = fleet;
   await history?.attach({ drain: (now) => fleet.drainRollups(now), setSalt: (salt) => fleet.setVisitorSalt(salt) });
   if (metrics?.role === 'primary') metrics.setWorkerSource(() => serving.metricsSnapshots());
   const unwatchCertificates = manager?.onChange((change) => void fleet.certificatesChanged(change.name));
@@ -187,7 +188,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     disabled: options.docker === false,
     sink: store,
     published: () => store.routes,
-    logger: logging.forTarget('proxy::docker'),
+    // The root logger: the container source names its target on each line itself.
+    logger: logging.root,
   });
   const unwatchShadowed = store.subscribe(() => docker.checkShadowed());
   const proxyfileReloader = options.configPath

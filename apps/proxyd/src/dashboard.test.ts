@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { HistoryReader, LiveSnapshot } from '@proxyd/dashboard';
+import { createLogging } from '@proxyd/telemetry';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, loadProxyfile, startDaemon } from './daemon.js';
 import { startDashboardListener } from './dashboard.js';
-import { createLogging } from './logging.js';
 
 // bcrypt (cost 4) of "correct horse".
 const HASH = '$2b$04$E3wV7lSkEKVhqBXk6fNceOPrI2aFyCXocr3NF.ID3jJr7bTBwxTTi';

@@ -6,8 +6,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from '@proxyd/proxyfile';
+import type { Logging } from '@proxyd/telemetry';
 import { type Daemon, startDaemon } from './daemon.js';
-import type { Logging } from './logging.js';
 
 const DEMO_PAGE = `<!doctype html>
 <html lang="en">

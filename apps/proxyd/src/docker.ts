@@ -1,5 +1,11 @@
 import type { DiscoveryPort, DiscoveryStatus } from '@proxyd/admin-api';
-import { type DockerLogger, DockerodeRuntime, DockerSource, resolveDockerHost } from '@proxyd/docker-source';
+import {
+  DOCKER_LOG_TARGET,
+  type DockerLogger,
+  DockerodeRuntime,
+  DockerSource,
+  resolveDockerHost,
+} from '@proxyd/docker-source';
 import type { GlobalOptions, RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 
@@ -15,7 +21,11 @@ export interface DockerDiscoveryOptions {
   sink: RouteSink;
   /** The routes the store publishes now (to tell which label domains the Proxyfile holds). */
   published: () => readonly RouteSpec[];
-  /** Target `proxy::docker`. */
+  /**
+   * A logger with no `target` of its own (the daemon's root logger): the
+   * container source and this function put `target: proxy::docker` on each
+   * line, and a logger bound to it would write the key twice.
+   */
   logger: DockerLogger;
   /** The environment read for `DOCKER_HOST` and `XDG_RUNTIME_DIR` (default `process.env`). */
   env?: NodeJS.ProcessEnv;
@@ -50,7 +60,12 @@ const OFF: DiscoveryStatus = {
  * retries in the background).
  */
 export async function startDockerDiscovery(options: DockerDiscoveryOptions): Promise<DockerDiscovery> {
-  const { global, logger } = options;
+  const { global } = options;
+  const logger: DockerLogger = {
+    info: (obj, msg) => options.logger.info({ target: DOCKER_LOG_TARGET, ...obj }, msg),
+    warn: (obj, msg) => options.logger.warn({ target: DOCKER_LOG_TARGET, ...obj }, msg),
+    error: (obj, msg) => options.logger.error({ target: DOCKER_LOG_TARGET, ...obj }, msg),
+  };
   if (options.disabled || !global.docker.enabled) {
     const why = options.disabled ? 'turned off at start (--no-docker)' : 'docker off in the Proxyfile';
     logger.info({ reason: why }, `container discovery off: ${why}`);
@@ -103,7 +118,7 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
     runtime,
     sink,
     socket: resolved.url,
-    logger,
+    logger: options.logger,
     defaultNetwork: global.docker.network,
   });
   await source.start();

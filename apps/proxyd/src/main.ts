@@ -2,8 +2,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, UsageError } from '@proxyd/cli';
+import { createLogging, type Logging } from '@proxyd/telemetry';
 import { tuneHeapForStreaming } from './heap-tuning.js';
-import { createLogging, type Logging } from './logging.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -69,9 +69,19 @@ function nothingToServe(options: RunOptions, admin: string): string {
 const program = buildProgram(version, {
   async run(options) {
     const logging = loggingFromEnv();
-    const [{ defaultGlobalOptions }, { DEFAULT_ADMIN_SOCKET }, { watchProxyfile }, { startDaemon }] = await Promise.all(
-      [import('@proxyd/model'), import('./admin-socket.js'), import('./config-watch.js'), import('./daemon.js')],
-    );
+    const [
+      { defaultGlobalOptions },
+      { DEFAULT_ADMIN_SOCKET },
+      { watchProxyfile },
+      { startDaemon },
+      { RELOAD_COOLDOWN_MS },
+    ] = await Promise.all([
+      import('@proxyd/model'),
+      import('./admin-socket.js'),
+      import('@proxyd/proxyfile'),
+      import('./daemon.js'),
+      import('@proxyd/admin-api'),
+    ]);
     const logger = logging.root;
     if (options.pidfile !== undefined) writePidfile(options.pidfile);
     if (options.configFrom === 'default') {
@@ -107,6 +117,8 @@ const program = buildProgram(version, {
             configPath: options.config,
             reload: daemon.reload,
             logger: logging.forTarget('proxy::config'),
+            // The admin API's `POST /reload` cooldown: a save never reloads faster than an operator may.
+            cooldownMs: RELOAD_COOLDOWN_MS,
           })
         : undefined;
     const serverLog = logging.forTarget('proxy::server');
@@ -142,11 +154,11 @@ const program = buildProgram(version, {
   },
   // The real stores: Debian's system locations and $HOME/.pki/nssdb.
   async trust({ certDir, system, nss }) {
-    const { trustLocalRoot } = await import('./trust.js');
+    const { trustLocalRoot } = await import('@proxyd/certificates/trust');
     return trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
   },
   async untrust({ certDir, system, nss }) {
-    const { untrustLocalRoot } = await import('./trust.js');
+    const { untrustLocalRoot } = await import('@proxyd/certificates/trust');
     return untrustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
   },
 });

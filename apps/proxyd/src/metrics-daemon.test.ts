@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { defaultGlobalOptions } from '@proxyd/model';
+import { createLogging } from '@proxyd/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, loadProxyfile, startDaemon } from './daemon.js';
-import { createLogging } from './logging.js';
 
 interface Reply {
   status: number;

@@ -127,6 +127,10 @@ export interface CertificateInfo {
   lastError: string | null;
   /** When the next attempt (retry or renewal) starts, ms since the epoch; null once given up. */
   nextAttemptAt: number | null;
+  /** The ACME challenge type of the last order tried; absent or null: none (local CA, no order yet). */
+  challenge?: 'http-01' | 'tls-alpn-01' | 'dns-01' | null;
+  /** The DNS-01 step the last failure happened at; absent or null: none. */
+  dnsStep?: 'zone-not-found' | 'update-refused' | 'not-propagated' | 'provider-invalid' | null;
 }
 
 /**

@@ -253,6 +253,23 @@ export const Certificate = Type.Object(
     next_attempt: nullableTime(
       'RFC 3339 time (UTC, milliseconds) the next attempt starts: the retry when failing, the renewal when valid, now when renewing; null once given up',
     ),
+    challenge: Type.Union([Type.Literal('http-01'), Type.Literal('tls-alpn-01'), Type.Literal('dns-01'), Type.Null()], {
+      description:
+        'The ACME challenge type of the last order tried for this name; null before the first order and for the local CA',
+    }),
+    dns_step: Type.Union(
+      [
+        Type.Literal('zone-not-found'),
+        Type.Literal('update-refused'),
+        Type.Literal('not-propagated'),
+        Type.Literal('provider-invalid'),
+        Type.Null(),
+      ],
+      {
+        description:
+          "When the last failure was in DNS-01, the step that failed: zone-not-found (no SOA for the record's name), update-refused (the DNS provider refused the TXT record, e.g. a wrong TSIG key), not-propagated (the zone's authoritative servers did not answer it in time), provider-invalid (an unset credential variable or unreadable file); else null",
+      },
+    ),
   },
   { additionalProperties: false, description: 'A name whose certificate proxyd manages' },
 );

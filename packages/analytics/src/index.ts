@@ -59,3 +59,12 @@ export { BeaconTokens, TOKEN_VALID_WINDOWS, TOKEN_WINDOW_MS } from './token.js';
 export { classifyUserAgent, type DeviceClass, UserAgentCache, type UserAgentInfo } from './user-agent.js';
 export { parseUtm, type UtmParams } from './utm.js';
 export { PENDING_LIMIT, type Percentiles, VitalDigest, type VitalState } from './vital-digest.js';
+export {
+  ANALYTICS_TARGET,
+  type AnalyticsLog,
+  type AnalyticsWiring,
+  type AnalyticsWiringOptions,
+  CYCLE_ENV,
+  createAnalyticsWiring,
+  cycleFromEnv,
+} from './wiring.js';

@@ -32,7 +32,7 @@ export const CertificatesErrorCode = {
   LOCAL_CA_INVALID_NAME: 'CERT_LOCAL_CA_INVALID_NAME',
   /** A certificate given for its ARI identifier does not parse as X.509 (PEM or DER) or has no authority key identifier. */
   ARI_CERT_ID_UNAVAILABLE: 'CERT_ARI_CERT_ID_UNAVAILABLE',
-  /** An ACME certificate was asked for a `*.` wildcard: that needs the DNS-01 challenge, which proxyd does not support; no order is placed. */
+  /** An ACME certificate was asked for a `*.` wildcard without a DNS provider (`tls { dns … }` or `acme_dns`): a wildcard needs the DNS-01 challenge; no order is placed. */
   ACME_WILDCARD_UNSUPPORTED: 'CERT_ACME_WILDCARD_UNSUPPORTED',
   /** A managed name's issuer is not configured: no ACME CA for an `acme` name, or no local CA for an `internal` one. */
   ISSUER_UNAVAILABLE: 'CERT_ISSUER_UNAVAILABLE',
@@ -40,6 +40,14 @@ export const CertificatesErrorCode = {
   STORED_CERTIFICATE_INVALID: 'CERT_STORED_CERTIFICATE_INVALID',
   /** An on-demand name was refused: the `ask` endpoint did not answer 2xx (a redirect, another status, a timeout or an error). */
   ON_DEMAND_REFUSED: 'CERT_ON_DEMAND_REFUSED',
+  /** DNS-01: no zone was found for the challenge record (no SOA up the name's labels, or the resolvers failed to answer). */
+  DNS_ZONE_NOT_FOUND: 'CERT_DNS_ZONE_NOT_FOUND',
+  /** DNS-01: the DNS provider refused or failed to add or remove the TXT record (e.g. an RFC 2136 server refusing a wrong TSIG key, an HTTP API answering 403). */
+  DNS_UPDATE_REFUSED: 'CERT_DNS_UPDATE_REFUSED',
+  /** DNS-01: the TXT record was added but the zone's authoritative servers did not all answer it within the propagation timeout. */
+  DNS_NOT_PROPAGATED: 'CERT_DNS_NOT_PROPAGATED',
+  /** DNS-01: a DNS provider's configuration is unusable: an unknown provider, a missing option, an unset environment variable or unreadable `*_file`. */
+  DNS_PROVIDER_INVALID: 'CERT_DNS_PROVIDER_INVALID',
 } as const;
 export type CertificatesErrorCode = (typeof CertificatesErrorCode)[keyof typeof CertificatesErrorCode];
 

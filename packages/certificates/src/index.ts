@@ -12,6 +12,7 @@ export {
   acmeProblemOf,
   type ChallengeSolver,
   type ChallengeType,
+  type Dns01Challenge,
   type Http01Challenge,
   type IssuedCertificate,
   type ObtainOptions,
@@ -20,6 +21,49 @@ export {
   type StoredAccount,
   type TlsAlpn01Challenge,
 } from './acme/index.js';
+export {
+  type AuthoritativeServer,
+  authoritativeServers,
+  type CloudflareOptions,
+  CloudflareProvider,
+  challengeRecordName,
+  createDns01Solver,
+  createDnsProvider,
+  type DesecOptions,
+  DesecProvider,
+  type DigitalOceanOptions,
+  DigitalOceanProvider,
+  DNS_PROPAGATION_INTERVAL_MS,
+  DNS_PROPAGATION_TIMEOUT_MS,
+  DNS_QUERY_TIMEOUT_MS,
+  Dns01Solver,
+  type Dns01SolverOptions,
+  type DnsChallengeSettings,
+  type DnsProvider,
+  type DnsProviderSettings,
+  type DnsServer,
+  type DnsStep,
+  dnsStepOf,
+  ExecProvider,
+  type ExecProviderOptions,
+  findZone,
+  formatDnsServer,
+  type HetznerOptions,
+  HetznerProvider,
+  isTsigAlgorithm,
+  type PropagationOptions,
+  parseDnsServer,
+  type Rfc2136Options,
+  Rfc2136Provider,
+  relativeTo,
+  resolveSecret,
+  type SecretSources,
+  TSIG_ALGORITHMS,
+  type TsigAlgorithm,
+  type TsigKey,
+  type TxtRecord,
+  waitForTxt,
+} from './dns/index.js';
 export { CertificatesError, CertificatesErrorCode } from './errors.js';
 export {
   isLocalName,
@@ -55,6 +99,15 @@ export {
   type ServedCertificate,
   type TimerHandle,
 } from './manager/index.js';
+export {
+  type CertificateWiring,
+  type CertificateWiringOptions,
+  CertifiedNames,
+  createCertificateWiring,
+  DEFAULT_ACME_CA,
+  managedNames,
+  onDemandIssuer,
+} from './names/names.js';
 export {
   ariCertId,
   type BackoffFailure,
@@ -95,3 +148,17 @@ export {
 } from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
+export {
+  describeRoot,
+  type LocalRoot,
+  NSS_TRUST_FLAGS,
+  type NssTrustStore,
+  nssFlags,
+  type SystemTrustStore,
+  type TrustOptions,
+  type TrustReport,
+  type TrustStep,
+  type TrustStepStatus,
+  trustLocalRoot,
+  untrustLocalRoot,
+} from './trust/trust.js';

@@ -1,5 +1,15 @@
 export { type DaySlice, INTERVAL_MS, INTERVALS, type Interval, type Piece, planRange, type Range } from './buckets.js';
 export { HISTORY_ERRORS, HistoryError, type HistoryErrorCode } from './errors.js';
+export {
+  FLUSH_ENV,
+  flushPeriodFromEnv,
+  HISTORY_FILE,
+  HISTORY_TARGET,
+  type HistoryFlushLog,
+  type HistoryWiring,
+  type RollupSource,
+  startHistory,
+} from './flush.js';
 export { type HistoryLog, type HistoryOptions, openHistory, type SetAside } from './open.js';
 export { DIMENSION_IDS, SCHEMA_VERSION } from './schema.js';
 export {

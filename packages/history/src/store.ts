@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import {
-  type MinuteRollup,
-  mergeRollups,
-  type PageVitals,
-  ROLLUP_DIMENSIONS,
-  ROLLUP_OTHER_KEY,
-  type RollupDimension,
-} from '@proxyd/analytics';
-import { bucketOf, INTERVAL_MS, INTERVALS, type Interval, type Piece, planRange, type Range, TIER } from './buckets.js';
+import { type MinuteRollup, mergeRollups, ROLLUP_OTHER_KEY, type RollupDimension } from '@proxyd/analytics';
+import { addRollup, type Bucket } from './bucket.js';
+import { bucketOf, INTERVAL_MS, INTERVALS, type Interval, planRange, type Range, TIER } from './buckets.js';
 import { HistoryError } from './errors.js';
+import { checkRange, mergeWholeDays, top, vital } from './queries.js';
 import { DIMENSION_IDS } from './schema.js';
 import { decodeSketchInto, encodeSketch, estimateRegisters, REGISTERS, unpackRegisters } from './sketch.js';
+import { COUNTS, num, prepareStatements, type Row, STATUS, VITAL_COLUMNS } from './statements.js';
 import type {
   BreakdownItem,
   PageVitalsItem,
@@ -19,7 +15,6 @@ import type {
   SeriesPoint,
   StatusTotals,
   Totals,
-  VitalTotals,
   WriteResult,
 } from './types.js';
 
@@ -47,24 +42,6 @@ const LOW_WATER = 0.75;
 const FOLD_DELAY_MS = 5 * INTERVAL_MS.minute;
 /** Visitor salt bytes (one per UTC day). */
 export const SALT_BYTES = 32;
-
-type Row = Record<string, number | bigint | string | null | Uint8Array>;
-const num = (v: unknown): number => Number(v ?? 0);
-
-const COUNTS = ['requests', 'page_views', 'bot_requests', 'bytes_sent'] as const;
-const STATUS = ['s1xx', 's2xx', 's3xx', 's4xx', 's5xx', 'other'] as const;
-const VITAL_COLUMNS = [
-  'lcp_good',
-  'lcp_ni',
-  'lcp_poor',
-  'cls_good',
-  'cls_ni',
-  'cls_poor',
-  'inp_good',
-  'inp_ni',
-  'inp_poor',
-] as const;
-const SAMPLES_SQL = VITAL_COLUMNS.join(' + ');
 
 /** What {@link HistoryStore} is built with (see `openHistory`). */
 export interface StoreOptions {
@@ -95,81 +72,7 @@ export class HistoryStore {
     this.#retention = { ...options.retention };
     this.#maxBytes = options.maxBytes;
     this.#now = options.now;
-    const p = (sql: string) => db.prepare(sql);
-    this.#s = {
-      domainId: p('SELECT id FROM domains WHERE name = ?'),
-      addDomain: p('INSERT INTO domains (name) VALUES (?) ON CONFLICT (name) DO NOTHING'),
-      getSketch: p('SELECT registers FROM sketches WHERE domain = ? AND tier = ? AND t = ?'),
-      putSketch: p('INSERT OR REPLACE INTO sketches (domain, tier, t, registers) VALUES (?, ?, ?, ?)'),
-      upsertSeries: p(
-        `INSERT INTO series (domain, tier, t, ${[...COUNTS, ...STATUS].join(', ')}, visitors)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (domain, tier, t) DO UPDATE SET
-         ${[...COUNTS, ...STATUS].map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}, visitors = excluded.visitors`,
-      ),
-      upsertBreakdown: p(
-        `INSERT INTO breakdowns (domain, tier, dimension, t, key, page_views) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (domain, tier, dimension, t, key) DO UPDATE SET page_views = page_views + excluded.page_views`,
-      ),
-      upsertVitals: p(
-        `INSERT INTO vitals (domain, tier, t, path, ${VITAL_COLUMNS.join(', ')})
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (domain, tier, t, path) DO UPDATE SET
-         ${VITAL_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
-      ),
-      series: p(
-        `SELECT t, ${COUNTS.join(', ')}, visitors FROM series WHERE domain = ? AND tier = ? AND t >= ? AND t < ? ORDER BY t`,
-      ),
-      sums: p(
-        `SELECT ${[...COUNTS, ...STATUS].map((c) => `SUM(${c}) AS ${c}`).join(', ')}, SUM(visitors) AS visitors
-         FROM series WHERE domain = ? AND tier = ? AND t >= ? AND t < ?`,
-      ),
-      sketches: p('SELECT registers FROM sketches WHERE domain = ? AND tier = ? AND t >= ? AND t < ?'),
-      breakdown: p(
-        `SELECT key, SUM(page_views) AS n FROM breakdowns
-         WHERE domain = ? AND tier = ? AND dimension = ? AND t >= ? AND t < ? GROUP BY key`,
-      ),
-      vitals: p(
-        `SELECT path, ${VITAL_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')} FROM vitals
-         WHERE domain = ? AND tier = ? AND t >= ? AND t < ? GROUP BY path`,
-      ),
-      domains: p(
-        'SELECT name FROM domains WHERE EXISTS (SELECT 1 FROM series WHERE series.domain = domains.id) ORDER BY name',
-      ),
-      hasSeries: p('SELECT 1 AS x FROM series WHERE domain = ? LIMIT 1'),
-      allIds: p('SELECT id FROM domains'),
-      bucketsIn: p('SELECT t FROM series WHERE domain = ? AND tier = ? AND t >= ? AND t < ?'),
-      oldestBucket: p('SELECT t FROM series WHERE domain = ? AND tier = ? ORDER BY t LIMIT 1'),
-      breakdownTail: p(
-        `SELECT key, page_views FROM breakdowns WHERE domain = ? AND tier = ? AND dimension = ? AND t = ? AND key <> '${ROLLUP_OTHER_KEY}'
-         ORDER BY page_views DESC, key LIMIT -1 OFFSET ?`,
-      ),
-      deleteBreakdownKey: p(
-        'DELETE FROM breakdowns WHERE domain = ? AND tier = ? AND dimension = ? AND t = ? AND key = ?',
-      ),
-      vitalsTail: p(
-        `SELECT path, ${VITAL_COLUMNS.join(', ')} FROM vitals WHERE domain = ? AND tier = ? AND t = ? AND path <> '${ROLLUP_OTHER_KEY}'
-         ORDER BY ${SAMPLES_SQL} DESC, path LIMIT -1 OFFSET ?`,
-      ),
-      deleteVitalsPath: p('DELETE FROM vitals WHERE domain = ? AND tier = ? AND t = ? AND path = ?'),
-      deleteSeries: p('DELETE FROM series WHERE domain = ? AND tier = ? AND t >= ? AND t < ?'),
-      deleteSketches: p('DELETE FROM sketches WHERE domain = ? AND tier = ? AND t >= ? AND t < ?'),
-      deleteVitals: p('DELETE FROM vitals WHERE domain = ? AND tier = ? AND t >= ? AND t < ?'),
-      deleteBreakdowns: p(
-        'DELETE FROM breakdowns WHERE domain = ? AND tier = ? AND dimension = ? AND t >= ? AND t < ?',
-      ),
-      dropEmptyDomains: p(
-        'DELETE FROM domains WHERE NOT EXISTS (SELECT 1 FROM series WHERE series.domain = domains.id)',
-      ),
-      getMeta: p('SELECT value FROM meta WHERE key = ?'),
-      setMeta: p('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
-      getSalt: p('SELECT salt FROM salts WHERE day = ?'),
-      putSalt: p('INSERT OR REPLACE INTO salts (day, salt) VALUES (?, ?)'),
-      dropSalts: p('DELETE FROM salts WHERE day <> ?'),
-      pageCount: p('PRAGMA page_count'),
-      freePages: p('PRAGMA freelist_count'),
-      pageSize: p('PRAGMA page_size'),
-    };
+    this.#s = prepareStatements(db);
   }
 
   /** The retention in force, ms per tier. */
@@ -660,104 +563,4 @@ export class HistoryStore {
     this.#stmt('setMeta').run('trim_minute', Math.max(this.#meta('trim_minute'), to));
     return n;
   }
-}
-
-/** One bucket of one tier, as a flush adds to it. */
-interface Bucket {
-  id: number;
-  tier: number;
-  t: number;
-  /** {@link COUNTS} then {@link STATUS}. */
-  counts: number[];
-  registers: Uint8Array;
-  breakdowns: Map<number, Map<string, number>>;
-  /** Path → {@link VITAL_COLUMNS}. */
-  vitals: Map<string, number[]>;
-}
-
-function addRollup(b: Bucket, r: MinuteRollup): void {
-  const c = b.counts;
-  const s = r.status;
-  const values = [
-    r.requests,
-    r.page_views,
-    r.bot_requests,
-    r.bytes_sent,
-    s.s1xx,
-    s.s2xx,
-    s.s3xx,
-    s.s4xx,
-    s.s5xx,
-    s.other,
-  ];
-  for (let i = 0; i < values.length; i++) c[i] = (c[i] as number) + (values[i] as number);
-  for (const dimension of ROLLUP_DIMENSIONS) {
-    const dim = DIMENSION_IDS[dimension];
-    const keys = r.breakdowns[dimension];
-    if (dim === undefined || keys === undefined) continue;
-    let into = b.breakdowns.get(dim);
-    for (const key of Object.keys(keys)) {
-      const n = keys[key] as number;
-      if (!(n > 0)) continue;
-      if (into === undefined) {
-        into = new Map();
-        b.breakdowns.set(dim, into);
-      }
-      into.set(key, (into.get(key) ?? 0) + n);
-    }
-  }
-  for (const path of Object.keys(r.vitals)) {
-    const v = r.vitals[path] as PageVitals;
-    const add = [
-      v.lcp.good,
-      v.lcp.needs_improvement,
-      v.lcp.poor,
-      v.cls.good,
-      v.cls.needs_improvement,
-      v.cls.poor,
-      v.inp.good,
-      v.inp.needs_improvement,
-      v.inp.poor,
-    ];
-    const had = b.vitals.get(path);
-    if (had === undefined) b.vitals.set(path, add);
-    else for (let i = 0; i < add.length; i++) had[i] = (had[i] as number) + (add[i] as number);
-  }
-}
-
-function checkRange(range: Range): void {
-  const { from, to } = range;
-  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from >= to) {
-    throw new HistoryError('HISTORY_BAD_RANGE', `from ${from} must be before to ${to} (epoch ms)`);
-  }
-}
-
-/** The pieces of a plan in time order, consecutive whole days as one day piece. */
-function mergeWholeDays(slices: ReturnType<typeof planRange>): Piece[] {
-  const out: Piece[] = [];
-  for (const slice of slices) {
-    for (const p of slice.pieces) {
-      const last = out.at(-1);
-      if (last !== undefined && last.interval === p.interval && last.to >= p.from) last.to = Math.max(last.to, p.to);
-      else out.push({ ...p });
-    }
-  }
-  return out;
-}
-
-/** The `limit` entries with the largest weight, descending, ties by key. */
-function top<T>(entries: Map<string, T>, limit: number, weight: (v: T) => number): Array<[string, T]> {
-  return [...entries]
-    .map(([key, v]) => ({ key, v, w: weight(v) }))
-    .filter((e) => e.w > 0)
-    .sort((a, b) => b.w - a.w || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-    .slice(0, Math.max(0, limit))
-    .map((e) => [e.key, e.v]);
-}
-
-function vital(sums: number[], at: number): VitalTotals {
-  const good = sums[at] as number;
-  const needs_improvement = sums[at + 1] as number;
-  const poor = sums[at + 2] as number;
-  return { good, needs_improvement, poor, samples: good + needs_improvement + poor };
 }

@@ -2,6 +2,7 @@
 import { type Static, Type } from 'typebox';
 import { BindAddress, Port } from './addresses.js';
 import { BasicAuth } from './directives.js';
+import { DnsProviderConfig } from './dns-challenge.js';
 import { AcmeDirectoryUrl, AcmeEab, AutoHttps, HttpUrl, KeyType } from './tls.js';
 
 /**
@@ -133,6 +134,13 @@ export const GlobalOptions = Type.Object(
         "PEM file of roots trusted for the ACME CA's own API endpoint, besides the bundled ones (default null)",
     }),
     acme_eab: Type.Union([AcmeEab, Type.Null()], { description: 'External account binding (default null: none)' }),
+    // Optional, so configs written before DNS-01 read as before.
+    acme_dns: Type.Optional(
+      Type.Union([DnsProviderConfig, Type.Null()], {
+        description:
+          'The DNS provider for DNS-01 of every ACME name without its own (default absent: HTTP-01/TLS-ALPN-01)',
+      }),
+    ),
     on_demand_ask: Type.Union([HttpUrl, Type.Null()], {
       description:
         'URL asked `?domain=<name>` before an on-demand certificate is obtained; 2xx allows (default null: on-demand TLS refused)',

@@ -11,6 +11,8 @@ export const LbPolicy = Type.Union(
     Type.Literal('random'),
     Type.Literal('ip_hash'),
     Type.Literal('first'),
+    Type.Literal('weighted_round_robin'),
+    Type.Literal('cookie'),
   ],
   { description: 'How a pool picks a healthy member' },
 );
@@ -82,6 +84,71 @@ export const ReverseProxyHandler = Type.Object(
     health: HealthCheck,
     header_up: Type.Array(HeaderOp, { description: 'Request header operations applied before forwarding' }),
     tls: UpstreamTls,
+    header_down: Type.Optional(
+      Type.Array(HeaderOp, {
+        description: "Operations on the upstream's response headers, before the block's `header` ops",
+      }),
+    ),
+    flush_interval_ms: Type.Optional(
+      Type.Integer({
+        minimum: -1,
+        description:
+          "Caddy's flush_interval: proxyd writes every upstream chunk as it arrives whatever the value; -1 also makes every response of the handler a stream (no read timeout once its head arrived)",
+      }),
+    ),
+    read_timeout_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Longest upstream silence while waiting for or reading a response, ms (absent: the daemon default, 60000; 0: none); streams are exempt once their head arrived',
+      }),
+    ),
+    versions: Type.Optional(
+      Type.Array(Type.Union([Type.Literal('1.1'), Type.Literal('2'), Type.Literal('h2c')]), {
+        minItems: 1,
+        uniqueItems: true,
+        description:
+          "HTTP versions spoken to the upstreams (`transport http { versions }`, `h2c://`): with 2 or h2c, HTTP/2 (h2c: cleartext, prior knowledge; 2: over the handler's TLS); absent: HTTP/1.1",
+      }),
+    ),
+    lb_weights: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0, maximum: 1_000_000 }), {
+        description: 'weighted_round_robin: one weight per upstream, in order (0: never picked)',
+      }),
+    ),
+    lb_cookie: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'Cookie name (default lb)' }),
+          secret: Type.Union([Type.String(), Type.Null()], {
+            description: 'HMAC key of the cookie value (null: a plain hash of the upstream)',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    lb_retries: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'Other upstreams tried after a failed connection, for idempotent requests without a body',
+      }),
+    ),
+    lb_try_duration_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'How long to keep trying to reach an upstream, ms (0: no retry by time)',
+      }),
+    ),
+    lb_try_interval_ms: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Wait between two tries, ms (default 250)' }),
+    ),
+    stream_timeout_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Longest life of a streamed response (text/event-stream, or any with flush_interval -1), ms (absent or 0: none)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -103,11 +170,25 @@ export const RespondHandler = Type.Object(
     kind: Type.Literal('respond'),
     body: Type.String(),
     status: Type.Integer({ minimum: 100, maximum: 999 }),
+    error_status: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Inside handle_errors, `respond <body> {err.status_code}`: answer with the error status (`status` is used outside an error)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type RespondHandler = Static<typeof RespondHandler>;
 
 /** The terminal handler of a block: what finally answers the request. */
-export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler]);
+/**
+ * `abort`: close the connection without an answer (HTTP/1: the socket;
+ * HTTP/2: the stream is reset), as Caddy's `abort`.
+ */
+export const AbortHandler = Type.Object({ kind: Type.Literal('abort') }, { additionalProperties: false });
+export type AbortHandler = Static<typeof AbortHandler>;
+
+/** The terminal handler of a block: what finally answers the request. */
+export const Handler = Type.Union([ReverseProxyHandler, FileServerHandler, RespondHandler, AbortHandler]);
 export type Handler = Static<typeof Handler>;

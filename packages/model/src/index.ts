@@ -38,8 +38,10 @@ export {
   UNDER_ATTACK_MAX_DIFFICULTY,
   UnderAttack,
 } from './directives.js';
+export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
 export { DashboardOptions, DockerOptions, GlobalOptions, HistoryOptions, ServerOptions } from './global-options.js';
 export {
+  AbortHandler,
   FileServerHandler,
   Handler,
   HeaderOp,
@@ -49,18 +51,39 @@ export {
   ReverseProxyHandler,
   UpstreamTls,
 } from './handlers.js';
-export { HeaderMatch, MatcherName, RequestMatcher } from './matchers.js';
+export {
+  HeaderMatch,
+  HeaderRegexpMatch,
+  MatcherConditions,
+  MatcherName,
+  QueryMatch,
+  RegexpMatch,
+  RequestMatcher,
+} from './matchers.js';
 export {
   hasRequestPlaceholder,
   PLACEHOLDER_PATTERN,
+  type PlaceholderRef,
+  PREFIXED_PLACEHOLDERS,
+  type PrefixedPlaceholder,
   REMAINDER_PLACEHOLDER,
   REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
+  requestPlaceholder,
 } from './placeholders.js';
-export { REQUEST_EVENTS_KEY } from './request-events.js';
+export { REQUEST_EVENTS_KEY, RequestEvent, type RequestRecord } from './request-events.js';
 export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
 export { RouteOrigin, RouteSpec } from './routes.js';
-export { HandleBlock, Site } from './site.js';
+export {
+  CopyHeader,
+  ErrorHandleBlock,
+  ForwardAuth,
+  HandleBlock,
+  Rewrite,
+  Site,
+  TryFiles,
+  UriOp,
+} from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
 export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
 export {

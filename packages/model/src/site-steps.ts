@@ -14,13 +14,22 @@
  *   applied to every response the site writes (its own answers included).
  * - `encode`: wraps the response, so every answer below (the site's own,
  *   cached, proxied after analytics injection) is compressed on its way out.
- * - `under_attack`, `rate_limit`, `basic_auth` (the site's), `redir` (the
- *   site's, first matching `from` in file order).
+ * - `under_attack`, `rate_limit`, `basic_auth` (the site's), `forward_auth`
+ *   (the site's: the auth server's subrequest, after basic_auth as in
+ *   Caddy), `redir` (the site's, first matching `from` in file order).
+ * - `rewrite`: the site's `rewrite` (the first that matches), `uri` edits,
+ *   then `try_files` (Caddy's order); a `handle` block's own run after its
+ *   `redir`.
  * - `handle`: `handle` / `handle_path` selection (most specific pattern
- *   first), then the chosen block's own `basic_auth` and `redir`.
+ *   first), then the chosen block's own `basic_auth`, `forward_auth` and
+ *   `redir`.
  * - `cache`: in front of `reverse_proxy`.
- * - `terminal`: `file_server` (with `root`), `respond` or `reverse_proxy`;
- *   none: 404.
+ * - `terminal`: `file_server` (with `root`), `abort`, `respond` or
+ *   `reverse_proxy`; none: 404. A block's `abort @name` and `respond @name`
+ *   are tried before its `reverse_proxy @name`, then its own handler
+ *   (Caddy's order: abort, respond, reverse_proxy). `handle_errors` blocks
+ *   answer instead of the errors proxyd produces there (404, 403, 502,
+ *   503, 504, `try_files =<status>`).
  */
 export const SITE_STEP_ORDER = [
   'front_door',
@@ -29,7 +38,9 @@ export const SITE_STEP_ORDER = [
   'under_attack',
   'rate_limit',
   'basic_auth',
+  'forward_auth',
   'redir',
+  'rewrite',
   'handle',
   'cache',
   'terminal',
@@ -53,12 +64,18 @@ export const SITE_DIRECTIVES: readonly { readonly name: string; readonly step: S
   { name: 'under_attack', step: 'under_attack' },
   { name: 'rate_limit', step: 'rate_limit' },
   { name: 'basic_auth', step: 'basic_auth' },
+  { name: 'forward_auth', step: 'forward_auth' },
   { name: 'redir', step: 'redir' },
+  { name: 'rewrite', step: 'rewrite' },
+  { name: 'uri', step: 'rewrite' },
+  { name: 'try_files', step: 'rewrite' },
   { name: 'handle', step: 'handle' },
   { name: 'handle_path', step: 'handle' },
   { name: 'cache', step: 'cache' },
   { name: 'root', step: 'terminal' },
   { name: 'file_server', step: 'terminal' },
+  { name: 'abort', step: 'terminal' },
   { name: 'respond', step: 'terminal' },
   { name: 'reverse_proxy', step: 'terminal' },
+  { name: 'handle_errors', step: 'terminal' },
 ];

@@ -1,7 +1,8 @@
 /** TLS and ACME settings: a site's `tls` policy and the global ACME options. */
 import { type Static, Type } from 'typebox';
+import { DnsChallengeConfig } from './dns-challenge.js';
 
-/** `tls auto | off | internal | <cert_file> <key_file>`, and `tls [internal] { on_demand }`. */
+/** `tls auto | off | internal | <cert_file> <key_file>`, and `tls [auto|internal] { on_demand; dns … }`. */
 export const TlsPolicy = Type.Object(
   {
     mode: Type.Union([Type.Literal('auto'), Type.Literal('off'), Type.Literal('internal'), Type.Literal('manual')]),
@@ -11,6 +12,13 @@ export const TlsPolicy = Type.Object(
       description:
         'Obtain the certificate at the first TLS handshake for a name, after the global on_demand_ask endpoint allows it (default false; only with mode auto or internal)',
     }),
+    // Optional, so configs and routes written before DNS-01 read as before.
+    dns: Type.Optional(
+      Type.Union([DnsChallengeConfig, Type.Null()], {
+        description:
+          'DNS-01 for this site: its provider (or the global acme_dns) and propagation settings (default absent: HTTP-01/TLS-ALPN-01, or DNS-01 through acme_dns when set)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -15,6 +15,7 @@ export {
   listenerLimitsOf,
 } from './connection-limits.js';
 export { DataPlane, type DataPlaneOptions } from './data-plane/data-plane.js';
+export { ProxyServer } from './data-plane/proxy-server.js';
 export {
   composeHooks,
   type DataPlaneHooks,
@@ -33,8 +34,12 @@ export {
 } from './middleware/basic-auth.js';
 export { RateLimiter } from './middleware/rate-limiter.js';
 export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
-export { ProxyServer } from './proxy-server.js';
 export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';
 export { type CertificatePair, type CertificateStore, MemoryCertificateStore } from './tls/certificate-store.js';
 export type { AlpnChallengeResponder } from './tls/handshake.js';
+export {
+  type PushedCertificate,
+  PushedCertificateStore,
+  type PushedCertificates,
+} from './tls/pushed-certificate-store.js';

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, onTestFinished } from 'vitest';
+import { ProxyServer, type ProxyServerOptions } from './data-plane/proxy-server.js';
 import type { PasswordVerifier } from './middleware/basic-auth.js';
-import { ProxyServer, type ProxyServerOptions } from './proxy-server.js';
 import { createSiteCompiler, type SiteDeps } from './site-handler.js';
 
 /** A real HTTP server on 127.0.0.1 that records what it saw. */

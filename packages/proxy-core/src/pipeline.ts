@@ -26,6 +26,12 @@ export interface ForwardOptions {
   editResponseHeaders?: (headers: OutgoingHttpHeaders, status: number) => void;
   /** Sees the upstream response before it is delivered (the cache step's fill); absent: none. */
   observer?: ResponseObserver;
+  /**
+   * `handle_errors`: may answer instead of the forwarder's own 502, 503 or
+   * 504 (`status`, the forwarder's short `message`); true when it did.
+   * Absent: the forwarder answers.
+   */
+  onError?: (status: number, message: string) => boolean;
 }
 
 /** Sees an upstream response once, before `editResponseHeaders` (e.g. to tee its body into a cache). */

@@ -1,19 +1,36 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { HandleBlock, HeaderOp, Site, SiteStepName } from '@proxyd/model';
+import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
 import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
+import { AUTH_ALLOWED, ForwardAuthenticator } from './middleware/forward-auth.js';
 import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
 import { CompiledRedirect } from './middleware/redirect.js';
 import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
+import { RequestRewrites } from './middleware/rewrite.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
-import { canned, send } from './site/canned.js';
-import { compileTerminal, type Terminal } from './site/terminal.js';
+import { answerHead, canned, send } from './site/canned.js';
+import { compileTerminal, type ErrorHook, type Terminal } from './site/terminal.js';
+import { type ErrorSlot, kError } from './slots.js';
+
+/** What a block (the site, a `handle`, a `handle_errors`) holds that {@link compileSite} compiles. */
+type BlockFields = Pick<
+  Site,
+  | 'basic_auth'
+  | 'redirects'
+  | 'handler'
+  | 'matched_proxies'
+  | 'matched_responses'
+  | 'rewrites'
+  | 'uri'
+  | 'try_files'
+  | 'forward_auth'
+>;
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
@@ -114,22 +131,47 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   // Named matchers (`@name`), compiled once; a site without any pays nothing per request.
   const matchers = compileMatchers(site.matchers);
 
+  // `handle_errors`: the blocks that answer instead of proxyd's own errors; compiled below, reached
+  // through this hook (null, and nothing per request, for a site without them).
+  const errorBlocks: { readonly test: (status: number) => boolean; readonly block: Block }[] = [];
+  const errors: ErrorHook | null =
+    (site.handle_errors ?? []).length === 0
+      ? null
+      : (req, res, ctx, status, message) => {
+          if (res.headersSent || res.destroyed) return false;
+          for (const e of errorBlocks) {
+            if (!e.test(status)) continue;
+            runErrorBlock(req, res, ctx, e.block, status, message);
+            return true;
+          }
+          return false;
+        };
+
   const compileBlock = (
     pattern: string | null,
     strip: boolean,
     ops: readonly HeaderOp[],
-    fields: Pick<Site, 'basic_auth' | 'redirects' | 'handler' | 'matched_proxies'>,
+    fields: BlockFields,
     match: RequestMatch | null,
+    errorRoute = false,
   ): Block => {
     const headers = new HeaderPlan(ops, matchers);
     const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
-    const proxies = (fields.matched_proxies ?? []).map((p) => ({
+    const hook = errorRoute ? null : errors;
+    // `reverse_proxy { header_down … }`: its ops run on the upstream's headers before the block's.
+    const planFor = (h: Handler | null): HeaderPlan =>
+      h?.kind === 'reverse_proxy' && h.header_down !== undefined && h.header_down.length > 0
+        ? new HeaderPlan([...h.header_down, ...ops], matchers)
+        : headers;
+    // `respond @name …` / `abort @name` before `reverse_proxy @name …` (Caddy's directive order).
+    const proxies = [...(fields.matched_responses ?? []), ...(fields.matched_proxies ?? [])].map((p) => ({
       match: matcherOf(matchers, p.matcher) as RequestMatch,
       handler: p.handler,
-      terminal: compileTerminal(p.handler, headers, forwarder, caches),
+      terminal: compileTerminal(p.handler, planFor(p.handler), forwarder, caches, hook, errorRoute),
     }));
-    const own = compileTerminal(fields.handler, headers, forwarder, caches);
-    // `reverse_proxy @name …`: the first whose matcher matches answers, else the block's own handler.
+    const own = compileTerminal(fields.handler, planFor(fields.handler), forwarder, caches, hook, errorRoute);
+    const rewrites = new RequestRewrites(fields, matchers);
+    // `… @name`: the first whose matcher matches answers, else the block's own handler.
     const terminal: Terminal =
       proxies.length === 0
         ? own
@@ -152,9 +194,62 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       redirects: fields.redirects.map((r) => new CompiledRedirect(r, matchers)),
       handler: fields.handler,
       terminal,
+      rewrites: rewrites.empty ? null : rewrites,
+      forwardAuth: fields.forward_auth === undefined ? null : new ForwardAuthenticator(fields.forward_auth, matchers),
       match,
       proxies,
     };
+  };
+
+  /** Answers `status` as an error: the site's `handle_errors`, else proxyd's plain answer. */
+  const answerError = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    status: number,
+    message = (STATUS_CODES[status] ?? 'error').toLowerCase(),
+  ): void => {
+    if (res.destroyed || res.headersSent) return;
+    if (errors?.(req, res, ctx, status, message) === true) return;
+    req.resume();
+    const { bytes, base } = answerHead(status, `${message}\n`);
+    siteHeaders.editFor(req, ctx)(base, status);
+    res.writeHead(status, base).end(bytes);
+  };
+
+  /** `forward_auth`: a refusal that a `handle_errors` block takes (none without handle_errors). */
+  const refusedBy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) =>
+    errors === null
+      ? undefined
+      : (status: number) => errors(req, res, ctx, status, (STATUS_CODES[status] ?? 'error').toLowerCase());
+
+  /** Runs a `handle_errors` block for the error `status`: its redirects, rewrites, then its handler. */
+  const runErrorBlock = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    block: Block,
+    status: number,
+    message: string,
+  ): void => {
+    (req as IncomingMessage & { [kError]?: ErrorSlot })[kError] = { status, message };
+    req.resume();
+    const mp = matchablePath(ctx.path);
+    if (block.redirects.length > 0 && redirect(req, res, ctx, block, mp)) return;
+    const done = block.rewrites?.apply(req, ctx) ?? null;
+    if (done === null) {
+      block.terminal(req, res, ctx, req.url ?? '/');
+      return;
+    }
+    // `try_files … =<status>` inside an error block: no second error route, proxyd's answer.
+    done.then(
+      (failed) => {
+        if (res.destroyed) return;
+        if (failed === null) block.terminal(req, res, ctx, req.url ?? '/');
+        else send(req, res, canned(block.headers, failed, `${(STATUS_CODES[failed] ?? 'error').toLowerCase()}\n`), ctx);
+      },
+      () => res.destroy(),
+    );
   };
 
   // `headers`: compiled into every block and canned answer.
@@ -169,6 +264,14 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     })
     .sort((a, b) => b.spec - a.spec || a.index - b.index)
     .map(({ h, match }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h, match));
+  for (const e of site.handle_errors ?? []) {
+    const codes = new Set(e.statuses.filter((x) => !x.endsWith('xx')).map(Number));
+    const classes = new Set(e.statuses.filter((x) => x.endsWith('xx')).map((x) => Number(x[0])));
+    errorBlocks.push({
+      test: e.statuses.length === 0 ? () => true : (st) => codes.has(st) || classes.has(Math.floor(st / 100)),
+      block: compileBlock(null, false, [...site.header, ...e.header], e, null, true),
+    });
+  }
   const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });
   /** The bcrypt gate is full: nothing was checked, so neither 401 nor access; the client retries. */
   const busy = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
@@ -283,6 +386,40 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     });
   }
 
+  const siteForwardAuth = siteBlock.forwardAuth;
+  if (siteForwardAuth !== null) {
+    steps.push({
+      name: 'forward_auth',
+      request: (req, res, ctx, next) => {
+        if (res.destroyed) return true;
+        if (!siteForwardAuth.applies(req, ctx)) return false;
+        siteForwardAuth.check(
+          req,
+          ctx,
+          { res, plan: siteHeaders, refused: refusedBy(req, res, ctx) },
+          (status, message) => answerError(req, res, ctx, status, message),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) walk(req, res, ctx, next);
+          },
+        );
+        return true;
+      },
+      upgrade: (req, socket, head, ctx, next) => {
+        if (!siteForwardAuth.applies(req, ctx)) return false;
+        siteForwardAuth.check(
+          req,
+          ctx,
+          { socket },
+          (status) => refuse(socket, `${status} ${STATUS_CODES[status]}`),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) walkUpgrade(req, socket, head, ctx, next);
+          },
+        );
+        return true;
+      },
+    });
+  }
+
   if (siteBlock.redirects.length > 0) {
     steps.push({
       name: 'redir',
@@ -291,6 +428,32 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
         return redirect(req, res, ctx, siteBlock, matchablePath(ctx.path));
       },
       upgrade: null,
+    });
+  }
+
+  const siteRewrites = siteBlock.rewrites;
+  if (siteRewrites !== null) {
+    steps.push({
+      name: 'rewrite',
+      request: (req, res, ctx, next) => {
+        if (res.destroyed) return true;
+        const done = siteRewrites.apply(req, ctx);
+        if (done === null) return false;
+        done.then(
+          (failed) => (failed === null ? walk(req, res, ctx, next) : answerError(req, res, ctx, failed)),
+          () => res.destroy(),
+        );
+        return true;
+      },
+      upgrade: (req, socket, head, ctx, next) => {
+        const done = siteRewrites.apply(req, ctx);
+        if (done === null) return false;
+        done.then(
+          (failed) => (failed === null ? walkUpgrade(req, socket, head, ctx, next) : refuse(socket, '404 Not Found')),
+          () => socket.destroy(),
+        );
+        return true;
+      },
     });
   }
 
@@ -308,19 +471,55 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
           return;
         }
         verdict.then(
-          (ok) => (ok ? finishBlock(req, res, ctx, block, mp) : deny(req, res, ctx, block)),
+          (ok) => (ok ? forwardAuthBlock(req, res, ctx, block, mp) : deny(req, res, ctx, block)),
           () => deny(req, res, ctx, block),
         );
         return;
       }
     }
-    finishBlock(req, res, ctx, block, mp);
+    forwardAuthBlock(req, res, ctx, block, mp);
+  };
+
+  /** The block's own `forward_auth` (not the site's: that was a step), then the rest of the block. */
+  const forwardAuthBlock = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    block: Block,
+    mp: string,
+  ): void => {
+    const fa = block.forwardAuth;
+    if (fa === null || block === siteBlock || !fa.applies(req, ctx)) {
+      finishBlock(req, res, ctx, block, mp);
+      return;
+    }
+    fa.check(
+      req,
+      ctx,
+      { res, plan: block.headers, refused: refusedBy(req, res, ctx) },
+      (status, message) => answerError(req, res, ctx, status, message),
+      (verdict) => {
+        if (verdict === AUTH_ALLOWED && !res.destroyed) finishBlock(req, res, ctx, block, mp);
+      },
+    );
   };
 
   const finishBlock = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, block: Block, mp: string) => {
     if (res.destroyed) return;
     if (block !== siteBlock && block.redirects.length > 0 && redirect(req, res, ctx, block, mp)) return;
-    block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+    const done = block === siteBlock ? null : (block.rewrites?.apply(req, ctx) ?? null);
+    if (done === null) {
+      block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+      return;
+    }
+    done.then(
+      (failed) => {
+        if (res.destroyed) return;
+        if (failed !== null) answerError(req, res, ctx, failed);
+        else block.terminal(req, res, ctx, block.strip ? strippedUrl(req, ctx, block) : (req.url ?? '/'));
+      },
+      () => res.destroy(),
+    );
   };
 
   steps.push({
@@ -348,6 +547,10 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       const block =
         blocks.find((b) => b.pattern.matches(mp) && (b.match === null || b.match.matches(req, ctx, mp))) ?? siteBlock;
       const handler = handlerFor(block, req, ctx, mp);
+      if (handler?.kind === 'abort') {
+        socket.destroy();
+        return true;
+      }
       if (handler?.kind !== 'reverse_proxy' || forwarder.upgrade === undefined) {
         refuse(socket, '403 Forbidden');
         return true;
@@ -355,10 +558,26 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       const checks = [siteBlock.auth, block === siteBlock ? null : block.auth].filter(
         (a): a is BasicAuthenticator => a !== null,
       );
-      const go = (): void => {
+      const forward = (): void => {
         if (socket.destroyed) return;
         if (block.strip) req.url = strippedUrl(req, ctx, block);
         forwarder.upgrade?.(req, socket, head, ctx, handler);
+      };
+      const fa = block === siteBlock ? null : block.forwardAuth;
+      const go = (): void => {
+        if (fa === null || !fa.applies(req, ctx)) {
+          forward();
+          return;
+        }
+        fa.check(
+          req,
+          ctx,
+          { socket },
+          (status) => refuse(socket, `${status} ${STATUS_CODES[status]}`),
+          (verdict) => {
+            if (verdict === AUTH_ALLOWED) forward();
+          },
+        );
       };
       const verdicts = checks.map((a) => a.check(req.headers.authorization));
       if (verdicts.some((v) => v === AUTH_DENIED)) {
@@ -383,7 +602,9 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       'headers',
       ...steps.map((step) => step.name),
       ...(caches !== undefined &&
-      [siteBlock, ...blocks].some((b) => b.handler?.kind === 'reverse_proxy' || b.proxies.length > 0)
+      [siteBlock, ...blocks].some(
+        (b) => b.handler?.kind === 'reverse_proxy' || b.proxies.some((p) => p.handler.kind === 'reverse_proxy'),
+      )
         ? (['cache'] as const)
         : []),
       'terminal',

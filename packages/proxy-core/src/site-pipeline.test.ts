@@ -34,6 +34,8 @@ describe('the site pipeline', () => {
         users: [{ user: 'ann', hash: '$2a$04$invalidinvalidinvalidinvalidinvalidinvalidinvalidinv' }],
       };
       s.redirects = [{ from: '/old', to: '/new', status: 301 }];
+      s.rewrites = [{ path: '/a', to: '/b' }];
+      s.forward_auth = { upstreams: [{ host: '127.0.0.1', port: 9 }], tls: false, uri: '/auth', copy_headers: [] };
       s.handles = [{ kind: 'handle', path: '/api/*', header: [], basic_auth: null, redirects: [], handler: null }];
       s.cache = { max_size_bytes: 1024, ttl_ms: 1000 };
       s.encode = { encodings: ['gzip'], minimum_length: 512 };

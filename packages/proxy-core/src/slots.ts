@@ -5,7 +5,7 @@
  * hidden class.
  */
 export const kExchange = Symbol('proxyd.exchange');
-/** The pending request record of a response (see proxy-server.ts). */
+/** The pending request record of a response (see data-plane/request-record.ts). */
 export const kRecord = Symbol('proxyd.record');
 /**
  * Set on responses whose server already listens for 'close' once and calls
@@ -32,3 +32,23 @@ export interface ExchangeSlot {
  * `REQUEST_EVENTS_KEY`, under which `@proxyd/analytics` marks its beacons too.
  */
 export { REQUEST_EVENTS_KEY as kEvents } from '@proxyd/model';
+
+/**
+ * The captures of the regexp matchers (`path_regexp`, `header_regexp`) that
+ * matched a request, on the request: name → the match (`''`: the last one),
+ * read by `{re.<name>.<group>}` placeholders. Set only by sites whose
+ * matchers use a regexp.
+ */
+export const kCaptures = Symbol('proxyd.regexpCaptures');
+
+/**
+ * The error a `handle_errors` block is answering, on the request (`status`,
+ * proxyd's short `message`), read by `{err.*}` placeholders.
+ */
+export const kError = Symbol('proxyd.error');
+
+/** What the {@link kError} slot holds. */
+export interface ErrorSlot {
+  readonly status: number;
+  readonly message: string;
+}

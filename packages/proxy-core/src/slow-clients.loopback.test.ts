@@ -5,8 +5,8 @@ import type { RouteSpec } from '@proxyd/model';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { ListenerLimits } from './connection-limits.js';
+import type { ProxyServerOptions } from './data-plane/proxy-server.js';
 import { onCleanup, proxy, selfSigned, site, siteProxy, until, upstream, wait } from './loopback.test-helpers.js';
-import type { ProxyServerOptions } from './proxy-server.js';
 import { MemoryCertificateStore } from './tls/certificate-store.js';
 
 // Issue 20, item 3: slow clients are cut at the listener's limits (small

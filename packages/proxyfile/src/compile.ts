@@ -86,6 +86,23 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
     }
     directive.parse(d, state);
   }
+  // A handle or handle_errors block without its own root uses the site's (Caddy's root is site-wide).
+  const inherited = state.root === null && state.scope === 'handle' ? state.siteRoot : undefined;
+  if (inherited !== undefined && (state.fileServerAt !== null || state.tryFilesAt !== undefined)) {
+    const at = state.fileServerAt ?? (state.tryFilesAt as Token);
+    state.root = { dir: inherited, at };
+  }
+  if (state.tryFilesAt !== undefined) {
+    const at = state.tryFilesAt;
+    if (state.root === null) {
+      throw new Dispenser({ tokens: [at], block: null }).error(
+        at,
+        ProxyfileErrorCode.DIRECTIVE_NOT_ALLOWED,
+        'try_files looks files up below the root: add "root <dir>" to the block',
+      );
+    }
+    if (state.target.try_files !== undefined) state.target.try_files.root = state.root.dir;
+  }
   if (state.fileServerAt !== null) {
     const at = state.fileServerAt;
     const d = new Dispenser({ tokens: [at], block: null });
@@ -97,7 +114,11 @@ function compileBlock(lines: Dispenser[], state: BlockState): void {
       );
     }
     setHandler(d, state, { kind: 'file_server', root: state.root.dir }, at);
-  } else if (state.root !== null) {
+  } else if (
+    state.root !== null &&
+    state.tryFilesAt === undefined &&
+    !(state.scope === 'site' && (state.site.handles.length > 0 || (state.site.handle_errors ?? []).length > 0))
+  ) {
     const at = state.root.at;
     throw new Dispenser({ tokens: [at], block: null }).error(
       at,
@@ -219,7 +240,12 @@ export function compile(doc: Document): Config {
     if (definitions.size > 0) {
       site.matchers = Object.fromEntries([...definitions].map(([n, { matcher }]) => [n, matcher]));
     }
+    // The site's `root <dir>` / `root * <dir>`, read first: its handle blocks inherit it.
+    const rootLine = lines.find((l) => !l.name.quoted && l.name.text === 'root');
+    const rootArgs = rootLine === undefined ? [] : rootLine.line.tokens.slice(1);
+    const siteRoot = rootArgs.length > 0 ? (rootArgs[rootArgs.length - 1] as Token).text : undefined;
     const state: BlockState = {
+      ...(siteRoot === undefined || siteRoot === '' ? {} : { siteRoot }),
       scope: 'site',
       target: site,
       site,

@@ -46,6 +46,11 @@ export class Dispenser {
     return t;
   }
 
+  /** How many arguments are left on the line (the cursor does not move). */
+  argsLeft(): number {
+    return this.line.tokens.length - 1 - this.#i;
+  }
+
   /** Every argument left on the line. */
   remainingArgs(): Token[] {
     const rest = this.line.tokens.slice(this.#i + 1);

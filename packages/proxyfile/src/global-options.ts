@@ -1,13 +1,10 @@
-import {
-  type BasicAuth,
-  defaultHistoryOptions,
-  type GlobalOptions,
-  parseHostPort,
-  type ServerOptions,
-} from '@proxyd/model';
+import { type BasicAuth, defaultHistoryOptions, type GlobalOptions, parseHostPort } from '@proxyd/model';
 import { readBasicAuth, readBcryptHash } from './directives/basic-auth.js';
 import { Dispenser } from './dispenser.js';
+import { readDnsProvider } from './dns-provider.js';
 import { ProxyfileErrorCode } from './errors.js';
+import { blockValue, oneOf, type Seen, single } from './global-lines.js';
+import { readServers } from './global-servers.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
@@ -16,6 +13,7 @@ import {
   isCidr,
   isEmail,
   isLoopbackHost,
+  PRIVATE_RANGES,
   parseDuration,
   parseHttpUrl,
   parseSize,
@@ -23,16 +21,6 @@ import {
   readDuration,
   readPort,
 } from './values.js';
-
-/** Private and loopback ranges, what `trusted_proxies private_ranges` stands for (as in Caddy). */
-const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
-
-function single(d: Dispenser, expected: string): Token {
-  const t = d.nonEmptyArg(expected);
-  d.end();
-  d.noBlock();
-  return t;
-}
 
 const ACME_CA_EXPECTED =
   'an https:// ACME directory URL (http:// only for a loopback host: localhost, 127.0.0.1, [::1])';
@@ -65,69 +53,11 @@ const DASHBOARD_EXPECTED =
 /** The realm of the dashboard's `WWW-Authenticate` when the file names none. */
 const DASHBOARD_REALM = 'proxyd dashboard';
 
-const SERVERS_OPTIONS = ['timeouts', 'max_header_size', 'max_connections_per_ip'];
-const SERVERS_EXPECTED = 'a block with timeouts, max_header_size and max_connections_per_ip';
-const TIMEOUT_OPTIONS = ['read_body', 'read_header', 'write', 'idle'];
-/** Each `timeouts` option: its model field, and whether 0 (none) is allowed. */
-const TIMEOUT_FIELDS: Record<string, [keyof ServerOptions, boolean]> = {
-  read_body: ['read_body_ms', true],
-  read_header: ['read_header_ms', false],
-  write: ['write_ms', true],
-  idle: ['idle_ms', false],
-};
-/** Longest listener timeout, ms: one day (a Node timer holds at most 2^31-1 ms, about 24.8 days). */
-const MAX_TIMEOUT_MS = 86_400_000;
-/** Bounds of `max_header_size`, bytes: 1KiB to 16MiB. */
-const MIN_HEADER_SIZE = 1024;
-const MAX_HEADER_SIZE = 16 * 1024 * 1024;
-/** Largest `max_connections_per_ip`. */
-const MAX_CONNECTIONS_PER_IP = 1_000_000;
-
 /** Longest Unix socket path, in bytes: `sun_path` is 108 bytes on Linux, its NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Options that may stand on several lines; each other option is set once. */
 const REPEATABLE = new Set(['acme_ca']);
-
-/** Where each value of a repeatable option was first set, keyed `<option> <value>`. */
-type Seen = Map<string, Token>;
-
-/** One sub-option line of a block: its name once, known, then its one value. */
-function blockValue(sub: Dispenser, option: string, known: readonly string[], once: Seen, expected: string): Token {
-  const name = sub.name;
-  if (!known.includes(name.text)) {
-    const near = nearest(name.text, known);
-    throw sub.unexpected(
-      name,
-      `${option} option${near ? ` (did you mean "${near}"?)` : ''}: ${known.join(', ')}`,
-      ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
-    );
-  }
-  const first = once.get(name.text);
-  if (first) {
-    throw sub.error(
-      name,
-      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-      `"${name.text}" is already set at ${first.file}:${first.line}:${first.column}`,
-    );
-  }
-  once.set(name.text, name);
-  return single(sub, expected);
-}
-
-/** The option's one value, which must be one of `values`; otherwise an error naming them and the nearest. */
-function oneOf<T extends string>(d: Dispenser, what: string, values: readonly T[], hint = ''): T {
-  const list = values.join(', ');
-  const t = single(d, `${what}: ${list}`);
-  const value = values.find((v) => v === t.text);
-  if (value !== undefined) return value;
-  const near = hint === '' ? nearest(t.text, values) : null;
-  throw d.unexpected(
-    t,
-    `${what}${near ? ` (did you mean "${near}"?)` : ''}: ${list}${hint}`,
-    ProxyfileErrorCode.INVALID_VALUE,
-  );
-}
 
 function macKey(d: Dispenser, t: Token): string {
   if (!isBase64Url(t.text)) {
@@ -164,32 +94,6 @@ function dockerHostProblem(text: string): string | null {
   return 'it has no unix:// or tcp:// scheme';
 }
 
-/** `servers { timeouts { read_body|read_header|write|idle <duration> } }`: the block, once, into `servers`. */
-function readTimeouts(d: Dispenser, once: Seen, servers: ServerOptions): void {
-  const first = once.get('timeouts');
-  if (first) {
-    throw d.error(
-      d.name,
-      ProxyfileErrorCode.DUPLICATE_DIRECTIVE,
-      `"timeouts" is already set at ${first.file}:${first.line}:${first.column}`,
-    );
-  }
-  once.set('timeouts', d.name);
-  d.end();
-  if (!d.hasBlock()) throw d.missing('a block with read_body, read_header, write and idle');
-  const seen: Seen = new Map();
-  for (const sub of d.blockLines()) {
-    const [field, zero] = TIMEOUT_FIELDS[sub.name.text] ?? ['read_body_ms', true];
-    const expected = `a duration such as 10s or 2m (${zero ? '0: none; ' : 'more than 0; '}at most 24h)`;
-    const t = blockValue(sub, 'a timeouts', TIMEOUT_OPTIONS, seen, expected);
-    const ms = parseDuration(t.text);
-    if (ms === null || ms > MAX_TIMEOUT_MS || (ms === 0 && !zero)) {
-      throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
-    }
-    servers[field] = ms;
-  }
-}
-
 /**
  * The options of the global block:
  * ```
@@ -210,6 +114,7 @@ function readTimeouts(d: Dispenser, once: Seen, servers: ServerOptions): void {
  *     on_demand_tls {
  *         ask <url>                 # required by any `tls { on_demand }`
  *     }
+ *     acme_dns <provider> [<value>] { … }   # DNS-01 for every ACME name without its own tls { dns } (see dns-provider.ts)
  *     key_type p256|rsa2048         # default p256
  *     state_dir <dir>               # where routes and secrets persist
  *     trusted_proxies [static] <cidr|private_ranges>...
@@ -339,6 +244,9 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
       }
     }
     g.acme_eab = eab;
+  },
+  acme_dns(d, g) {
+    g.acme_dns = readDnsProvider(d, 'acme_dns');
   },
   on_demand_tls(d, g) {
     d.end();
@@ -489,41 +397,7 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
     }
     g.history = history;
   },
-  servers(d, g) {
-    const arg = d.nextArg();
-    if (arg !== null) {
-      throw d.unexpected(
-        arg,
-        `${SERVERS_EXPECTED} (proxyd applies one servers block to every data-plane listener: no listener address)`,
-      );
-    }
-    if (!d.hasBlock()) throw d.missing(SERVERS_EXPECTED);
-    const once: Seen = new Map();
-    const servers: ServerOptions = {};
-    for (const sub of d.blockLines()) {
-      const option = sub.name.text;
-      if (option === 'timeouts') {
-        readTimeouts(sub, once, servers);
-        continue;
-      }
-      if (option === 'max_header_size') {
-        const expected = 'a size such as 16KiB or 1MB (at least 1KiB, at most 16MiB)';
-        const t = blockValue(sub, 'a servers', SERVERS_OPTIONS, once, expected);
-        const bytes = parseSize(t.text);
-        if (bytes === null || bytes < MIN_HEADER_SIZE || bytes > MAX_HEADER_SIZE) {
-          throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
-        }
-        servers.max_header_size_bytes = bytes;
-        continue;
-      }
-      const expected = `a number of connections, 0 (no cap) to ${MAX_CONNECTIONS_PER_IP}`;
-      const t = blockValue(sub, 'a servers', SERVERS_OPTIONS, once, expected);
-      const n = /^\d+$/.test(t.text) ? Number(t.text) : Number.NaN;
-      if (!(n <= MAX_CONNECTIONS_PER_IP)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
-      servers.max_connections_per_ip = n;
-    }
-    g.servers = servers;
-  },
+  servers: readServers,
   dashboard(d, g) {
     const expected = 'a dashboard listener address ([host]:port), e.g. :9190 or 127.0.0.1:9190';
     const t = d.nonEmptyArg(expected);

@@ -6,6 +6,13 @@ export { type FormatOptions, format, isFormatted } from './format.js';
 export { GLOBAL_OPTION_NAMES } from './global-options.js';
 export { type ParseOptions, parse } from './parse.js';
 export {
+  createReloader,
+  type ProxyfileLogger,
+  type Reloader,
+  type ReloaderOptions,
+  type ReloadResult,
+} from './reload.js';
+export {
   createProxyfileSource,
   loadProxyfile,
   type ProxyfileReload,
@@ -14,3 +21,11 @@ export {
   routesFromConfig,
 } from './route-source.js';
 export { type ConfigSummary, summarize } from './summary.js';
+export {
+  type ProxyfileInputs,
+  type ProxyfileWatch,
+  proxyfileInputs,
+  WATCH_DEBOUNCE_MS,
+  type WatchOptions,
+  watchProxyfile,
+} from './watch.js';

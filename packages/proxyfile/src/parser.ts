@@ -418,8 +418,9 @@ class Parser {
     if (arg.text === '') {
       throw unexpected(arg, 'a file, a glob or a snippet name', ProxyfileErrorCode.INVALID_VALUE);
     }
-    const extra = line[2];
-    if (extra) throw unexpected(extra, 'the end of the line (import takes one file, glob or snippet name)');
+    // Caddy's import arguments: `import name a b` fills {args[0]}, {args[1]}, {args[:]} … in what it imports.
+    const args = line.slice(2);
+    for (const t of args) if (isOpen(t)) throw unexpected(t, 'the end of the line (import takes no block)');
     const chain = head.via;
     const snippet = this.#snippets.get(arg.text);
     if (snippet) {
@@ -428,7 +429,7 @@ class Parser {
       const via = [...chain, target];
       const seg = this.#seg++;
       const copies = snippet.tokens.map((t) => ({ ...t, seg, via }));
-      this.#push(arg, copies);
+      this.#push(arg, withArgs(copies, args, arg));
       return;
     }
     const base = isAbsolute(arg.text) ? arg.text : join(dirname(arg.file), arg.text);
@@ -486,7 +487,7 @@ class Parser {
         );
       }
       const lexed = tokenize(text, path, this.#seg++, [...chain, path]);
-      this.#push(arg, replaceEnv(lexed.tokens, this.#options.env));
+      this.#push(arg, withArgs(replaceEnv(lexed.tokens, this.#options.env), args, arg));
     }
   }
 
@@ -535,6 +536,53 @@ class Parser {
     }
     if (tokens.length > 0) this.#frames.push({ tokens, pos: 0 });
   }
+}
+
+/** `{args[N]}`, `{args[N:M]}` (either bound optional), and Caddy's older `{args.N}`. */
+const ARGS_PLACEHOLDER = /\{args(?:\[(\d*)(:?)(\d*)\]|\.(\d+))\}/g;
+
+/**
+ * Fills the import arguments into imported tokens. A token that is only
+ * a range (`{args[:]}`, `{args[1:]}`) becomes one token per argument (none:
+ * it disappears, as in Caddy); elsewhere a range is the arguments joined
+ * with spaces. An index past the last argument is `PROXYFILE_INVALID_VALUE`
+ * at the placeholder, naming the import.
+ */
+function withArgs(tokens: Token[], args: readonly Token[], at: Token): Token[] {
+  if (!tokens.some((t) => t.text.includes('{args'))) return tokens;
+  const values = args.map((a) => a.text);
+  const out: Token[] = [];
+  for (const t of tokens) {
+    if (!t.text.includes('{args')) {
+      out.push(t);
+      continue;
+    }
+    const pick = (m: RegExpMatchArray): string[] => {
+      const [, from, colon, to, dotted] = m;
+      if (dotted !== undefined || colon === '') {
+        const n = Number(dotted ?? from);
+        if (from === '' && dotted === undefined) throw unexpected(t, 'an argument index such as {args[0]}');
+        if (n >= values.length) {
+          throw new ProxyfileError(
+            ProxyfileErrorCode.INVALID_VALUE,
+            positionOf(t),
+            `${m[0]} needs ${n + 1} import argument${n === 0 ? '' : 's'}, but the import at ${at.file}:${at.line}:${at.column} passes ${values.length}`,
+          );
+        }
+        return [values[n] as string];
+      }
+      return values.slice(from === '' ? 0 : Number(from), to === '' ? values.length : Number(to));
+    };
+    const whole = [...t.text.matchAll(ARGS_PLACEHOLDER)];
+    const only = whole.length === 1 && (whole[0] as RegExpMatchArray)[0] === t.text;
+    if (only && (whole[0] as RegExpMatchArray)[2] === ':') {
+      for (const v of pick(whole[0] as RegExpMatchArray)) out.push({ ...t, text: v, source: t.source ?? t.raw });
+      continue;
+    }
+    const text = t.text.replace(ARGS_PLACEHOLDER, (...m) => pick(m as unknown as RegExpMatchArray).join(' '));
+    out.push({ ...t, text, source: t.source ?? t.raw });
+  }
+  return out;
 }
 
 function reason(err: unknown): string {

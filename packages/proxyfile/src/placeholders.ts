@@ -1,10 +1,15 @@
-import { PLACEHOLDER_PATTERN, REMAINDER_PLACEHOLDER, REQUEST_PLACEHOLDERS } from '@proxyd/model';
+import { PLACEHOLDER_PATTERN, REMAINDER_PLACEHOLDER, REQUEST_PLACEHOLDERS, requestPlaceholder } from '@proxyd/model';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionOf, quoteText, type Token, width } from './lexer.js';
 import { nearest } from './suggest.js';
 
 /** The short forms, as the README lists them. */
-const SHORT_FORMS = Object.keys(REQUEST_PLACEHOLDERS).filter((k) => !k.startsWith('{http.'));
+const SHORT_FORMS = [
+  ...Object.keys(REQUEST_PLACEHOLDERS).filter((k) => !k.startsWith('{http.')),
+  '{header.<Field>}',
+  '{query.<key>}',
+  '{re.<name>.<group>}',
+];
 
 /** Where a part of a token's text starts: exact for a token written on one line, else the token. */
 function positionIn(t: Token, index: number): Position {
@@ -20,7 +25,8 @@ function positionIn(t: Token, index: number): Position {
  * Checks the `{…}` placeholders of a value resolved per request (`redir`
  * target, `header`/`header_up` value, `respond` body): each must be a
  * request placeholder (`{uri}`, `{host}`, `{path}`, `{query}`,
- * `{remote_host}` or Caddy's long form), or, where `remainder` is true,
+ * `{remote_host}`, `{client_ip}`, `{header.*}`, `{query.*}`, `{re.*}` or
+ * Caddy's long form), or, where `remainder` is true,
  * `{http.request.uri.path.remainder}`. An unknown one is
  * `PROXYFILE_INVALID_VALUE` at the placeholder, naming the nearest known
  * one. Braces that do not form a name (`{"a":1}`) are text.
@@ -29,7 +35,7 @@ export function checkPlaceholders(t: Token, where: string, remainder = false): v
   if (t.text.indexOf('{') < 0) return;
   for (const m of t.text.matchAll(PLACEHOLDER_PATTERN)) {
     const name = m[0];
-    if (name in REQUEST_PLACEHOLDERS || (remainder && name === REMAINDER_PLACEHOLDER)) continue;
+    if (requestPlaceholder(name) !== null || (remainder && name === REMAINDER_PLACEHOLDER)) continue;
     const known = remainder ? [...SHORT_FORMS, REMAINDER_PLACEHOLDER] : SHORT_FORMS;
     const near = nearest(name, [...Object.keys(REQUEST_PLACEHOLDERS), ...(remainder ? [REMAINDER_PLACEHOLDER] : [])]);
     const hint =

@@ -51,6 +51,8 @@ const transport: fc.Arbitrary<Node> = fc.constantFrom<Node>(
     block: [{ tokens: ['tls_server_name', 'backend.internal'] }, { tokens: ['tls_insecure_skip_verify'] }],
   },
   { tokens: ['transport', 'http'], block: [{ tokens: ['tls'] }, { tokens: ['tls_trusted_ca_certs', '/ca.pem'] }] },
+  { tokens: ['transport', 'http'], block: [{ tokens: ['read_timeout', '5m'] }] },
+  { tokens: ['transport', 'http'], block: [{ tokens: ['versions', 'h2c', '2'] }] },
 );
 
 const reverseProxy: fc.Arbitrary<Node> = fc
@@ -60,13 +62,31 @@ const reverseProxy: fc.Arbitrary<Node> = fc
     fc.option(transport),
     fc.boolean(),
     fc.subarray([
-      fc.constantFrom('round_robin', 'least_conn', 'random', 'ip_hash', 'first').map((p) => ['lb_policy', p]),
+      fc
+        .constantFrom(
+          'round_robin',
+          'least_conn',
+          'random',
+          'ip_hash',
+          'first',
+          'cookie',
+          'cookie srv',
+          'cookie srv key',
+        )
+        .map((p) => ['lb_policy', ...p.split(' ')]),
+      fc.nat(20).map((n) => ['lb_retries', String(n)]),
+      duration.map((d) => ['lb_try_duration', d]),
+      duration.map((d) => ['lb_try_interval', d]),
       fc.constant(['health_uri', '/health']),
       duration.filter((d) => d !== '0').map((d) => ['health_interval', d]),
       duration.filter((d) => d !== '0').map((d) => ['health_timeout', d]),
       duration.map((d) => ['fail_duration', d]),
       fc.constant(['header_up', 'X-Up', '"v"']),
       fc.constant(['header_up', '-X-Down']),
+      fc.constant(['header_down', '-Server']),
+      fc.constant(['header_down', '+X-Served-By', '"{host}"']),
+      fc.constantFrom('-1', '100ms').map((f) => ['flush_interval', f]),
+      duration.map((d) => ['stream_timeout', d]),
     ]),
   )
   .chain(([ups, onLine, tp, vanishing, optsArbs]) =>
@@ -97,8 +117,70 @@ const handler: fc.Arbitrary<readonly Node[]> = fc.oneof(
     [{ tokens: ['respond', '""', '404'] }],
     [{ tokens: ['root', '*', '/srv/www'] }, { tokens: ['file_server'] }],
     [{ tokens: ['file_server'], block: [{ tokens: ['root', '"/srv/with space"'] }] }],
+    [
+      { tokens: ['root', '*', '/srv/spa'] },
+      { tokens: ['try_files', '{path}', '{path}/', '/index.html'] },
+      { tokens: ['file_server'] },
+    ],
+    [
+      { tokens: ['try_files', '{path}.html', '=404'], block: [{ tokens: ['policy', 'first_exist'] }] },
+      { tokens: ['root', '/srv'] },
+      { tokens: ['file_server'] },
+    ],
   ),
 );
+
+/** `rewrite` and `uri` lines (issue 34), with and without a matcher token. */
+const rewrites: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
+  { tokens: ['rewrite', '/old/*', '/new{path}?{query}'] },
+  { tokens: ['rewrite', '*', '/index.php?p={path}'] },
+  { tokens: ['rewrite', '/v2{uri}'] },
+  { tokens: ['uri', 'strip_prefix', '/api'] },
+  { tokens: ['uri', '/files/*', 'strip_suffix', '.bak'] },
+  { tokens: ['uri', 'replace', '/beta/', '/v2/', '1'] },
+  { tokens: ['uri', 'path_regexp', '"^/u/([0-9]+)$"', '/users/$1'] },
+]);
+
+/** `forward_auth` (issue 34): Authelia's form, and oauth2-proxy's with renamed headers in a block. */
+const forwardAuth: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>(
+  [
+    {
+      tokens: ['forward_auth', 'authelia:9091'],
+      block: [
+        { tokens: ['uri', '/api/authz/forward-auth'] },
+        { tokens: ['copy_headers', 'Remote-User', 'Remote-Groups'] },
+      ],
+    },
+    {
+      tokens: ['forward_auth', 'https://auth.internal'],
+      block: [
+        { tokens: ['uri', '"/oauth2/auth?rd={uri}"'] },
+        {
+          tokens: ['copy_headers'],
+          block: [{ tokens: ['X-Auth-Request-User>X-User'] }, { tokens: ['X-Auth-Request-Email'] }],
+        },
+      ],
+    },
+  ],
+  { maxLength: 1 },
+);
+
+/** `handle_errors` blocks (issue 34): by code, by class, and for every error. */
+const errorBlocks: fc.Arbitrary<readonly Node[]> = fc.subarray<Node>([
+  {
+    tokens: ['handle_errors', '404', '410'],
+    block: [
+      { tokens: ['rewrite', '*', '/errors/{err.status_code}.html'] },
+      { tokens: ['root', '*', '/srv/errors'] },
+      { tokens: ['file_server'] },
+    ],
+  },
+  {
+    tokens: ['handle_errors', '5xx'],
+    block: [{ tokens: ['respond', '"{err.status_code} {err.status_text}"', '{err.status_code}'] }],
+  },
+  { tokens: ['handle_errors'], block: [{ tokens: ['respond', '"oops {err.message}"', '500'] }] },
+]);
 
 const basicAuth: fc.Arbitrary<Node> = fc
   .tuple(
@@ -172,6 +254,55 @@ const siteOnly: fc.Arbitrary<readonly Node[]> = fc
   ])
   .chain((arbs) => (arbs.length ? fc.tuple(...arbs) : fc.constant([] as Node[])));
 
+/** One condition of a named matcher (issue 34's Caddy matchers among them). */
+const condition = fc.constantFrom<readonly string[]>(
+  ['path', '/admin/*', '/api/*'],
+  ['method', 'POST'],
+  ['header', 'X-Test', 'a*'],
+  ['host', 'a.test', '*.b.test'],
+  ['query', 'format=json', 'debug=*'],
+  ['path_regexp', 'u', '"^/users/([0-9]+)$"'],
+  ['header_regexp', 'Cookie', '"beta=(\\w+)"'],
+  ['client_ip', 'private_ranges', '100.64.0.0/10'],
+  ['remote_ip', '127.0.0.1', '::1'],
+  ['not', 'client_ip', '10.0.0.0/8'],
+);
+
+/**
+ * Named matchers and their uses (`abort @m`, `respond @m …`): `@m0`, `@m1`
+ * with one to three conditions, written on one line or as a block
+ * (`not` also as a block of its own).
+ */
+const matcherRules: fc.Arbitrary<readonly Node[]> = fc
+  .array(
+    fc.tuple(
+      fc.uniqueArray(condition, { minLength: 1, maxLength: 3, selector: (c) => c[0] }),
+      fc.boolean(),
+      fc.constantFrom<readonly string[]>(
+        ['abort'],
+        ['respond', '403'],
+        ['respond', '"no {client_ip} {re.u.1}"', '451'],
+      ),
+    ),
+    { maxLength: 2 },
+  )
+  .map((rules) =>
+    rules.flatMap(([conds, asNotBlock, use], i): Node[] => {
+      const name = `@m${i}`;
+      const first = conds[0] as readonly string[];
+      const def: Node =
+        conds.length === 1 && !asNotBlock
+          ? { tokens: [name, ...first] }
+          : {
+              tokens: [name],
+              block: conds.map((c) =>
+                asNotBlock && c[0] === 'not' ? { tokens: ['not'], block: [{ tokens: c.slice(1) }] } : { tokens: c },
+              ),
+            };
+      return [def, { tokens: [use[0] as string, name, ...use.slice(1)] }];
+    }),
+  );
+
 const handles: fc.Arbitrary<readonly Node[]> = fc
   .uniqueArray(fc.constantFrom('/api/*', '/static/*', '/health', '*.php', null), { maxLength: 3 })
   .chain((patterns) =>
@@ -233,11 +364,15 @@ const sitePlan = (domains: string[], first: number): fc.Arbitrary<SitePlan> =>
       handler,
       fc.boolean(),
       fc.array(addressForm, { minLength: domains.length, maxLength: domains.length }),
+      matcherRules,
+      rewrites,
+      errorBlocks,
+      forwardAuth,
       fc.constantFrom<SitePlan['share']>('inline', 'inline', 'snippet', 'file', 'whole-file', 'glob'),
       fc.nat(),
     )
-    .chain(([so, mid, hs, h, shuffle, forms, share, cut]) => {
-      const body = [...so, ...mid, ...hs, ...h];
+    .chain(([so, mid, hs, h, shuffle, forms, rules, rw, errs, fa, share, cut]) => {
+      const body = [...so, ...mid, ...rules, ...fa, ...rw, ...hs, ...h, ...errs];
       return (shuffle ? fc.shuffledSubarray(body, { minLength: body.length }) : fc.constant(body)).map(
         (b): SitePlan => ({
           addresses: domains.map((d, i) => `${forms[i] ?? 'bare'}|${d}|${first + i}`),
@@ -375,8 +510,14 @@ function assemble(global: Node | null, plans: readonly SitePlan[], ipv6: boolean
       const shared = body.slice(0, plan.cut);
       let importLine: Node;
       if (plan.share === 'snippet') {
-        snippets.push({ tokens: [`(part${i})`], block: shared });
-        importLine = { tokens: ['import', `part${i}`] };
+        // Import arguments (Caddy's): one by index, the rest as a range.
+        const withArgs: Node[] = [
+          ...shared,
+          { tokens: ['header', '{args[0]}', '"{args[1]}"'] },
+          { tokens: [`@argsm${i}`, 'not', 'remote_ip', '{args[2:]}'] },
+        ];
+        snippets.push({ tokens: [`(part${i})`], block: withArgs });
+        importLine = { tokens: ['import', `part${i}`, 'X-Part', `"part ${i}"`, '127.0.0.1', '::1'] };
       } else {
         files[`parts/part${i}.conf`] = render(shared, style);
         importLine = { tokens: ['import', `parts/part${i}.conf`] };

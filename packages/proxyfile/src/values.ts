@@ -248,6 +248,12 @@ export function checkHeaderName(d: Dispenser, t: Token, name: string): void {
   }
 }
 
+/**
+ * Private and loopback ranges, what `private_ranges` stands for in
+ * `trusted_proxies`, `client_ip` and `remote_ip` (as in Caddy).
+ */
+export const PRIVATE_RANGES = ['192.168.0.0/16', '172.16.0.0/12', '10.0.0.0/8', '127.0.0.1/8', 'fd00::/8', '::1'];
+
 /** Whether `text` is an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
 export function isCidr(text: string): boolean {
   const slash = text.indexOf('/');

@@ -1,4 +1,5 @@
 /** Real peers the tests bring up on loopback. See README.md. */
+export { type BindOptions, type BindZone, type StartedBind, startBind } from './bind.js';
 export { BUSYBOX_IMAGE } from './busybox-image.js';
 export {
   type ContainerInspect,

@@ -19,6 +19,12 @@ export interface PebbleOptions {
   externalAccountMACKeys?: Record<string, string>;
   /** Extra environment for pebble (e.g. `PEBBLE_WFE_NONCEREJECT`). */
   env?: Record<string, string>;
+  /**
+   * `host:port` of the DNS server pebble resolves through (DNS-01 TXT
+   * lookups included), e.g. a {@link startBind} server. Default: the mock
+   * DNS, started beside pebble.
+   */
+  dnsServer?: string;
 }
 
 /**
@@ -176,11 +182,13 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     apiCaPem,
     async start() {
       output = '';
-      run('pebble-challtestsrv', [
-        ...['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
-        ...['-management', `127.0.0.1:${dnsMgmtPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', ''],
-      ]);
-      run('pebble', ['-config', 'pebble-config.json', '-dnsserver', `127.0.0.1:${dnsPort}`], {
+      if (options.dnsServer === undefined) {
+        run('pebble-challtestsrv', [
+          ...['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
+          ...['-management', `127.0.0.1:${dnsMgmtPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', ''],
+        ]);
+      }
+      run('pebble', ['-config', 'pebble-config.json', '-dnsserver', options.dnsServer ?? `127.0.0.1:${dnsPort}`], {
         ...process.env,
         PEBBLE_VA_NOSLEEP: '1',
         PEBBLE_WFE_NONCEREJECT: '0',

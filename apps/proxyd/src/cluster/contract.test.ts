@@ -16,9 +16,9 @@ import {
   type WorkerReady,
 } from '@proxyd/cluster';
 import { type Config, defaultGlobalOptions, emptySite, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
+import { createLogging } from '@proxyd/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogging } from '../logging.js';
-import { LocalNode, type ProxydTelemetry } from './local-node.js';
+import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 
 // The control↔data contract, one suite run against both transports: the
 // in-process node (a LocalNode in this process) and the IPC node (a real
@@ -124,7 +124,7 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
   let node: DataPlaneNode<ProxydTelemetry>;
   if (transport === 'in-process') {
     const join = fleet.join();
-    const local = await LocalNode.start({
+    const local = await startLocalNode({
       index: 0,
       config,
       table: join.routes,

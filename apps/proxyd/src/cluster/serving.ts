@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AnalyticsSnapshot, type MinuteRollup, mergeAnalyticsStates } from '@proxyd/analytics';
-import { ChallengeTable, type PresentedChallenge } from '@proxyd/certificates';
+import { type CertificateWiring, ChallengeTable } from '@proxyd/certificates';
 import {
   type CertificatePem,
   Fleet,
@@ -15,39 +15,27 @@ import {
 } from '@proxyd/cluster';
 import type { Config, RouteSnapshot } from '@proxyd/model';
 import { ConnectionCounts, LISTENER_DEFAULTS, RateLimiter } from '@proxyd/proxy-core';
-import type { CertificateWiring } from '../certificates.js';
-import type { Logging } from '../logging.js';
-import type { MetricsSnapshot, ProxydMetrics } from '../metrics.js';
-import type { SiteLogBatch, SiteLogOutputs } from '../site-log.js';
-import { LocalNode, type ProxydTelemetry } from './local-node.js';
+import type { Logging, MetricsSnapshot, ProxydMetrics, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
+import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 
 /** The module every worker runs (built beside this one). */
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
 
 /**
- * The control plane's challenge table: a challenge is presented to every
- * node of the fleet before the issuer tells the CA to validate (`present`
- * resolves once each answers it), and a node that starts during an order
- * gets the challenges presented then (`Fleet.join`). A node in this process
- * answers from this table itself.
+ * The control plane's challenge table, relayed to the fleet: a challenge is
+ * presented to every node before the issuer tells the CA to validate
+ * (`present` resolves once each answers it), and a node that starts during
+ * an order gets the challenges presented then (`Fleet.join`). A node in this
+ * process answers from this table itself. `fleet()` is read at each
+ * challenge (the fleet exists once the table is given to the manager).
  */
-export class FleetChallengeTable extends ChallengeTable {
-  #fleet: Pick<Fleet, 'presentChallenge' | 'cleanUpChallenge'> | null = null;
-
-  /** Where challenges go from now on (set once the fleet exists). */
-  attach(fleet: Pick<Fleet, 'presentChallenge' | 'cleanUpChallenge'>): void {
-    this.#fleet = fleet;
-  }
-
-  override async present(challenge: PresentedChallenge): Promise<void> {
-    super.present(challenge);
-    await this.#fleet?.presentChallenge(challenge);
-  }
-
-  override async cleanUp(challenge: PresentedChallenge): Promise<void> {
-    super.cleanUp(challenge);
-    await this.#fleet?.cleanUpChallenge(challenge).catch(() => {});
-  }
+export function fleetChallengeTable(
+  fleet: () => Pick<Fleet, 'presentChallenge' | 'cleanUpChallenge'> | null,
+): ChallengeTable {
+  return new ChallengeTable({
+    present: async (challenge) => await fleet()?.presentChallenge(challenge),
+    cleanUp: async (challenge) => await fleet()?.cleanUpChallenge(challenge),
+  });
 }
 
 /** What {@link startServing} needs. */
@@ -59,7 +47,6 @@ export interface ServingOptions {
   /** The published route snapshot now. */
   routes(): RouteSnapshot;
   certificates: CertificateWiring | undefined;
-  challenges: FleetChallengeTable | undefined;
   stateDir: string;
   bindHost?: string;
   redirects: boolean;
@@ -138,7 +125,6 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
       : {}),
     onError: (what, error) => logger.error({ error: error.message }, what),
   });
-  options.challenges?.attach(fleet);
   const set = workers ? await startWorkers(options, fleet) : await startHere(options, fleet);
   fleet.attach(set);
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
@@ -174,7 +160,7 @@ async function startHere(
 ): Promise<NodeSet<ProxydTelemetry> & { httpAddress: { host: string; port: number } }> {
   const join = fleet.join();
   const manager = options.certificates?.manager;
-  const node = await LocalNode.start({
+  const node = await startLocalNode({
     index: 0,
     config: options.config,
     table: join.routes,

@@ -1,13 +1,12 @@
 import { flushCompileCache } from 'node:module';
 import { decodeRouteUpdate, serveNodeOverIpc, ToPrimary, type WorkerInit, type WorkerReady } from '@proxyd/cluster';
+import { createLogging, createMetrics } from '@proxyd/telemetry';
 import { tuneHeapForStreaming } from '../heap-tuning.js';
-import { createLogging } from '../logging.js';
-import { createMetrics } from '../metrics.js';
-import { LocalNode } from './local-node.js';
+import { startLocalNode } from './local-node.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
 // by the primary (`startServing`), it runs the same node one process runs
-// (`LocalNode`) and serves the IPC side of the control↔data contract
+// (`startLocalNode`) and serves the IPC side of the control↔data contract
 // (`serveNodeOverIpc`). Its listeners are bound with SO_REUSEPORT beside
 // the other workers'.
 
@@ -22,7 +21,7 @@ serveNodeOverIpc<WorkerInit>({
     const { channel } = fleet;
     // Every line (the access log's too) says which worker wrote it.
     const logging = createLogging(process.env.PROXY_LOG, undefined, { worker: init.index });
-    const node = await LocalNode.start({
+    const node = await startLocalNode({
       index: init.index,
       config: init.config,
       table: decodeRouteUpdate(init.table),

@@ -51,6 +51,8 @@ describe('GET /certificates', () => {
         status: 'renewing',
         last_error: null,
         next_attempt: '2026-11-22T21:00:00.000Z',
+        challenge: null,
+        dns_step: null,
       },
       {
         name: '10.0.0.7',
@@ -59,6 +61,8 @@ describe('GET /certificates', () => {
         status: 'gave-up',
         last_error: 'rejectedIdentifier',
         next_attempt: null,
+        challenge: null,
+        dns_step: null,
       },
       {
         name: 'app.localhost',
@@ -67,6 +71,8 @@ describe('GET /certificates', () => {
         status: 'valid',
         last_error: null,
         next_attempt: '2026-11-23T05:30:15.250Z',
+        challenge: null,
+        dns_step: null,
       },
       {
         name: 'down.example',
@@ -75,6 +81,8 @@ describe('GET /certificates', () => {
         status: 'failing',
         last_error: 'urn:ietf:params:acme:error:connection: Connection refused',
         next_attempt: '2026-11-22T21:04:00.000Z',
+        challenge: null,
+        dns_step: null,
       },
       {
         name: 'shop.example',
@@ -83,6 +91,8 @@ describe('GET /certificates', () => {
         status: 'valid',
         last_error: null,
         next_attempt: '2027-01-21T21:00:00.000Z',
+        challenge: null,
+        dns_step: null,
       },
     ]);
     expect(Value.Check(CertificateList, res.json())).toBe(true);
@@ -167,6 +177,18 @@ describe('GET /certificates', () => {
         status: 'failing',
         lastError: 'urn:ietf:params:acme:error:connection: Connection refused',
         nextAttemptAt: Date.UTC(2026, 10, 22, 21, 4),
+        challenge: 'http-01',
+      },
+      {
+        name: '*.shop.example',
+        issuer: null,
+        notAfter: null,
+        status: 'failing',
+        lastError:
+          'rfc2136: 127.0.0.1:53 refused to add TXT _acme-challenge.shop.example in zone shop.example with TSIG key "proxyd" (hmac-sha256): NOTAUTH, TSIG error BADSIG (the server computed another signature: the secret or algorithm differs)',
+        nextAttemptAt: Date.UTC(2026, 10, 22, 21, 5),
+        challenge: 'dns-01',
+        dnsStep: 'update-refused',
       },
       {
         name: 'shop.example',
@@ -175,6 +197,8 @@ describe('GET /certificates', () => {
         status: 'valid',
         lastError: null,
         nextAttemptAt: Date.UTC(2027, 0, 21, 21),
+        challenge: 'tls-alpn-01',
+        dnsStep: null,
       },
     ];
     const { app } = testApp({ certificates: memoryCertificates(rows) });

@@ -21,6 +21,8 @@ function toCertificate(info: CertificateInfo): Certificate {
     status: info.status,
     last_error: info.lastError,
     next_attempt: rfc3339(info.nextAttemptAt, 'next_attempt', info.name),
+    challenge: info.challenge ?? null,
+    dns_step: info.dnsStep ?? null,
   };
 }
 
@@ -33,7 +35,7 @@ export const listCertificates: Endpoint = {
   operationId: 'listCertificates',
   summary: 'Managed certificates',
   description:
-    'Every name automatic HTTPS manages, sorted by name, with issuer, expiry, status, last error and next attempt; times are RFC 3339 strings in UTC. [] when no name is managed, also when automatic HTTPS is off.',
+    'Every name automatic HTTPS manages, sorted by name, with issuer, expiry, status, last error, next attempt, and the challenge type and failed DNS-01 step; times are RFC 3339 strings in UTC. [] when no name is managed, also when automatic HTTPS is off.',
   auth: true,
   responses: { 200: { description: 'The managed names', schema: CertificateList } },
   errors: {

@@ -22,7 +22,7 @@ class TestSolver implements ChallengeSolver {
 
   present(challenge: PresentedChallenge): void {
     if (challenge.type === 'http-01') this.tokens.set(challenge.token, challenge.keyAuthorization);
-    else
+    else if (challenge.type === 'tls-alpn-01')
       this.alpn.set(
         challenge.identifier,
         tls.createSecureContext({ cert: challenge.certificatePem, key: challenge.privateKeyPem }),

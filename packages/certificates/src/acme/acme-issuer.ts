@@ -43,6 +43,12 @@ export interface AcmeIssuerOptions {
 export interface ObtainOptions {
   /** The challenge to answer (default `http-01`). */
   challenge?: ChallengeType;
+  /**
+   * Publishes this order's `dns-01` records (the name's DNS provider, a
+   * `Dns01Solver`). Default: the issuer's `solver`, which for the daemon's
+   * challenge table refuses DNS-01.
+   */
+  dnsSolver?: ChallengeSolver;
   /** The certificate's key: ECDSA P-256 (default) or RSA 2048. */
   keyType?: 'ecdsa' | 'rsa';
   /**
@@ -164,13 +170,13 @@ export class AcmeIssuer {
     const challengeType = options.challenge ?? 'http-01';
     const deadline = this.#now() + (this.#options.orderTimeoutMs ?? 300_000);
     try {
-      return await this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline, options.replaces);
+      return await this.#obtain(unique, challengeType, options, deadline);
     } catch (err) {
       if (acmeProblemOf(err)?.type !== ACCOUNT_DOES_NOT_EXIST) throw err;
       // The CA lost the account (a test CA restarted, or it was deactivated
       // elsewhere): register the same key again and retry once.
       this.#client = this.#register(await this.#loadKey(), true);
-      return this.#obtain(unique, challengeType, options.keyType ?? 'ecdsa', deadline, options.replaces);
+      return this.#obtain(unique, challengeType, options, deadline);
     }
   }
 
@@ -199,10 +205,12 @@ export class AcmeIssuer {
   async #obtain(
     names: string[],
     challengeType: ChallengeType,
-    keyType: 'ecdsa' | 'rsa',
+    options: ObtainOptions,
     deadline: number,
-    replaces: string | undefined,
   ): Promise<IssuedCertificate> {
+    const keyType = options.keyType ?? 'ecdsa';
+    const replaces = options.replaces;
+    const solver = challengeType === 'dns-01' ? (options.dnsSolver ?? this.#options.solver) : this.#options.solver;
     const client = await this.#account();
     const api = (client as unknown as ClientInternals).api;
     const identifiers = names.map((value) => ({ type: isIP(value) === 0 ? 'dns' : 'ip', value }));
@@ -221,7 +229,7 @@ export class AcmeIssuer {
     const authorizations = await this.#step(() => client.getAuthorizations(order));
     for (const authz of authorizations) {
       if (authz.status === 'valid') continue;
-      await this.#authorize(client, api, authz, challengeType, deadline);
+      await this.#authorize(client, api, authz, challengeType, solver, deadline);
     }
 
     const what = `order ${order.url}`;
@@ -255,6 +263,7 @@ export class AcmeIssuer {
     api: ClientInternals['api'],
     authz: Authorization,
     challengeType: ChallengeType,
+    solver: ChallengeSolver,
     deadline: number,
   ): Promise<void> {
     const identifier = authz.identifier.value;
@@ -269,9 +278,9 @@ export class AcmeIssuer {
     const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
     const presented = await this.#presentation(challengeType, authz, challenge.token, keyAuthorization);
     try {
-      await this.#options.solver.present(presented);
+      await solver.present(presented);
     } catch (err) {
-      await this.#cleanUp(presented);
+      await this.#cleanUp(solver, presented);
       throw new CertificatesError(
         CertificatesErrorCode.ACME_CHALLENGE_SETUP_FAILED,
         `could not present the ${challengeType} challenge for ${identifier}: ${(err as Error).message}`,
@@ -296,7 +305,7 @@ export class AcmeIssuer {
         );
       }
     } finally {
-      await this.#cleanUp(presented);
+      await this.#cleanUp(solver, presented);
     }
   }
 
@@ -308,6 +317,8 @@ export class AcmeIssuer {
   ): Promise<PresentedChallenge> {
     const identifier = authz.identifier.value;
     if (type === 'http-01') return { type, identifier, token, keyAuthorization };
+    // acme-client's key authorization for dns-01 is already the record's digest.
+    if (type === 'dns-01') return { type, identifier, wildcard: authz.wildcard === true, token, keyAuthorization };
     // An ECDSA key: acme-client would generate RSA 2048 for each challenge certificate.
     const [key, cert] = await acmeCrypto.createAlpnCertificate(
       authz,
@@ -324,9 +335,9 @@ export class AcmeIssuer {
     };
   }
 
-  async #cleanUp(presented: PresentedChallenge): Promise<void> {
+  async #cleanUp(solver: ChallengeSolver, presented: PresentedChallenge): Promise<void> {
     try {
-      await this.#options.solver.cleanUp(presented);
+      await solver.cleanUp(presented);
     } catch {
       // A response left behind answers nothing the CA still asks; removal
       // failing must not hide the outcome of the order.

@@ -1,5 +1,5 @@
 /** The ACME challenge types proxyd answers. */
-export type ChallengeType = 'http-01' | 'tls-alpn-01';
+export type ChallengeType = 'http-01' | 'tls-alpn-01' | 'dns-01';
 
 /** An HTTP-01 challenge to answer: `GET /.well-known/acme-challenge/<token>` → `keyAuthorization`. */
 export interface Http01Challenge {
@@ -28,8 +28,24 @@ export interface TlsAlpn01Challenge {
   privateKeyPem: string;
 }
 
+/**
+ * A DNS-01 challenge to answer (RFC 8555 §8.4): a TXT record
+ * `_acme-challenge.<identifier>` whose value is `keyAuthorization`, already
+ * the base64url SHA-256 digest the record holds.
+ */
+export interface Dns01Challenge {
+  type: 'dns-01';
+  /** The name being validated, without `*.` (a wildcard's authorization is for its base name). */
+  identifier: string;
+  /** The order asked for `*.<identifier>`. */
+  wildcard: boolean;
+  token: string;
+  /** The TXT record's value. */
+  keyAuthorization: string;
+}
+
 /** A challenge the CA is about to check. */
-export type PresentedChallenge = Http01Challenge | TlsAlpn01Challenge;
+export type PresentedChallenge = Http01Challenge | TlsAlpn01Challenge | Dns01Challenge;
 
 /**
  * What answers ACME challenges: the daemon's HTTP-01 handler and its

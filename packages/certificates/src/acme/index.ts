@@ -10,6 +10,7 @@ export {
 export type {
   ChallengeSolver,
   ChallengeType,
+  Dns01Challenge,
   Http01Challenge,
   PresentedChallenge,
   TlsAlpn01Challenge,

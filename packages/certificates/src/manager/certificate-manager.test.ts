@@ -111,6 +111,8 @@ describe('CertificateManager: loading and obtaining', () => {
         status: 'valid',
         lastError: null,
         nextAttemptAt: lifetimeRenewalTimes(issued).renewAt,
+        challenge: null,
+        dnsStep: null,
       },
     ]);
   });
@@ -248,11 +250,43 @@ describe('CertificateManager: loading and obtaining', () => {
         issuer: null,
         notAfter: null,
         status: 'failing',
-        lastError: expect.stringContaining('DNS-01'),
+        lastError: expect.stringContaining('needs the DNS-01 challenge: configure a DNS provider'),
         nextAttemptAt: null,
+        challenge: null,
+        dnsStep: null,
       },
     ]);
     expect(log.lines.filter((l) => l.obj.code === CertificatesErrorCode.ACME_WILDCARD_UNSUPPORTED)).toHaveLength(1);
+  });
+
+  it('issue 33: a name with a DNS-01 solver orders with dns-01 only; a wildcard given one later is ordered then', async () => {
+    const { time, make, advance } = setup();
+    const ca = new FakeAcmeIssuer('ca1', time);
+    const manager = make({ storage: new MemoryStorage(), acmeIssuers: [ca] });
+    const dns = { present() {}, cleanUp() {} };
+    await manager.setNames([
+      { name: '*.example.com', issuer: 'acme' },
+      { name: 'www.example.com', issuer: 'acme', dns },
+    ]);
+    await advance(MINUTE);
+    expect(ca.orders.map((o) => [o.names[0], o.challenge, o.dnsSolver === dns])).toEqual([
+      ['www.example.com', 'dns-01', true],
+    ]);
+    expect(manager.status().map((r) => [r.name, r.status, r.challenge])).toEqual([
+      ['*.example.com', 'failing', null],
+      ['www.example.com', 'valid', 'dns-01'],
+    ]);
+    await manager.setNames([
+      { name: '*.example.com', issuer: 'acme', dns },
+      { name: 'www.example.com', issuer: 'acme', dns },
+    ]);
+    await advance(MINUTE);
+    expect(ca.orders.map((o) => [o.names[0], o.challenge])).toEqual([
+      ['www.example.com', 'dns-01'],
+      ['*.example.com', 'dns-01'],
+    ]);
+    expect(manager.status()[0]).toMatchObject({ name: '*.example.com', status: 'valid', challenge: 'dns-01' });
+    expect(manager.has('a.example.com')).toBe(true);
   });
 
   it('removed names are no longer served or maintained; their files stay', async () => {

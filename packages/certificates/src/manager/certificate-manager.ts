@@ -1,8 +1,9 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { CertificateStore, ChallengeResponder } from '@proxyd/proxy-core';
 import type { IssuedCertificate, ObtainOptions, RenewalInfoAnswer } from '../acme/acme-issuer.js';
-import type { ChallengeType } from '../acme/challenge-solver.js';
+import type { ChallengeSolver, ChallengeType } from '../acme/challenge-solver.js';
 import { AcmeProblemError } from '../acme/problem.js';
+import { type DnsStep, dnsStepOf } from '../dns/dns01-solver.js';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import type { LocalCa } from '../local-ca/local-ca.js';
 import { ariCertId, nextRenewalInfoPoll, selectAriRenewalTime } from '../schedule/ari.js';
@@ -41,6 +42,12 @@ export interface ManagedName {
   name: string;
   /** `acme` (the configured CAs, in order) or `internal` (the local CA). */
   issuer: 'acme' | 'internal';
+  /**
+   * Publishes this name's DNS-01 records (a `Dns01Solver` over the site's
+   * DNS provider). With one, an `acme` name is validated with DNS-01 only
+   * (a wildcard needs it); without, HTTP-01 and TLS-ALPN-01 as configured.
+   */
+  dns?: ChallengeSolver | undefined;
 }
 
 /**
@@ -139,8 +146,14 @@ interface Entry {
   validationFailures: number[];
   /** An order rate limit delays the next attempt until then. */
   rateLimitedUntil: number | null;
-  /** Why this name is never attempted (an ACME wildcard), or null. */
+  /** Why this name is never attempted (an ACME wildcard without DNS-01), or null. */
   unsupported: string | null;
+  /** Publishes DNS-01 records for this name, or undefined (HTTP-01/TLS-ALPN-01). */
+  dns: ChallengeSolver | undefined;
+  /** The challenge type of the last ACME order tried for this name, or null. */
+  challenge: ChallengeType | null;
+  /** The DNS step the last attempt failed at, or null. */
+  dnsStep: DnsStep | null;
   /** The attempt running now, or null. */
   attempt: Promise<void> | null;
   timer: TimerHandle | undefined;
@@ -266,28 +279,46 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
    */
   async setNames(names: readonly ManagedName[]): Promise<void> {
     if (this.#closed) return;
-    const wanted = new Map<string, ManagedName['issuer']>();
-    for (const { name, issuer } of names) wanted.set(name.toLowerCase(), issuer);
+    const wanted = new Map<string, ManagedName>();
+    for (const managed of names) wanted.set(managed.name.toLowerCase(), managed);
+    const changed: Entry[] = [];
     for (const [name, entry] of this.#entries) {
-      const kind = wanted.get(name);
-      if (kind === entry.kind || (kind === undefined && entry.onDemand)) continue;
+      const want = wanted.get(name);
+      if (want === undefined ? entry.onDemand : want.issuer === entry.kind) {
+        // A DNS provider given, changed or taken away applies from the next attempt.
+        if (want !== undefined && want.dns !== entry.dns) {
+          entry.dns = want.dns;
+          this.#markUnsupported(entry);
+          changed.push(entry);
+        }
+        continue;
+      }
       this.#remove(entry);
     }
     const added: Entry[] = [];
-    for (const [name, kind] of wanted) {
+    for (const [name, { issuer: kind, dns }] of wanted) {
       if (this.#entries.has(name)) continue;
       const entry = this.#newEntry(name, kind, false);
-      if (kind === 'acme' && name.startsWith('*.')) {
-        entry.unsupported = `${name}: an ACME certificate for a wildcard needs the DNS-01 challenge, which proxyd does not support; use "tls internal" or list the names`;
-        this.#log.error(
-          { name, code: CertificatesErrorCode.ACME_WILDCARD_UNSUPPORTED },
-          `no certificate for ${name}: ${entry.unsupported}`,
-        );
-      }
+      entry.dns = dns;
+      this.#markUnsupported(entry);
       added.push(entry);
     }
     await Promise.all(added.map((entry) => this.#track(this.#loadStored(entry))));
-    for (const entry of added) this.#check(entry);
+    for (const entry of [...changed, ...added]) this.#check(entry);
+  }
+
+  /** An ACME wildcard without a DNS provider is never attempted: logged once, shown as failing. */
+  #markUnsupported(entry: Entry): void {
+    const wildcardWithoutDns = entry.kind === 'acme' && entry.name.startsWith('*.') && entry.dns === undefined;
+    if (!wildcardWithoutDns) {
+      entry.unsupported = null;
+      return;
+    }
+    entry.unsupported = `${entry.name}: an ACME certificate for a wildcard needs the DNS-01 challenge: configure a DNS provider (tls { dns <provider> … } in the site, or acme_dns in the global options), use "tls internal", or list the names`;
+    this.#log.error(
+      { name: entry.name, code: CertificatesErrorCode.ACME_WILDCARD_UNSUPPORTED },
+      `no certificate for ${entry.name}: ${entry.unsupported}`,
+    );
   }
 
   /**
@@ -401,9 +432,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
             status: 'failing',
             lastError: entry.unsupported,
             nextAttemptAt: null,
+            challenge: null,
+            dnsStep: null,
           };
         }
-        return summarizeCertificate({
+        const summary = summarizeCertificate({
           name: entry.name,
           certificate: current === null ? null : { issuer: current.issuer, notAfter: current.notAfter },
           renewal: current === null ? null : this.#renewal(entry, current, now),
@@ -412,6 +445,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
           inFlight: entry.attempt !== null,
           now,
         });
+        return {
+          ...summary,
+          challenge: entry.challenge,
+          dnsStep: summary.lastError === null ? null : entry.dnsStep,
+        };
       });
   }
 
@@ -458,6 +496,9 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       validationFailures: [],
       rateLimitedUntil: null,
       unsupported: null,
+      dns: undefined,
+      challenge: null,
+      dnsStep: null,
       attempt: null,
       timer: undefined,
       removed: false,
@@ -835,6 +876,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       entry.backoff = null;
       entry.rateLimitedUntil = null;
       entry.loggedStorageProblem = null;
+      entry.dnsStep = null;
       if (entry.removed) return;
       this.#install(entry, obtained);
       this.#log.info(
@@ -874,7 +916,9 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const failures: { id: string; error: unknown }[] = [];
     for (const issuer of this.#issuers) {
       const ca = issuerIdOf(issuer);
-      for (const challenge of this.#preference.order(ca)) {
+      // With a DNS provider, DNS-01 only: the site asked for it (a wildcard or a host the CA cannot reach).
+      const challenges: ChallengeType[] = entry.dns === undefined ? this.#preference.order(ca) : ['dns-01'];
+      for (const challenge of challenges) {
         const slot = this.#rateLimiter.tryAcquire(issuer.accountFolder);
         if (!slot.ok) {
           if (failures.length === 0) throw new RateLimited(slot.retryAt);
@@ -882,14 +926,16 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
         }
         // `replaces` (RFC 9773 §5) names the served certificate, and only to the CA that issued it.
         const replaces = entry.current?.issuerId === ca && entry.ari?.certId ? entry.ari.certId : undefined;
+        entry.challenge = challenge;
         try {
           const issued = await issuer.obtain([entry.name], {
             challenge,
             keyType: this.#keyType,
             ...(replaces === undefined ? {} : { replaces }),
+            ...(entry.dns === undefined ? {} : { dnsSolver: entry.dns }),
           });
           this.#orders.valid += 1;
-          this.#preference.succeeded(ca, challenge);
+          if (challenge !== 'dns-01') this.#preference.succeeded(ca, challenge);
           return loaded(
             ca,
             issued.directoryUrl,
@@ -935,6 +981,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const now = this.#now();
     const errors = err instanceof AttemptFailed ? err.failures.map((f) => f.error) : [err];
     const message = messageOf(err);
+    entry.dnsStep = errors.map(dnsStepOf).find((step) => step !== null) ?? null;
     const retryAfters = errors.map(retryAfterMsOf).filter((ms): ms is number => ms !== undefined);
     const retryAt = retryAfters.length === 0 ? null : now + Math.max(...retryAfters);
     entry.backoff = recordFailure(entry.backoff, { at: now, error: message, retryAt }, this.#random);
@@ -946,6 +993,8 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       name: entry.name,
       issuer: entry.kind,
       code: err instanceof CertificatesError ? err.code : undefined,
+      challenge: entry.challenge,
+      ...(entry.dnsStep === null ? {} : { dnsStep: entry.dnsStep }),
       error: message,
       failures: entry.backoff.failures,
       nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),

@@ -88,6 +88,8 @@ export interface FakeOrder {
   names: string[];
   challenge: ChallengeType | undefined;
   replaces: string | undefined;
+  /** The DNS-01 solver the order was given, if any. */
+  dnsSolver: ObtainOptions['dnsSolver'];
   at: number;
 }
 
@@ -144,6 +146,7 @@ export class FakeAcmeIssuer implements ManagedAcmeIssuer {
       names: [...names],
       challenge: options.challenge,
       replaces: options.replaces,
+      dnsSolver: options.dnsSolver,
       at: this.#time.now(),
     };
     this.orders.push(order);

@@ -22,6 +22,13 @@ export interface CertificateSummary {
   lastError: string | null;
   /** When the next attempt starts: the retry time when failing, the renewal time when valid, now when renewing, null once given up. */
   nextAttemptAt: number | null;
+  /** The ACME challenge type of the last order tried (`http-01`, `tls-alpn-01`, `dns-01`), or null (none yet, local CA). */
+  challenge?: 'http-01' | 'tls-alpn-01' | 'dns-01' | null;
+  /**
+   * With a failure of DNS-01: the step that failed (`zone-not-found`,
+   * `update-refused`, `not-propagated`, `provider-invalid`), else null.
+   */
+  dnsStep?: 'zone-not-found' | 'update-refused' | 'not-propagated' | 'provider-invalid' | null;
 }
 
 /** What {@link summarizeCertificate} derives a summary from. */

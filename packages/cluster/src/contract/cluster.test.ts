@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Channel } from '../channel.js';
 import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from '../ipc/connection-counts.js';
 import { RATE_LIMIT_ADMIT, RemoteRateLimits } from '../ipc/rate-limits.js';
+import { CertificateSync } from './certificate-sync.js';
 import { RateLimitAuthority } from './rate-limits.js';
 import { NodeRoutes, RoutePublisher } from './route-tables.js';
 
@@ -22,6 +23,21 @@ function channelPair(): [Channel, Channel] {
   };
   return [new Channel(a), new Channel(b)];
 }
+
+describe('certificates pushed to nodes', () => {
+  it('CertificateSync sends what changed and drops what is gone', () => {
+    const pem = (name: string, cert: string) => ({ name, cert: `cert ${cert}`, key: `key ${cert}` });
+    const [a, b, b2] = [pem('a.localhost', '1'), pem('b.localhost', '2'), pem('b.localhost', '3')];
+    const sync = new CertificateSync();
+    expect(sync.all([a])).toEqual({ set: [a], drop: [] });
+    // `all` is for a node that starts: the running ones still get everything at the next diff.
+    expect(sync.diff([a])).toEqual({ set: [a], drop: [] });
+    expect(sync.diff([a])).toBeNull();
+    expect(sync.diff([a, b])).toEqual({ set: [b], drop: [] });
+    expect(sync.one(b)).toBeNull();
+    expect(sync.diff([b2])).toEqual({ set: [b2], drop: ['a.localhost'] });
+  });
+});
 
 describe('rate_limit across workers', () => {
   it('the authority counts every worker together: n per client a second, one limiter per limit', () => {

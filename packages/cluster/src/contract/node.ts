@@ -24,11 +24,13 @@ export interface CertificateUpdate {
 
 /**
  * An ACME challenge the CA is about to check (HTTP-01: `token` →
- * `keyAuthorization`; TLS-ALPN-01: also the challenge certificate). The
+ * `keyAuthorization`; TLS-ALPN-01: also the challenge certificate; DNS-01:
+ * answered by the DNS provider, not by a node, but carried alike). The
  * certificates package's `PresentedChallenge` satisfies it.
  */
 export type Challenge =
   | { type: 'http-01'; identifier: string; token: string; keyAuthorization: string }
+  | { type: 'dns-01'; identifier: string; wildcard: boolean; token: string; keyAuthorization: string }
   | {
       type: 'tls-alpn-01';
       identifier: string;

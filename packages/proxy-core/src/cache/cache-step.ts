@@ -58,6 +58,7 @@ export function forwardThroughCache(
   forwarder.forward(req, res, ctx, handler, {
     path: options.path,
     ...(options.editResponseHeaders === undefined ? {} : { editResponseHeaders: options.editResponseHeaders }),
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
     observer: new CacheFill(cache, key),
   });
 }

@@ -12,7 +12,6 @@ import type { ChallengeResponder } from '../challenge.js';
 import { type ConnectionCounter, type ListenerLimits, listenerLimitsOf } from '../connection-limits.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { HealthEvent, HealthSharing } from '../pool/upstream-pool.js';
-import { ProxyServer, type SiteCompilerWithForwarder } from '../proxy-server.js';
 import { compileSite, type RateLimitCounter } from '../site-handler.js';
 import {
   type CertificateStore,
@@ -22,6 +21,7 @@ import {
 } from '../tls/certificate-store.js';
 import type { AlpnChallengeResponder } from '../tls/handshake.js';
 import { ListenerBinds, MAIN_LISTENERS } from './binds.js';
+import { ProxyServer, type SiteCompilerWithForwarder } from './proxy-server.js';
 import { SitePortTable } from './site-ports.js';
 
 /** A bound listener address. */

@@ -136,7 +136,9 @@ export class UpstreamAgent extends http.Agent {
       socket.destroy();
       return;
     }
-    if (pooledMs < this.#idleTimeoutMs) socket.setTimeout(pooledMs);
+    // A stream's socket had its timeout turned off, a handler's read_timeout changed it: the pool's again.
+    const pooledTimeout = Math.min(pooledMs, this.#idleTimeoutMs);
+    if (socket.timeout !== pooledTimeout) socket.setTimeout(pooledTimeout);
     // Nothing may arrive on an idle connection; a byte that does (late
     // bytes of such a body) would be read as the next request's response.
     socket.on('data', onPooledData);

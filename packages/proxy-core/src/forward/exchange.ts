@@ -8,6 +8,29 @@ import { type ExchangeSlot, kExchange } from '../slots.js';
 /** `Content-Type` of the forwarder's own short answers (502, 503, 504). */
 export const TEXT = 'text/plain; charset=utf-8';
 
+/**
+ * A handler's timeouts: `readTimeoutMs` replaces the upstream idle timeout
+ * for its requests (null: the default; 0: none); `streamAll`
+ * (`flush_interval -1`) makes every response a stream; `streamTimeoutMs`
+ * bounds a stream's life (0: no bound).
+ */
+export interface StreamTiming {
+  readonly readTimeoutMs: number | null;
+  readonly streamAll: boolean;
+  readonly streamTimeoutMs: number;
+}
+
+/**
+ * `lb_retries` / `lb_try_duration` / `lb_try_interval`: after a failed
+ * connection, another member is tried, at most `retries` times (null: as
+ * long as `durationMs` allows), `intervalMs` apart.
+ */
+export interface RetryPolicy {
+  readonly retries: number | null;
+  readonly durationMs: number;
+  readonly intervalMs: number;
+}
+
 /** An emitter that carries an exchange in its {@link kExchange} slot. */
 export type Emitter = { [kExchange]?: Exchange };
 
@@ -44,6 +67,16 @@ export class Exchange implements ExchangeSlot {
   body: Buffer[] | null = null;
   /** Bytes in {@link body}. */
   bodyBytes = 0;
+  /** The handler's read and stream timeouts, when it sets any (null: the daemon's defaults). */
+  timing: StreamTiming | null = null;
+  /** The handler's retry policy (`lb_retries`, `lb_try_duration`), or null: none. */
+  retry: RetryPolicy | null = null;
+  /** Members tried after the first (retries done). */
+  tries = 0;
+  /** `lb_try_duration`: no retry after this time, ms since the epoch (0: none by time). */
+  deadline = 0;
+  /** `lb_policy cookie`: the `Set-Cookie` that sticks the client to its member (null: it already is). */
+  setCookie: string | null = null;
 
   constructor(
     readonly req: IncomingMessage,
@@ -51,7 +84,8 @@ export class Exchange implements ExchangeSlot {
     readonly ctx: RequestContext,
     readonly options: ForwardOptions,
     readonly pool: UpstreamPool,
-    readonly member: PoolMember,
+    /** The member the request goes to (a retry after a failed connection picks another). */
+    public member: PoolMember,
     readonly hooks: DataPlaneHooks,
     /** The upstream request head, raw `[name, value, …]`. */
     readonly headers: string[],

@@ -9,8 +9,10 @@ import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
 import { AgentPool } from './agents.js';
 import { deliverBuffered } from './buffered-response.js';
+import type { RetryPolicy, StreamTiming } from './exchange.js';
 import { Exchange, TEXT } from './exchange.js';
 import { forwardedFor } from './forwarded-headers.js';
+import { forwardHttp2, Http2Upstreams } from './http2-upstream.js';
 import { forwardPass } from './send.js';
 import {
   buildUpstreamHeaders,
@@ -40,6 +42,17 @@ export interface HttpForwarderOptions {
 interface CompiledHandler {
   readonly pool: UpstreamPool;
   readonly headers: UpstreamHeaderPlan;
+  /** Its read and stream timeouts (null: the defaults). */
+  readonly timing: StreamTiming | null;
+  /** Its retry policy (null: none). */
+  readonly retry: RetryPolicy | null;
+  /** `versions h2c|2`: requests go as HTTP/2 streams. */
+  readonly http2: boolean;
+}
+
+/** Whether the Cookie header already holds `name=value` (the client sticks to that member). */
+function hasCookie(header: string | undefined, name: string, value: string): boolean {
+  return header?.includes(`${name}=${value}`) === true;
 }
 
 /**
@@ -66,6 +79,10 @@ export class HttpForwarder implements Forwarder {
   readonly hooks: DataPlaneHooks;
   readonly #proxy: HttpProxy;
   readonly #agents: AgentPool;
+  /** HTTP/2 sessions of handlers with `versions h2c|2`. */
+  readonly #http2: Http2Upstreams;
+  /** The upstream read timeout of handlers without their own, ms. */
+  readonly #idleTimeoutMs: number;
   readonly #handlers = new Map<ReverseProxyHandler, CompiledHandler>();
   readonly #clientIp: ClientIpResolver | undefined;
   readonly #health: HealthSharing | undefined;
@@ -81,6 +98,8 @@ export class HttpForwarder implements Forwarder {
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     });
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+    this.#http2 = new Http2Upstreams(options.connectTimeoutMs ?? 5000);
     this.#proxy = new HttpProxy({});
     // The library's web passes re-parse the target, copy every header and set
     // up closures per request. One pass over precomputed state goes first
@@ -157,6 +176,7 @@ export class HttpForwarder implements Forwarder {
     for (const compiled of this.#handlers.values()) compiled.pool.close();
     this.#handlers.clear();
     this.#agents.destroy();
+    this.#http2.close();
   }
 
   forward(
@@ -168,10 +188,27 @@ export class HttpForwarder implements Forwarder {
   ): void {
     const compiled = this.#compile(handler);
     const pool = compiled.pool;
-    const member = pool.pick(ctx.clientIp);
+    const member = pool.pick(ctx.clientIp, pool.sticky ? req.headers.cookie : undefined);
     if (member === null) {
+      if (options.onError?.(503, 'no healthy upstream') === true) return;
       res.writeHead(503, { 'content-type': TEXT, 'retry-after': String(pool.retryAfterSeconds()) });
       res.end('no healthy upstream\n');
+      return;
+    }
+    if (compiled.http2) {
+      forwardHttp2(
+        this.#http2,
+        pool,
+        member,
+        handler,
+        compiled.headers,
+        forwardedFor(req, ctx, this.#clientIp),
+        req,
+        res,
+        ctx,
+        options,
+        handler.read_timeout_ms ?? this.#idleTimeoutMs,
+      );
       return;
     }
     member.active++;
@@ -187,6 +224,15 @@ export class HttpForwarder implements Forwarder {
       requestHasBody(req),
       options.observer ?? null,
     );
+    exchange.timing = compiled.timing;
+    const retry = compiled.retry;
+    if (retry !== null) {
+      exchange.retry = retry;
+      if (retry.durationMs > 0) exchange.deadline = Date.now() + retry.durationMs;
+    }
+    if (pool.sticky && !hasCookie(req.headers.cookie, pool.cookieName, member.sticky)) {
+      exchange.setCookie = pool.stickyCookie(member);
+    }
     this.#proxy.web(req, res, { target: member.target, exchange } as never);
   }
 
@@ -225,6 +271,25 @@ export class HttpForwarder implements Forwarder {
       compiled = {
         pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
         headers,
+        http2: handler.versions?.some((v) => v === '2' || v === 'h2c') === true,
+        retry:
+          (handler.lb_retries ?? 0) > 0 || (handler.lb_try_duration_ms ?? 0) > 0
+            ? {
+                retries: handler.lb_retries ?? null,
+                durationMs: handler.lb_try_duration_ms ?? 0,
+                intervalMs: handler.lb_try_interval_ms ?? 250,
+              }
+            : null,
+        timing:
+          handler.read_timeout_ms === undefined &&
+          handler.stream_timeout_ms === undefined &&
+          handler.flush_interval_ms !== -1
+            ? null
+            : {
+                readTimeoutMs: handler.read_timeout_ms ?? null,
+                streamAll: handler.flush_interval_ms === -1,
+                streamTimeoutMs: handler.stream_timeout_ms ?? 0,
+              },
       };
       for (const member of compiled.pool.members) {
         const seen = this.#healthSeen.get(member.label);

@@ -31,8 +31,10 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
   if (status === 204 && headers['content-length'] !== undefined) delete headers['content-length'];
   // Node emits 'error' (after 'aborted') when the upstream resets mid-body.
   proxyRes.on('error', onUpstreamBodyError);
+  if (exchange.timing?.streamAll === true || isEventStream(headers['content-type'])) startStream(exchange, proxyRes);
   exchange.observer?.onUpstreamResponse(proxyRes, status, headers);
   options.editResponseHeaders?.(headers, status);
+  if (exchange.setCookie !== null) appendSetCookie(headers, exchange.setCookie);
   const hooks = exchange.hooks;
   if (hooks.rewriteBody !== undefined) {
     const declared = headers['content-length'];
@@ -124,4 +126,37 @@ function pumpEnd(this: UpstreamResponse): void {
 function onUpstreamBodyError(this: UpstreamResponse): void {
   const exchange = this.req?.[kExchange];
   if (exchange !== undefined && !exchange.res.writableFinished) exchange.res.destroy();
+}
+
+const EVENT_STREAM = /^text\/event-stream/i;
+
+/** Whether a response is Server-Sent Events (`text/event-stream`, any parameters); no allocation per response. */
+function isEventStream(type: string | string[] | undefined): boolean {
+  return typeof type === 'string' && EVENT_STREAM.test(type);
+}
+
+/**
+ * A streamed response (SSE, or `flush_interval -1`): its head arrived, so
+ * the upstream's silence no longer means trouble (an event stream is quiet
+ * between events), and the read timeout stops; `stream_timeout`, when set,
+ * bounds its life instead. The socket gets its idle timeout back when it
+ * is pooled again (`UpstreamAgent.addRequest`).
+ */
+function startStream(exchange: Exchange, proxyRes: IncomingMessage): void {
+  const socket = proxyRes.socket;
+  socket?.setTimeout(0);
+  const limit = exchange.timing?.streamTimeoutMs ?? 0;
+  if (limit <= 0) return;
+  // Both sides go: the client learns the stream ended without its last chunk (no clean end).
+  const timer = setTimeout(() => {
+    proxyRes.destroy();
+    if (!exchange.res.writableFinished) exchange.res.destroy();
+  }, limit);
+  proxyRes.once('close', () => clearTimeout(timer));
+}
+
+/** Adds a `Set-Cookie` line to the response headers, after the upstream's own. */
+function appendSetCookie(headers: IncomingHttpHeaders, cookie: string): void {
+  const have = headers['set-cookie'];
+  headers['set-cookie'] = have === undefined ? [cookie] : [...have, cookie];
 }

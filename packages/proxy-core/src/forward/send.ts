@@ -94,6 +94,9 @@ function send(exchange: Exchange, head: Buffer[] | null, more: boolean): void {
     headers: exchange.headers,
   });
   exchange.proxyReq = proxyReq;
+  // `transport http { read_timeout }`: this handler's upstream silence limit instead of the default.
+  const readTimeout = exchange.timing?.readTimeoutMs ?? null;
+  if (readTimeout !== null) proxyReq.setTimeout(readTimeout);
   (proxyReq as Emitter & http.ClientRequest)[kExchange] = exchange;
   proxyReq.on('response', onUpstreamResponse);
   proxyReq.on('error', onUpstreamError);
@@ -133,13 +136,59 @@ export function failExchange(exchange: Exchange, err: NodeJS.ErrnoException): vo
   // client's response is intact: the pump finishes it.
   if (exchange.proxyRes?.complete === true) return;
   const timeout = isTimeout(code);
-  if (isConnectFailure(code)) exchange.pool.markFailed(exchange.member);
+  const connectFailure = isConnectFailure(code);
+  if (connectFailure) exchange.pool.markFailed(exchange.member);
+  if (connectFailure && mayTryAnother(exchange)) {
+    tryAnother(exchange, err);
+    return;
+  }
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const status = timeout ? 504 : 502;
   res.removeHeader('x-cache');
+  if (exchange.options.onError?.(status, timeout ? 'gateway timeout' : 'bad gateway') === true) return;
   res.writeHead(status, { 'content-type': TEXT, connection: 'close' });
   res.end(timeout ? 'gateway timeout\n' : 'bad gateway\n');
+}
+
+/** Methods a retry may send again (RFC 9110 §9.2.2), when they carry no body. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+/**
+ * `lb_retries` / `lb_try_duration`: whether a request whose connection
+ * failed may go to another member: the handler retries, nothing was
+ * answered yet, the request is idempotent and has no body, and the count
+ * or the time allows.
+ */
+function mayTryAnother(exchange: Exchange): boolean {
+  const retry = exchange.retry;
+  if (retry === null || exchange.res.headersSent || exchange.hasBody) return false;
+  if (!IDEMPOTENT.has(exchange.req.method ?? '')) return false;
+  if (retry.retries !== null && exchange.tries >= retry.retries) return false;
+  if (retry.durationMs > 0 && Date.now() + retry.intervalMs > exchange.deadline) return false;
+  return true;
+}
+
+/** Waits `lb_try_interval`, then sends the request to another eligible member (or fails as before). */
+function tryAnother(exchange: Exchange, err: NodeJS.ErrnoException): void {
+  exchange.tries++;
+  const timer = setTimeout(() => {
+    if (exchange.aborted || exchange.res.destroyed) return;
+    const member = exchange.pool.pickAfter(exchange.member, exchange.ctx.clientIp);
+    if (member === null) {
+      // Nobody eligible yet: keep waiting while the policy allows, else answer as for the failure.
+      if (mayTryAnother(exchange)) tryAnother(exchange, err);
+      else failExchange(Object.assign(exchange, { retry: null }), err);
+      return;
+    }
+    member.active++;
+    exchange.member = member;
+    if (exchange.pool.sticky) exchange.setCookie = exchange.pool.stickyCookie(member);
+    exchange.released = false;
+    exchange.proxyRes = null;
+    send(exchange, null, false);
+  }, exchange.retry?.intervalMs ?? 0);
+  timer.unref?.();
 }

@@ -55,6 +55,16 @@ export interface FileRequest {
 }
 
 /**
+ * How a file answer meets `handle_errors`: `onError` may answer a 403 or 404
+ * instead (true: it did); `status` (inside an error route) is the status
+ * a found file is served with, without conditional or range answers.
+ */
+export interface FileErrors {
+  readonly onError?: ((status: number, message: string) => boolean) | undefined;
+  readonly status?: number | undefined;
+}
+
+/**
  * `root <dir>` + `file_server`: serves regular files below `root`.
  *
  * - Only GET and HEAD (else 405 with `Allow: GET, HEAD`).
@@ -81,16 +91,51 @@ export class FileServer {
   }
 
   /** Answers the request; `edit` adds the block's headers to every response. */
-  serve(req: IncomingMessage, res: ServerResponse, file: FileRequest, edit: HeaderEdit): void {
-    this.#serve(req, res, file, edit).catch(() => {
+  serve(req: IncomingMessage, res: ServerResponse, file: FileRequest, edit: HeaderEdit, errors?: FileErrors): void {
+    this.#serve(req, res, file, edit, errors).catch(() => {
       if (!res.headersSent) simple(res, 500, 'internal error\n', edit);
       else res.destroy();
     });
   }
 
-  async #serve(req: IncomingMessage, res: ServerResponse, file: FileRequest, edit: HeaderEdit): Promise<void> {
+  /**
+   * Whether `relPath` (raw, as a request path) names a file below the root,
+   * or a directory when `directory`: `try_files`' test, with the rules of
+   * {@link serve} (decoded once, no `..`, the real path inside the root).
+   */
+  async exists(relPath: string, directory: boolean): Promise<boolean> {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(relPath);
+    } catch {
+      return false;
+    }
+    if (decoded.includes('\0') || decoded.split(/[/\\]/).includes('..')) return false;
+    this.#realRoot ??= realpath(this.root).catch(() => this.root);
+    const target = await realpathInside(this.root + posix.normalize(`/${decoded}`), await this.#realRoot);
+    if (target === null || target === 'outside') return false;
+    try {
+      const info = await stat(target);
+      return directory ? info.isDirectory() : info.isFile();
+    } catch {
+      return false;
+    }
+  }
+
+  async #serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    file: FileRequest,
+    edit: HeaderEdit,
+    errors: FileErrors | undefined,
+  ): Promise<void> {
+    const fail = (status: number, body: string): void => {
+      if (errors?.onError?.(status, body.trimEnd()) === true) return;
+      simple(res, status, body, edit);
+    };
     const method = req.method;
-    if (method !== 'GET' && method !== 'HEAD') {
+    // An error page answers whatever the method that met the error.
+    if (method !== 'GET' && method !== 'HEAD' && errors?.status === undefined) {
       simple(res, 405, 'method not allowed\n', edit, { allow: 'GET, HEAD' });
       return;
     }
@@ -106,7 +151,7 @@ export class FileServer {
       return;
     }
     if (decoded.split(/[/\\]/).includes('..')) {
-      simple(res, 403, 'forbidden\n', edit);
+      fail(403, 'forbidden\n');
       return;
     }
     const rel = posix.normalize(`/${decoded}`);
@@ -114,11 +159,11 @@ export class FileServer {
     const realRoot = await this.#realRoot;
     let target = await realpathInside(this.root + rel, realRoot);
     if (target === 'outside') {
-      simple(res, 403, 'forbidden\n', edit);
+      fail(403, 'forbidden\n');
       return;
     }
     if (target === null) {
-      simple(res, 404, 'not found\n', edit);
+      fail(404, 'not found\n');
       return;
     }
     let info = await stat(target);
@@ -130,17 +175,17 @@ export class FileServer {
       }
       target = await realpathInside(`${target}/${INDEX}`, realRoot);
       if (target === 'outside') {
-        simple(res, 403, 'forbidden\n', edit);
+        fail(403, 'forbidden\n');
         return;
       }
       if (target === null) {
-        simple(res, 404, 'not found\n', edit);
+        fail(404, 'not found\n');
         return;
       }
       info = await stat(target);
     }
     if (!info.isFile()) {
-      simple(res, 404, 'not found\n', edit);
+      fail(404, 'not found\n');
       return;
     }
     let handle: FileHandle;
@@ -166,6 +211,23 @@ export class FileServer {
       'last-modified': lastModified,
       'accept-ranges': 'bytes',
     };
+    const errorStatus = errors?.status;
+    if (errorStatus !== undefined) {
+      // An error page: served whole with the error's status.
+      headers['content-length'] = size;
+      edit(headers, errorStatus);
+      res.writeHead(errorStatus, headers);
+      if (method === 'HEAD' || size === 0) {
+        await handle.close();
+        res.end();
+        return;
+      }
+      const page = handle.createReadStream({ autoClose: true });
+      page.on('error', () => res.destroy());
+      res.on('close', () => page.destroy());
+      page.pipe(res);
+      return;
+    }
     if (notModified(req, etag, mtime)) {
       await handle.close();
       edit(headers, 304);

@@ -1,15 +1,25 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import {
   PLACEHOLDER_PATTERN,
+  type PlaceholderRef,
   REMAINDER_PLACEHOLDER,
-  REQUEST_PLACEHOLDERS,
   type RequestPlaceholder,
+  requestPlaceholder,
 } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
+import { type ErrorSlot, kError } from '../slots.js';
 import type { PathPattern } from './path-pattern.js';
+import { capturesOf } from './request-matcher.js';
 
-/** One part of a compiled template: literal text, a request placeholder, or `redir`'s remainder. */
-type Part = string | RequestPlaceholder | typeof REMAINDER;
+/** A placeholder with an argument (`{header.X}`, `{query.k}`, `{re.name.1}`), compiled. */
+type Prefixed = Exclude<PlaceholderRef, { readonly kind: RequestPlaceholder }>;
+
+/**
+ * One part of a compiled template: literal text (a string), a request
+ * placeholder (its kind, wrapped in an array so it cannot be confused with
+ * text), a prefixed placeholder, or `redir`'s remainder.
+ */
+type Part = string | readonly [RequestPlaceholder] | Prefixed | typeof REMAINDER;
 const REMAINDER = 0;
 
 /**
@@ -36,8 +46,15 @@ export class Template {
     let last = 0;
     for (const m of text.matchAll(PLACEHOLDER_PATTERN)) {
       const name = m[0];
-      const kind = (REQUEST_PLACEHOLDERS as Record<string, RequestPlaceholder>)[name];
-      const part = kind ?? (remainder && name === REMAINDER_PLACEHOLDER ? REMAINDER : null);
+      const ref = requestPlaceholder(name);
+      const part: Part | null =
+        ref === null
+          ? remainder && name === REMAINDER_PLACEHOLDER
+            ? REMAINDER
+            : null
+          : 'arg' in ref || 'group' in ref
+            ? ref
+            : [ref.kind];
       if (part === null) continue;
       const at = m.index ?? 0;
       if (at > last) parts.push(text.slice(last, at));
@@ -53,7 +70,19 @@ export class Template {
   render(req: IncomingMessage, ctx: RequestContext, from?: PathPattern): string {
     let out = '';
     for (const part of this.#parts) {
-      switch (part) {
+      if (typeof part === 'string') {
+        out += part;
+        continue;
+      }
+      if (part === REMAINDER) {
+        out += from === undefined ? '' : from.remainder(ctx.path);
+        continue;
+      }
+      if (!Array.isArray(part)) {
+        out += prefixed(part as Prefixed, req);
+        continue;
+      }
+      switch ((part as readonly [RequestPlaceholder])[0]) {
         case 'uri':
           out += ctx.path + query(req, true);
           break;
@@ -69,11 +98,21 @@ export class Template {
         case 'remote_host':
           out += remoteHost(req);
           break;
-        case REMAINDER:
-          out += from === undefined ? '' : from.remainder(ctx.path);
+        case 'client_ip':
+          out += ctx.clientIp;
           break;
-        default:
-          out += part;
+        case 'scheme':
+          out += ctx.secure ? 'https' : 'http';
+          break;
+        case 'err_status_code':
+          out += errorOf(req)?.status ?? '';
+          break;
+        case 'err_status_text':
+          out += STATUS_CODES[errorOf(req)?.status ?? 0] ?? '';
+          break;
+        case 'err_message':
+          out += errorOf(req)?.message ?? '';
+          break;
       }
     }
     return out;
@@ -92,4 +131,32 @@ function query(req: IncomingMessage, withMark: boolean): string {
 function remoteHost(req: IncomingMessage): string {
   const ip = req.socket.remoteAddress ?? '';
   return ip.startsWith('::ffff:') && ip.indexOf('.') > 0 ? ip.slice(7) : ip;
+}
+
+/** The value of a prefixed placeholder for one request (empty when the header, key or capture is absent). */
+function prefixed(part: Prefixed, req: IncomingMessage): string {
+  switch (part.kind) {
+    case 'header': {
+      const value = req.headers[part.arg.toLowerCase()];
+      if (value === undefined) return '';
+      return typeof value === 'string' ? value : value.join(', ');
+    }
+    case 'query_param': {
+      const url = req.url ?? '';
+      const q = url.indexOf('?');
+      if (q < 0) return '';
+      return new URLSearchParams(url.slice(q + 1)).get(part.arg) ?? '';
+    }
+    default: {
+      const m = capturesOf(req)?.get(part.name);
+      if (m === undefined) return '';
+      const index = /^\d+$/.test(part.group) ? Number(part.group) : -1;
+      return (index >= 0 ? m[index] : m.groups?.[part.group]) ?? '';
+    }
+  }
+}
+
+/** The error a `handle_errors` block is answering for `req` (undefined: none). */
+export function errorOf(req: IncomingMessage): ErrorSlot | undefined {
+  return (req as IncomingMessage & { [kError]?: ErrorSlot })[kError];
 }

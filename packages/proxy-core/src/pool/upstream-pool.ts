@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { ReverseProxyHandler, UpstreamAddress } from '@proxyd/model';
@@ -17,6 +18,11 @@ export interface PoolMember {
   downUntil: number;
   /** Requests in flight (least_conn). */
   active: number;
+  /** `weighted_round_robin`: its weight (default 1) and its running score (nginx's smooth algorithm). */
+  readonly weight: number;
+  current: number;
+  /** `cookie`: the value of the sticky cookie that names this member. */
+  readonly sticky: string;
 }
 
 /** Supplies the shared keep-alive agent of an upstream. */
@@ -54,6 +60,8 @@ export interface HealthSharing {
  */
 export class UpstreamPool {
   readonly members: readonly PoolMember[];
+  /** `cookie` policy: the sticky cookie's name (default `lb`). */
+  readonly cookieName: string;
   readonly #policy: ReverseProxyHandler['lb_policy'];
   readonly #failMs: number;
   readonly #health: ReverseProxyHandler['health'];
@@ -65,7 +73,7 @@ export class UpstreamPool {
 
   constructor(handler: ReverseProxyHandler, agentFor: AgentFor, sharing?: HealthSharing) {
     this.#sharing = sharing;
-    this.members = handler.upstreams.map((address) => ({
+    this.members = handler.upstreams.map((address, index) => ({
       address,
       label: address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`,
       agent: agentFor(address),
@@ -75,7 +83,11 @@ export class UpstreamPool {
       healthy: true,
       downUntil: 0,
       active: 0,
+      weight: handler.lb_policy === 'weighted_round_robin' ? (handler.lb_weights?.[index] ?? 1) : 1,
+      current: 0,
+      sticky: handler.lb_policy === 'cookie' ? stickyValue(address, handler.lb_cookie?.secret ?? null) : '',
     }));
+    this.cookieName = handler.lb_cookie?.name ?? 'lb';
     this.#policy = handler.lb_policy;
     this.#failMs = handler.health.fail_duration_ms;
     this.#health = handler.health;
@@ -87,8 +99,17 @@ export class UpstreamPool {
     }
   }
 
-  /** A member to send a request to, or null when none is eligible (the caller answers 503). */
-  pick(clientIp: string): PoolMember | null {
+  /** Whether the pool sticks clients to members with a cookie (`lb_policy cookie`). */
+  get sticky(): boolean {
+    return this.#policy === 'cookie';
+  }
+
+  /**
+   * A member to send a request to, or null when none is eligible (the caller
+   * answers 503). `cookie`: the request's Cookie header, read by the
+   * `cookie` policy only.
+   */
+  pick(clientIp: string, cookie?: string): PoolMember | null {
     const members = this.members;
     const n = members.length;
     if (n === 1) {
@@ -96,6 +117,27 @@ export class UpstreamPool {
       return eligible(only) ? only : null;
     }
     switch (this.#policy) {
+      case 'cookie': {
+        const value = cookie === undefined ? null : cookieValue(cookie, this.cookieName);
+        if (value !== null) {
+          for (const m of members) if (m.sticky === value && eligible(m)) return m;
+        }
+        return this.#roundRobin();
+      }
+      case 'weighted_round_robin': {
+        // nginx's smooth weighted round robin: each eligible member gains its weight, the highest
+        // score is picked and loses the total, so picks interleave in proportion to the weights.
+        let best: PoolMember | null = null;
+        let total = 0;
+        for (const m of members) {
+          if (m.weight <= 0 || !eligible(m)) continue;
+          m.current += m.weight;
+          total += m.weight;
+          if (best === null || m.current > best.current) best = m;
+        }
+        if (best !== null) best.current -= total;
+        return best;
+      }
       case 'first':
         return this.#scan(0);
       case 'random':
@@ -111,12 +153,32 @@ export class UpstreamPool {
         }
         return best;
       }
-      default: {
-        const m = this.#scan(this.#cursor % n);
-        this.#cursor = m === null ? this.#cursor : members.indexOf(m) + 1;
-        return m;
-      }
+      default:
+        return this.#roundRobin();
     }
+  }
+
+  /**
+   * A member for a retry: the policy's pick, unless that is `failed` (the
+   * member the last try could not reach) and another is eligible.
+   */
+  pickAfter(failed: PoolMember, clientIp: string): PoolMember | null {
+    const m = this.pick(clientIp);
+    if (m !== failed) return m;
+    for (const other of this.members) if (other !== failed && eligible(other)) return other;
+    return m;
+  }
+
+  /** The `Set-Cookie` value that sticks a client to `member` (`cookie` policy). */
+  stickyCookie(member: PoolMember): string {
+    return `${this.cookieName}=${member.sticky}; Path=/; HttpOnly; SameSite=Lax`;
+  }
+
+  #roundRobin(): PoolMember | null {
+    const n = this.members.length;
+    const m = this.#scan(this.#cursor % n);
+    this.#cursor = m === null ? this.#cursor : this.members.indexOf(m) + 1;
+    return m;
   }
 
   /** Passive health: a connection to `member` failed; it leaves the rotation for `fail_duration`. */
@@ -228,4 +290,23 @@ function hash(s: string): number {
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
+}
+
+/** The sticky cookie's value for an upstream: an HMAC of its address with `secret`, else a plain hash (hex). */
+function stickyValue(address: UpstreamAddress, secret: string | null): string {
+  const label = `${address.host}:${address.port}`;
+  const digest = secret === null ? createHash('sha256').update(label) : createHmac('sha256', secret).update(label);
+  return digest.digest('hex').slice(0, 32);
+}
+
+/** The value of cookie `name` in a Cookie header, or null. */
+function cookieValue(header: string, name: string): string | null {
+  let at = header.indexOf(`${name}=`);
+  while (at > 0 && header.charCodeAt(at - 1) !== 32 && header.charCodeAt(at - 1) !== 59) {
+    at = header.indexOf(`${name}=`, at + 1);
+  }
+  if (at < 0) return null;
+  const start = at + name.length + 1;
+  const end = header.indexOf(';', start);
+  return header.slice(start, end < 0 ? header.length : end).trim();
 }

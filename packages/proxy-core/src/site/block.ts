@@ -1,11 +1,13 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Handler, ReverseProxyHandler } from '@proxyd/model';
+import type { AbortHandler, Handler, RespondHandler, ReverseProxyHandler } from '@proxyd/model';
 import type { RequestContext } from '../hooks.js';
 import type { BasicAuthenticator } from '../middleware/basic-auth.js';
+import type { ForwardAuthenticator } from '../middleware/forward-auth.js';
 import type { HeaderPlan } from '../middleware/header-plan.js';
 import type { PathPattern } from '../middleware/path-pattern.js';
 import type { CompiledRedirect } from '../middleware/redirect.js';
 import type { RequestMatch } from '../middleware/request-matcher.js';
+import type { RequestRewrites } from '../middleware/rewrite.js';
 import { type Canned, send } from './canned.js';
 import type { Terminal } from './terminal.js';
 
@@ -20,10 +22,20 @@ export interface Block {
   readonly redirects: readonly CompiledRedirect[];
   readonly handler: Handler | null;
   readonly terminal: Terminal;
+  /** The block's `forward_auth` (null: none). */
+  readonly forwardAuth: ForwardAuthenticator | null;
+  /** The block's `rewrite`, `uri` and `try_files` (null: none). */
+  readonly rewrites: RequestRewrites | null;
   /** `handle @name`: the site matcher that must match too (null: the pattern decides). */
   readonly match: RequestMatch | null;
-  /** `reverse_proxy @name …`: the first that matches answers instead of `handler` (in `terminal`). */
-  readonly proxies: readonly { readonly match: RequestMatch; readonly handler: ReverseProxyHandler }[];
+  /**
+   * `respond @name …`, `abort @name`, then `reverse_proxy @name …`: the first that matches answers
+   * instead of `handler` (in `terminal`).
+   */
+  readonly proxies: readonly {
+    readonly match: RequestMatch;
+    readonly handler: ReverseProxyHandler | RespondHandler | AbortHandler;
+  }[];
 }
 
 /** The handler that answers a request in the block: a matching `reverse_proxy @name`, else the block's own. */

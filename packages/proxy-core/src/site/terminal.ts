@@ -5,12 +5,24 @@ import type { CacheRegistry } from '../cache/response-cache.js';
 import type { RequestContext } from '../hooks.js';
 import { FileServer } from '../middleware/file-server.js';
 import type { HeaderEdit, HeaderPlan } from '../middleware/header-plan.js';
-import { Template } from '../middleware/placeholders.js';
+import { errorOf, Template } from '../middleware/placeholders.js';
 import type { Forwarder } from '../pipeline.js';
 import { answerHead, canned, send } from './canned.js';
 
 /** The terminal step of a block. */
 export type Terminal = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, path: string) => void;
+
+/**
+ * The site's `handle_errors`: answers an error proxyd would otherwise answer
+ * itself (`status`, proxyd's short `message`); false when no block takes it.
+ */
+export type ErrorHook = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  status: number,
+  message: string,
+) => boolean;
 
 /**
  * The `cache` and `terminal` steps of a block: its handler (`reverse_proxy`
@@ -22,11 +34,14 @@ export function compileTerminal(
   plan: HeaderPlan,
   forwarder: Forwarder,
   caches: CacheRegistry | undefined,
+  errors: ErrorHook | null = null,
+  errorRoute = false,
 ): Terminal {
   if (handler === null) {
     const notFound = canned(plan, 404, 'not found\n');
     return (req, res, ctx) => {
       req.resume();
+      if (errors?.(req, res, ctx, 404, 'not found') === true) return;
       send(req, res, notFound, ctx);
     };
   }
@@ -34,6 +49,18 @@ export function compileTerminal(
     case 'reverse_proxy': {
       const plain: HeaderEdit = plan.plain;
       const secure: HeaderEdit = plan.secure;
+      if (errors !== null) {
+        // `handle_errors`: the forwarder's 502/503/504 go to the site's error blocks (one closure per request).
+        return (req, res, ctx, path) => {
+          const options = {
+            path,
+            editResponseHeaders: plan.dynamic ? plan.editFor(req, ctx) : ctx.secure ? secure : plain,
+            onError: (status: number, message: string) => errors(req, res, ctx, status, message),
+          };
+          if (caches !== undefined) forwardThroughCache(forwarder, caches, req, res, ctx, handler, options);
+          else forwarder.forward(req, res, ctx, handler, options);
+        };
+      }
       if (caches !== undefined) {
         return (req, res, ctx, path) =>
           forwardThroughCache(forwarder, caches, req, res, ctx, handler, {
@@ -51,6 +78,16 @@ export function compileTerminal(
     case 'respond': {
       const template = Template.of(handler.body);
       const answer = canned(plan, handler.status, handler.body);
+      if (errorRoute && handler.error_status === true) {
+        // `respond <body> {err.status_code}` in handle_errors: the error's status.
+        return (req, res, ctx) => {
+          req.resume();
+          const status = errorOf(req)?.status ?? handler.status;
+          const { bytes, base } = answerHead(status, template === null ? handler.body : template.render(req, ctx));
+          plan.editFor(req, ctx)(base, status);
+          res.writeHead(status, base).end(bytes);
+        };
+      }
       if (template === null) {
         return (req, res, ctx) => {
           req.resume();
@@ -65,6 +102,13 @@ export function compileTerminal(
         res.writeHead(handler.status, base).end(bytes);
       };
     }
+    case 'abort':
+      // Caddy's abort: no answer at all. Destroying the response closes an HTTP/1 connection
+      // and resets an HTTP/2 stream; the request record shows status 0.
+      return (req, res) => {
+        req.resume();
+        res.destroy();
+      };
     case 'file_server': {
       const server = new FileServer(handler.root);
       return (req, res, ctx, path) => {
@@ -81,6 +125,11 @@ export function compileTerminal(
             query: uq < 0 ? '' : url.slice(uq + 1),
           },
           plan.editFor(req, ctx),
+          errorRoute
+            ? { status: errorOf(req)?.status }
+            : errors === null
+              ? undefined
+              : { onError: (status, message) => errors(req, res, ctx, status, message) },
         );
       };
     }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
+import type { ProxyServerOptions } from '../data-plane/proxy-server.js';
 import { selfSigned, site, siteProxy, upstream, wait } from '../loopback.test-helpers.js';
-import type { ProxyServerOptions } from '../proxy-server.js';
 import { MemoryCertificateStore } from './certificate-store.js';
 import {
   ACK,

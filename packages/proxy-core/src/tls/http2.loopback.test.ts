@@ -4,9 +4,9 @@ import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
+import type { ProxyServerOptions } from '../data-plane/proxy-server.js';
 import type { RequestRecord } from '../hooks.js';
 import { onCleanup, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
-import type { ProxyServerOptions } from '../proxy-server.js';
 import { MemoryCertificateStore } from './certificate-store.js';
 import { h2Request, h2Session } from './tls-client.test-helpers.js';
 

@@ -1,4 +1,4 @@
-import type { GlobalOptions, HandleBlock, Site } from '@proxyd/model';
+import type { ErrorHandleBlock, GlobalOptions, HandleBlock, Site } from '@proxyd/model';
 import type { Dispenser } from '../dispenser.js';
 import type { Token } from '../lexer.js';
 
@@ -7,7 +7,7 @@ export interface BlockState {
   /** `site` for a site block, `handle` inside `handle` / `handle_path`. */
   readonly scope: 'site' | 'handle';
   /** The block's fields (the site itself, or the handle block). */
-  readonly target: Site | HandleBlock;
+  readonly target: Site | HandleBlock | ErrorHandleBlock;
   /** The enclosing site. */
   readonly site: Site;
   /** The global options, read before any site (e.g. `on_demand_tls` for `tls { on_demand }`). */
@@ -24,6 +24,12 @@ export interface BlockState {
   readonly handlePatterns: Map<string, Token>;
   /** The site's named matchers (`@name`, by name without @) and where each is defined. */
   readonly matchers: ReadonlyMap<string, Token>;
+  /** `try_files` of this block, waiting for the block's root (set at the block's end). */
+  tryFilesAt?: Token;
+  /** The site block's `root` directory, which its `handle` and `handle_errors` blocks inherit (Caddy's rule). */
+  siteRoot?: string;
+  /** Inside `handle_errors` (`respond … {err.status_code}` allowed). */
+  readonly errorRoute?: boolean;
   /** Compiles the lines of a nested block into another state (used by `handle`). */
   readonly compileBlock: (lines: Dispenser[], state: BlockState) => void;
 }

@@ -3,8 +3,8 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { quoteText, type Token } from '../lexer.js';
 import { readMatcherRef } from '../matchers.js';
+import { checkPathPattern } from '../path-pattern.js';
 import type { BlockState, Directive } from './directive.js';
-import { checkPathPattern } from './redir.js';
 
 function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockState): void {
   let pattern: Token | null = null;
@@ -63,6 +63,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     fileServerAt: null,
     handlePatterns: state.handlePatterns,
     matchers: state.matchers,
+    ...(state.siteRoot === undefined ? {} : { siteRoot: state.siteRoot }),
     compileBlock: state.compileBlock,
   });
   state.site.handles.push(block);

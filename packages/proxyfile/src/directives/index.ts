@@ -1,4 +1,5 @@
 import { SITE_DIRECTIVES } from '@proxyd/model';
+import { abort } from './abort.js';
 import { analytics } from './analytics.js';
 import { basicAuth } from './basic-auth.js';
 import { bind } from './bind.js';
@@ -6,15 +7,20 @@ import { cache } from './cache.js';
 import type { Directive } from './directive.js';
 import { encode } from './encode.js';
 import { fileServer, root } from './file-server.js';
+import { forwardAuth } from './forward-auth.js';
 import { handle, handlePath } from './handle.js';
+import { handleErrors } from './handle-errors.js';
 import { header } from './header.js';
 import { log } from './log.js';
 import { rateLimit } from './rate-limit.js';
 import { redir } from './redir.js';
 import { respond } from './respond.js';
 import { reverseProxy } from './reverse-proxy.js';
+import { rewrite } from './rewrite.js';
 import { tls } from './tls.js';
+import { tryFiles } from './try-files.js';
 import { underAttack } from './under-attack.js';
+import { uri } from './uri.js';
 
 /** Every directive parser, in no particular order. */
 const PARSERS: readonly Directive[] = [
@@ -27,14 +33,20 @@ const PARSERS: readonly Directive[] = [
   underAttack,
   rateLimit,
   basicAuth,
+  forwardAuth,
   redir,
+  rewrite,
+  uri,
+  tryFiles,
   handle,
   handlePath,
   cache,
   root,
   fileServer,
+  abort,
   respond,
   reverseProxy,
+  handleErrors,
 ];
 
 /**

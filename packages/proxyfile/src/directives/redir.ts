@@ -3,6 +3,7 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { show, type Token } from '../lexer.js';
 import { readMatcherRef } from '../matchers.js';
+import { checkPathPattern } from '../path-pattern.js';
 import { checkPlaceholders } from '../placeholders.js';
 import type { Directive } from './directive.js';
 
@@ -30,19 +31,6 @@ function readStatus(d: Dispenser, t: Token): Redirect['status'] {
     );
   }
   return status;
-}
-
-/** A path pattern: `/exact`, `/prefix/*`, `*.suffix` or `*`. */
-export function checkPathPattern(d: Dispenser, t: Token): string {
-  const p = t.text;
-  const ok =
-    p === '*' ||
-    (p.startsWith('/') && !p.slice(0, -1).includes('*')) ||
-    (p.startsWith('*') && !p.slice(1).includes('*'));
-  if (!ok) {
-    throw d.unexpected(t, 'a path pattern: /exact, /prefix/* or *.suffix', ProxyfileErrorCode.INVALID_VALUE);
-  }
-  return p;
 }
 
 /**

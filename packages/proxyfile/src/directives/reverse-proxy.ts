@@ -3,7 +3,7 @@ import type { Dispenser } from '../dispenser.js';
 import { ProxyfileErrorCode } from '../errors.js';
 import { setHandler } from '../handler.js';
 import { quoteText, type Token } from '../lexer.js';
-import { readMatcherRef } from '../matchers.js';
+import { readMatcherToken } from '../matchers.js';
 import { nearest } from '../suggest.js';
 import { parseUpstream, readDuration } from '../values.js';
 import type { Directive } from './directive.js';
@@ -16,25 +16,49 @@ const OPTIONS = [
   'health_interval',
   'health_timeout',
   'fail_duration',
+  'lb_retries',
+  'lb_try_duration',
+  'lb_try_interval',
   'header_up',
+  'header_down',
+  'flush_interval',
+  'stream_timeout',
   'transport',
 ];
-const LB_POLICIES: readonly LbPolicy[] = ['round_robin', 'least_conn', 'random', 'ip_hash', 'first'];
+const LB_POLICIES: readonly LbPolicy[] = [
+  'round_robin',
+  'least_conn',
+  'random',
+  'ip_hash',
+  'first',
+  'weighted_round_robin',
+  'cookie',
+];
 
 /**
  * ```
  * reverse_proxy [@name] [<upstream>...] {
  *     to <upstream>...
  *     lb_policy round_robin|least_conn|random|ip_hash|first
+ *     lb_policy weighted_round_robin <weight>...   # one per upstream, in order
+ *     lb_policy cookie [<name> [<secret>]]         # sticky sessions (default name lb)
+ *     lb_retries <n>                    # other upstreams tried after a failed connection
+ *     lb_try_duration <duration>        # ... for this long
+ *     lb_try_interval <duration>        # ... this far apart (default 250ms)
  *     health_uri <path>
  *     health_interval <duration>
  *     health_timeout <duration>
  *     fail_duration <duration>
  *     header_up [+|-]<name> [<value>]
+ *     header_down [+|-]<name> [<value>] # the upstream's response headers
+ *     flush_interval -1|<duration>      # -1: every response is a stream
+ *     stream_timeout <duration>         # longest life of a streamed response
  *     transport tls {                   # or: transport http { tls ... }
  *         tls_insecure_skip_verify
  *         tls_server_name <name>
  *         tls_trusted_ca_certs <pem_file>
+ *         read_timeout <duration>       # upstream silence limit (default 60s; 0: none)
+ *         versions 1.1|2|h2c...         # 2 / h2c: HTTP/2 to the upstream (gRPC); h2c:// upstreams too
  *     }
  * }
  * ```
@@ -49,10 +73,15 @@ export const reverseProxy: Directive = {
   scope: 'any',
   once: false,
   parse(d, state) {
-    const matcher = readMatcherRef(d, state.matchers);
+    const matcher = readMatcherToken(d, state);
     const upstreams: UpstreamAddress[] = [];
     let scheme: { tls: boolean; at: Token } | null = null;
-    const addUpstream = (sub: Dispenser, t: Token) => {
+    let h2c = false;
+    const addUpstream = (sub: Dispenser, written: Token) => {
+      // Caddy's `h2c://host:port`: cleartext HTTP/2 (prior knowledge) to that upstream.
+      const isH2c = written.text.toLowerCase().startsWith('h2c://');
+      const t = isH2c ? { ...written, text: `http://${written.text.slice(6)}` } : written;
+      if (isH2c) h2c = true;
       const u = parseUpstream(sub, t);
       if (u.tls !== null) {
         if (scheme !== null && scheme.tls !== u.tls) {
@@ -70,10 +99,12 @@ export const reverseProxy: Directive = {
     const handler = defaultReverseProxy(upstreams);
     let transportTls = false;
     const headerUp: HeaderOp[] = [];
+    const headerDown: HeaderOp[] = [];
+    let weightsAt: Token | null = null;
     const once = new Map<string, Token>();
     for (const sub of d.blockLines()) {
       const name = sub.name.text;
-      if (name !== 'to' && name !== 'header_up') {
+      if (name !== 'to' && name !== 'header_up' && name !== 'header_down') {
         const first = once.get(name);
         if (first) {
           throw sub.error(
@@ -103,10 +134,53 @@ export const reverseProxy: Directive = {
             );
           }
           handler.lb_policy = policy;
+          if (policy === 'weighted_round_robin') {
+            const weights = sub.remainingArgs();
+            if (weights.length === 0) throw sub.missing('one weight per upstream, e.g. 3 1');
+            handler.lb_weights = weights.map((w) => {
+              if (!/^(0|[1-9]\d{0,5})$/.test(w.text)) {
+                throw sub.unexpected(w, 'a weight: a whole number from 0 to 999999', ProxyfileErrorCode.INVALID_VALUE);
+              }
+              return Number(w.text);
+            });
+            weightsAt = t;
+          } else if (policy === 'cookie') {
+            const name = sub.nextArg();
+            const secret = sub.nextArg();
+            if (name !== null && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name.text)) {
+              throw sub.unexpected(
+                name,
+                "a cookie name (letters, digits and !#$%&'*+-.^_`|~)",
+                ProxyfileErrorCode.INVALID_VALUE,
+              );
+            }
+            if (secret !== null) sub.nonEmpty(secret, 'a secret that signs the cookie');
+            handler.lb_cookie = { name: name?.text ?? 'lb', secret: secret?.text ?? null };
+          }
           sub.end();
           sub.noBlock();
           break;
         }
+        case 'lb_retries': {
+          const t = sub.arg('a number of retries');
+          if (!/^(0|[1-9]\d{0,3})$/.test(t.text)) {
+            throw sub.unexpected(t, 'a number of retries (0-9999)', ProxyfileErrorCode.INVALID_VALUE);
+          }
+          handler.lb_retries = Number(t.text);
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'lb_try_duration':
+          handler.lb_try_duration_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
+        case 'lb_try_interval':
+          handler.lb_try_interval_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
         case 'health_uri': {
           const t = sub.arg('a path such as /health');
           if (!t.text.startsWith('/'))
@@ -134,6 +208,24 @@ export const reverseProxy: Directive = {
         case 'header_up':
           headerUp.push(...readHeaderOp(sub));
           break;
+        case 'header_down':
+          headerDown.push(...readHeaderOp(sub));
+          break;
+        case 'flush_interval': {
+          const t = sub.peekArg();
+          if (t?.text === '-1') {
+            sub.nextArg();
+            handler.flush_interval_ms = -1;
+          } else handler.flush_interval_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
+        }
+        case 'stream_timeout':
+          handler.stream_timeout_ms = readDuration(sub, 0);
+          sub.end();
+          sub.noBlock();
+          break;
         case 'transport': {
           const t = sub.arg('a transport (tls or http)');
           if (t.text !== 'tls' && t.text !== 'http') {
@@ -158,10 +250,26 @@ export const reverseProxy: Directive = {
                 transportTls = true;
                 handler.tls.ca_file = opt.nonEmptyArg('a PEM file of trusted CA certificates').text;
                 break;
+              case 'read_timeout':
+                handler.read_timeout_ms = readDuration(opt, 0);
+                break;
+              case 'versions': {
+                const list = opt.remainingArgs();
+                if (list.length === 0) throw opt.missing('HTTP versions: 1.1, 2, h2c');
+                const versions: ('1.1' | '2' | 'h2c')[] = [];
+                for (const v of list) {
+                  if (v.text !== '1.1' && v.text !== '2' && v.text !== 'h2c') {
+                    throw opt.unexpected(v, 'an HTTP version: 1.1, 2 or h2c', ProxyfileErrorCode.INVALID_VALUE);
+                  }
+                  if (!versions.includes(v.text)) versions.push(v.text);
+                }
+                handler.versions = versions;
+                break;
+              }
               default:
                 throw opt.unexpected(
                   opt.name,
-                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs)',
+                  'a transport option (tls, tls_insecure_skip_verify, tls_server_name, tls_trusted_ca_certs, read_timeout, versions)',
                   ProxyfileErrorCode.UNKNOWN_DIRECTIVE,
                 );
             }
@@ -198,8 +306,26 @@ export const reverseProxy: Directive = {
         'reverse_proxy: http:// upstreams cannot use transport tls (write https:// or drop the scheme)',
       );
     }
+    if (h2c) {
+      if (handler.versions !== undefined && !handler.versions.includes('h2c')) {
+        throw d.error(
+          d.name,
+          ProxyfileErrorCode.INVALID_UPSTREAM,
+          'reverse_proxy: an h2c:// upstream speaks cleartext HTTP/2: add h2c to transport http { versions }, or drop the scheme',
+        );
+      }
+      handler.versions ??= ['h2c'];
+    }
+    if (weightsAt !== null && handler.lb_weights?.length !== upstreams.length) {
+      throw d.error(
+        weightsAt,
+        ProxyfileErrorCode.INVALID_VALUE,
+        `weighted_round_robin has ${handler.lb_weights?.length ?? 0} weights for ${upstreams.length} upstreams: write one weight per upstream, in order`,
+      );
+    }
     handler.tls.enabled = schemeTls || transportTls;
     handler.header_up = headerUp;
+    if (headerDown.length > 0) handler.header_down = headerDown;
     if (matcher !== null) {
       // Not the block's handler: it answers, in file order, the requests its matcher matches.
       state.target.matched_proxies ??= [];
