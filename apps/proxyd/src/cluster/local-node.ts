@@ -37,7 +37,7 @@ export interface ProxydTelemetry {
   rollup: MinuteRollup;
 }
 
-/** How a {@link LocalNode} gets certificates: the manager of this process, or pushed copies (a worker). */
+/** How a {@link startLocalNode} node gets certificates: the manager of this process, or pushed copies (a worker). */
 export type NodeCertificates =
   | { mode: 'shared'; manager: CertificateManager }
   | { mode: 'pushed'; initial: CertificateUpdate; supply: CertificateSupply | null };
