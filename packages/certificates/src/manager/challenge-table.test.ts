@@ -46,7 +46,7 @@ describe('ChallengeTable', () => {
   });
 });
 
-describe('ChallengeTable with a relay (the daemon's fleet)', () => {
+describe('ChallengeTable with a relay (the daemon fleet)', () => {
   it('present resolves once the relay has the challenge; a relay clean-up error is ignored', async () => {
     const relayed: string[] = [];
     let release = () => {};
