@@ -118,17 +118,7 @@ const cycleExceptions: string[] = [];
 // component that belongs in a package (DESIGN.md). The engineers moving metrics, logs, the watcher, the
 // history flush, trust and the cluster contract out of the app (issue 29) take these with them; empty
 // this list as they go.
-const appClassExceptions: string[] = [
-  'apps/proxyd/src/cluster/connection-counts.ts: RemoteConnectionCounter',
-  'apps/proxyd/src/cluster/primary.ts: BroadcastChallengeTable',
-  'apps/proxyd/src/cluster/rate-limits.ts: RateLimitAuthority',
-  'apps/proxyd/src/cluster/rate-limits.ts: RemoteRateLimits',
-  'apps/proxyd/src/cluster/route-tables.ts: RoutePublisher',
-  'apps/proxyd/src/cluster/route-tables.ts: SiteIds',
-  'apps/proxyd/src/cluster/route-tables.ts: WorkerRoutes',
-  'apps/proxyd/src/cluster/worker-certificates.ts: CertificateSync',
-  'apps/proxyd/src/cluster/worker-certificates.ts: WorkerCertificateStore',
-];
+const appClassExceptions: string[] = [];
 // apps/proxyd/src files its README's "behaviour → file" table does not name yet. The engineers moving
 // things out of the app (issue 29) add a row, or move the file out; empty this list as they do.
 const appReadmeExceptions: string[] = [];

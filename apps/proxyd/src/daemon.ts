@@ -1,29 +1,16 @@
 import net from 'node:net';
 import path from 'node:path';
-import type { AnalyticsPort, CachePort } from '@proxyd/admin-api';
-import { ANALYTICS_TARGET, createAnalyticsWiring, loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import type { CertificateManager } from '@proxyd/certificates';
+import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import { createCertificateWiring } from '@proxyd/certificates';
-import { HISTORY_TARGET, type RollupSource, startHistory } from '@proxyd/history';
+import type { Fleet } from '@proxyd/cluster';
+import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
-import { composeHooks, DataPlane } from '@proxyd/proxy-core';
 import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
 import { RouteStore } from '@proxyd/route-store';
 import type { Logging } from '@proxyd/telemetry';
-import {
-  countReloads,
-  createAccessLog,
-  createMetrics,
-  type DataPlaneStats,
-  type MetricsSnapshot,
-  type ProxydMetrics,
-  SITE_LOG_TARGET,
-  SiteLogOutputs,
-  SiteLogRecorder,
-  type UpstreamHealth,
-} from '@proxyd/telemetry';
+import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import { BroadcastChallengeTable, startWorkers, type WorkersOptions } from './cluster/primary.js';
+import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
 import { startDockerDiscovery } from './docker.js';
@@ -58,7 +45,7 @@ export interface DaemonOptions {
   /**
    * Data-plane processes (`--workers`, `PROXY_WORKERS`). 1 (the default):
    * this process serves traffic itself. N > 1: this process is the control
-   * plane only, and N forked workers serve (`cluster/primary.ts`).
+   * plane only, and N forked workers serve (`cluster/serving.ts`).
    */
   workers?: number;
   logger: Logger;
@@ -145,7 +132,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       : workerCount > 1
         ? createMetrics({ role: 'primary' })
         : createMetrics({ role: 'single' });
-  const challenges = workerCount > 1 && config.global.auto_https !== 'off' ? new BroadcastChallengeTable() : undefined;
+  // Challenges the manager presents reach every node of the fleet (started below).
+  let fleetOf: Fleet | null = null;
+  const challenges = config.global.auto_https !== 'off' ? fleetChallengeTable(() => fleetOf) : undefined;
   const certificates =
     config.global.auto_https === 'off'
       ? undefined
@@ -157,48 +146,36 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
   const redirects = autoHttpsRedirects(config.global.auto_https);
-  const serving =
-    workerCount > 1
-      ? await serveWithWorkers({
-          count: workerCount,
-          config: await withResolvedPorts(config, options.bindHost),
-          routes: () => store.snapshot,
-          certificates,
-          challenges,
-          stateDir,
-          ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
-          redirects,
-          metrics: metrics !== undefined,
-          logger: serverLog,
-          siteLogs,
-          ...(history === null ? {} : { history }),
-        })
-      : await serveHere(
-          config,
-          store,
-          stateDir,
-          logging,
-          metrics?.role === 'single' ? metrics : undefined,
-          manager,
-          redirects,
-          options.bindHost,
-          siteLogs,
-          history !== null,
-        );
-  await history?.attach(serving.rollups);
-  if (metrics?.role === 'primary' && serving.metricsSnapshots) metrics.setWorkerSource(serving.metricsSnapshots);
-  const unwatchCertificates = manager?.onChange((change) => serving.certificatesChanged(change.name));
+  if (workerCount > 1) {
+    // The analytics key file exists before any worker reads it (each would create its own).
+    await loadSecretFile(path.join(stateDir, SECRET_FILE_NAME));
+  }
+  // The data plane: one fleet of nodes (this process, or N workers); the daemon talks only to it.
+  const serving = await startServing({
+    count: workerCount,
+    config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
+    routes: () => store.snapshot,
+    certificates,
+    stateDir,
+    ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+    redirects,
+    ...(metrics?.role === 'single' ? { metrics } : {}),
+    workerMetrics: metrics !== undefined,
+    logging,
+    siteLogs,
+    ...(history === null ? {} : { history }),
+  });
+  const { fleet } = serving;
+  fleetOf = fleet;
+  await history?.attach({ drain: (now) => fleet.drainRollups(now), setSalt: (salt) => fleet.setVisitorSalt(salt) });
+  if (metrics?.role === 'primary') metrics.setWorkerSource(() => serving.metricsSnapshots());
+  const unwatchCertificates = manager?.onChange((change) => void fleet.certificatesChanged(change.name));
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
   const followRoutes = (snapshot: RouteSnapshot) =>
-    certificates?.setRoutes(snapshot).then(() => serving.certificatesChanged());
+    certificates?.setRoutes(snapshot).then(() => fleet.certificatesChanged());
   void followRoutes(store.snapshot);
-  if (metrics?.role === 'single') {
-    if (serving.upstreamHealth) metrics.setUpstreamHealthSource(serving.upstreamHealth);
-    if (serving.analyticsDropped) metrics.setAnalyticsDroppedSource(serving.analyticsDropped);
-    if (serving.stats) metrics.setDataPlaneStatsSource(serving.stats);
-  }
   if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
-  // With workers, a route write resolves once every worker swapped (the store waits for the promise).
+  // A route write resolves once every node swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((snapshot) => {
     void followRoutes(snapshot);
     metrics?.setRouteCounts(store.countByOrigin());
@@ -238,7 +215,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unsubscribe();
     unwatchCertificates?.();
     certificates?.close();
-    await serving.close();
+    await fleet.stop(0);
     await history?.close();
     throw err;
   };
@@ -325,7 +302,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     async close(graceMs = config.global.grace_period_ms) {
       // Every listener drains at once: the data plane, the admin API (its calls in flight write to the
       // store, closed after them), the metrics and dashboard listeners.
-      const drained = serving.close(graceMs);
+      const drained = fleet.stop(graceMs);
       await Promise.all([control.close(graceMs), metricsListener?.close(graceMs), dashboardListener?.close(graceMs)]);
       unwatchShadowed();
       await docker.close();
@@ -338,116 +315,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await history?.close();
       await siteLogs.close();
     },
-  };
-}
-
-/**
- * Who serves traffic, as the daemon drives it: this process's data plane
- * ({@link serveHere}) or forked workers ({@link serveWithWorkers}).
- */
-interface Serving {
-  readonly httpAddress: { host: string; port: number };
-  /** Publishes a route snapshot; with workers, resolves once every worker swapped. */
-  setRoutes(snapshot: RouteSnapshot): void | Promise<void>;
-  /** A certificate was installed (`name`), or some may be gone (no name). */
-  certificatesChanged(name?: string): void;
-  cache: CachePort;
-  analytics: AnalyticsPort;
-  /** Where history drains the rollups from and sends the visitor salt. */
-  rollups: RollupSource;
-  /** Stops: what is in flight finishes within `graceMs`, then everything closes. */
-  close(graceMs?: number): Promise<void>;
-  upstreamHealth?: () => Iterable<UpstreamHealth>;
-  analyticsDropped?: () => number;
-  /** Requests in flight and connections open (one process). */
-  stats?: () => DataPlaneStats;
-  /** With workers: their metrics, one snapshot per worker that answered. */
-  metricsSnapshots?: () => Promise<readonly MetricsSnapshot[]>;
-}
-
-/** One process: the data plane, analytics, metrics and the access log here. */
-async function serveHere(
-  config: Config,
-  store: RouteStore,
-  stateDir: string,
-  logging: Logging,
-  metrics: ProxydMetrics | undefined,
-  manager: CertificateManager | undefined,
-  redirects: boolean,
-  bindHost: string | undefined,
-  siteLogs: SiteLogOutputs,
-  rollups: boolean,
-): Promise<Serving> {
-  const serverLog = logging.forTarget('proxy::server');
-  const tlsLog = logging.forTarget('proxy::tls');
-  const analytics = await createAnalyticsWiring(config, {
-    stateDir,
-    logger: logging.forTarget(ANALYTICS_TARGET),
-    rollups,
-  });
-  const accessLog = createAccessLog(logging);
-  const siteLog = new SiteLogRecorder((batch) => siteLogs.writeBatch(batch));
-  siteLog.setRoutes(store.routes);
-  const hooks = composeHooks(
-    analytics.hooks,
-    metrics ? { onRequest: (record) => metrics.onRequest(record) } : {},
-    accessLog ? { onRequest: accessLog } : {},
-    { onRequest: siteLog.onRequest },
-  );
-  let dataPlane: DataPlane;
-  try {
-    dataPlane = await DataPlane.start(config, store.routes, hooks, {
-      ...(bindHost === undefined ? {} : { bindHost }),
-      redirects,
-      ...(manager === undefined
-        ? {}
-        : {
-            certificates: manager,
-            challenges: manager,
-            alpnChallenges: { contextFor: (name: string) => manager.alpnContextFor(name) },
-          }),
-      onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
-      onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
-    });
-  } catch (err) {
-    await analytics.close();
-    throw err;
-  }
-  return {
-    httpAddress: dataPlane.httpAddress,
-    setRoutes: (snapshot) => {
-      siteLog.setRoutes(snapshot.routes);
-      return dataPlane.setRoutes(snapshot);
-    },
-    certificatesChanged: () => dataPlane.certificatesChanged(),
-    cache: dataPlane.cache,
-    analytics: analytics.reader,
-    rollups: { drain: (now) => analytics.drainRollups(now), setSalt: (salt) => analytics.setVisitorSalt(salt) },
-    upstreamHealth: () => dataPlane.upstreamHealth(),
-    analyticsDropped: () => analytics.droppedRequests(),
-    stats: () => dataPlane.stats(),
-    async close(graceMs = 0) {
-      await dataPlane.drain(graceMs);
-      siteLog.flush();
-      await analytics.close();
-    },
-  };
-}
-
-/** N processes: forked workers serve; this one drives them (`cluster/primary.ts`). */
-async function serveWithWorkers(options: WorkersOptions): Promise<Serving> {
-  // The analytics key file exists before any worker reads it (each would create its own).
-  await loadSecretFile(path.join(options.stateDir, SECRET_FILE_NAME));
-  const workers = await startWorkers(options);
-  return {
-    httpAddress: workers.httpAddress,
-    setRoutes: (snapshot) => workers.setRoutes(snapshot),
-    certificatesChanged: (name) => void workers.certificatesChanged(name),
-    cache: workers.cache,
-    analytics: workers.analytics,
-    rollups: { drain: (now) => workers.drainRollups(now), setSalt: (salt) => workers.setVisitorSalt(salt) },
-    metricsSnapshots: () => workers.metricsSnapshots(),
-    close: (graceMs = 0) => workers.close(graceMs),
   };
 }
 

@@ -7,6 +7,8 @@ import { WorkerPool, type WorkerPoolOptions } from './worker-pool.js';
 
 // Real worker processes (test-fixtures/echo-worker.mjs, over the built dist).
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), '../test-fixtures/echo-worker.mjs');
+// The fixture runs the built `dist/` and what it imports (the model) built too: not vitest's `source` condition.
+const BUILT: string[] = [];
 
 const pools: WorkerPool[] = [];
 afterEach(async () => {
@@ -14,7 +16,7 @@ afterEach(async () => {
 });
 
 async function start(options: Partial<WorkerPoolOptions> & Pick<WorkerPoolOptions, 'init'>): Promise<WorkerPool> {
-  const pool = await WorkerPool.start({ count: 2, entry: ENTRY, ...options });
+  const pool = await WorkerPool.start({ count: 2, entry: ENTRY, execArgv: BUILT, ...options });
   pools.push(pool);
   return pool;
 }
@@ -150,6 +152,7 @@ describe('WorkerPool', () => {
     const failing = WorkerPool.start({
       count: 2,
       entry: ENTRY,
+      execArgv: BUILT,
       init: (index) => ({ state: 'v', failInit: index === 1 }),
       onReady: (_i, pid) => spawned.push(pid),
     });
@@ -181,7 +184,11 @@ describe('WorkerPool', () => {
 
 describe('a worker without its primary', () => {
   it('exits when the IPC channel closes', async () => {
-    const child = fork(ENTRY, [], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const child = fork(ENTRY, [], {
+      execArgv: BUILT,
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    });
     const channel = new Channel(child);
     await channel.request('cluster.init', { state: 'v' });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

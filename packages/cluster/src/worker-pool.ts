@@ -135,6 +135,12 @@ export class WorkerPool {
     );
   }
 
+  /** The channel of worker `index` while it is live (started or starting), else null (being replaced). */
+  channel(index: number): Channel | null {
+    const slot = this.#slots[index];
+    return slot !== undefined && slot.channel !== null && slot.child?.connected === true ? slot.channel : null;
+  }
+
   /** Sends `type` one way to every live worker but `except` (the index of the one it came from). */
   notify(type: string, body: unknown, except = -1): void {
     for (const slot of this.#live()) if (slot.index !== except) (slot.channel as Channel).notify(type, body);

@@ -38,3 +38,8 @@ export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';
 export { type CertificatePair, type CertificateStore, MemoryCertificateStore } from './tls/certificate-store.js';
 export type { AlpnChallengeResponder } from './tls/handshake.js';
+export {
+  type PushedCertificate,
+  PushedCertificateStore,
+  type PushedCertificates,
+} from './tls/pushed-certificate-store.js';

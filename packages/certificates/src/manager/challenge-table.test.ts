@@ -46,6 +46,38 @@ describe('ChallengeTable', () => {
   });
 });
 
+describe('ChallengeTable with a relay (the daemon fleet)', () => {
+  it('present resolves once the relay has the challenge; a relay clean-up error is ignored', async () => {
+    const relayed: string[] = [];
+    let release = () => {};
+    const table = new ChallengeTable({
+      present: (challenge) =>
+        new Promise<void>((resolve) => {
+          relayed.push(`present ${challenge.token}`);
+          release = resolve;
+        }),
+      cleanUp: async (challenge) => {
+        relayed.push(`clean ${challenge.token}`);
+        throw new Error('a node went away');
+      },
+    });
+    const challenge = { type: 'http-01' as const, identifier: 'a.test', token: 't1', keyAuthorization: 't1.k' };
+    let done = false;
+    const presented = Promise.resolve(table.present(challenge)).then(() => {
+      done = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    // Answered here at once; the CA is not told to check until every node answers too.
+    expect(table.respond('t1', 'a.test')).toBe('t1.k');
+    expect(done).toBe(false);
+    release();
+    await presented;
+    await table.cleanUp(challenge);
+    expect(table.respond('t1', 'a.test')).toBeNull();
+    expect(relayed).toEqual(['present t1', 'clean t1']);
+  });
+});
+
 describe('ChallengePreference', () => {
   it('tries the configured order, the type that last worked with a CA first', () => {
     const preference = new ChallengePreference();

@@ -10,17 +10,29 @@ import type { ChallengeSolver, PresentedChallenge } from '../acme/challenge-solv
  * server name. An entry lives from `present` to `cleanUp`.
  */
 export class ChallengeTable implements ChallengeSolver, ChallengeResponder {
+  /** Where each challenge also goes (the daemon's fleet: every node answers it); present waits for it. */
+  readonly #relay: ChallengeSolver | undefined;
   /** token → the identifier it validates and the key authorization to answer. */
   readonly #http = new Map<string, { identifier: string; keyAuthorization: string }>();
   /** identifier → the `acme-tls/1` challenge certificate's context. */
   readonly #alpn = new Map<string, SecureContext>();
 
   /**
-   * Starts answering `challenge` (called by the issuer before it asks the CA
-   * to validate). A DNS-01 challenge is not the table's: it throws, so an
-   * order never waits on a record nobody published.
+   * `relay`: where each challenge also goes once this table answers it (the
+   * data-plane nodes of a fleet): `present` resolves once the relay has it;
+   * a relay's clean-up error is ignored. Default none.
    */
-  present(challenge: PresentedChallenge): void {
+  constructor(relay?: ChallengeSolver) {
+    this.#relay = relay;
+  }
+
+  /**
+   * Starts answering `challenge` (called by the issuer before it asks the CA
+   * to validate); with a relay, resolves once the relay answers it too. A
+   * DNS-01 challenge is not the table's: it throws, so an order never waits
+   * on a record nobody published.
+   */
+  present(challenge: PresentedChallenge): void | Promise<void> {
     const identifier = challenge.identifier.toLowerCase();
     if (challenge.type === 'dns-01') {
       throw new Error(`no DNS provider is configured to publish the dns-01 record of ${identifier}`);
@@ -30,12 +42,15 @@ export class ChallengeTable implements ChallengeSolver, ChallengeResponder {
     } else {
       this.#alpn.set(identifier, createSecureContext({ cert: challenge.certificatePem, key: challenge.privateKeyPem }));
     }
+    return this.#relay?.present(challenge);
   }
 
-  /** Stops answering `challenge` (called once per presented challenge, whatever the outcome). */
-  cleanUp(challenge: PresentedChallenge): void {
+  /** Stops answering `challenge` (called once per presented challenge, whatever the outcome), and the relay too. */
+  cleanUp(challenge: PresentedChallenge): void | Promise<void> {
     if (challenge.type === 'http-01') this.#http.delete(challenge.token);
     else if (challenge.type === 'tls-alpn-01') this.#alpn.delete(challenge.identifier.toLowerCase());
+    const relayed = this.#relay?.cleanUp(challenge);
+    return relayed instanceof Promise ? relayed.catch(() => {}) : undefined;
   }
 
   /**

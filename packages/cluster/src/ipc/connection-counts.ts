@@ -1,5 +1,4 @@
-import type { Channel } from '@proxyd/cluster';
-import type { ConnectionCounter, ConnectionCounts } from '@proxyd/proxy-core';
+import type { Channel } from '../channel.js';
 
 /** The request a worker sends with a turn's new connections: their per-address keys. */
 export const CONNECTIONS_ACQUIRE = 'connections.acquire';
@@ -8,19 +7,19 @@ export const CONNECTIONS_RELEASE = 'connections.release';
 
 /**
  * The primary's side, for the worker of slot `index` on `channel`: its
- * acquisitions and releases go to the node's `counts` (one
- * `ConnectionCounts` for every worker; `counts.forget(index)` when the
- * worker exits).
+ * acquisitions and releases go to the fleet (`FleetPort`), which counts
+ * every node's.
  */
-export function serveConnectionCounts(channel: Channel, index: number, counts: ConnectionCounts): void {
-  channel.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
-    const answers = new Uint8Array(keys.length);
-    for (let i = 0; i < keys.length; i++) answers[i] = counts.acquire(index, keys[i] as string) ? 1 : 0;
-    return answers;
-  });
-  channel.handle<string[]>(CONNECTIONS_RELEASE, (keys) => {
-    for (const key of keys) counts.release(index, key);
-  });
+export function serveConnectionCounts(
+  channel: Channel,
+  index: number,
+  fleet: {
+    acquireConnections(from: number, keys: readonly string[]): Uint8Array;
+    releaseConnections(from: number, keys: readonly string[]): void;
+  },
+): void {
+  channel.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => fleet.acquireConnections(index, keys));
+  channel.handle<string[]>(CONNECTIONS_RELEASE, (keys) => fleet.releaseConnections(index, keys));
 }
 
 interface Waiting {
@@ -29,16 +28,16 @@ interface Waiting {
 }
 
 /**
- * A worker's side of `max_connections_per_ip` with several workers: each
- * new capped connection is asked of the primary, which counts every
- * worker's (`ConnectionCounts`), so one address holds the cap on the node,
+ * A worker's side of `max_connections_per_ip` with several workers (proxy-core's
+ * `ConnectionCounter`): each new capped connection is asked of the primary,
+ * whose fleet counts every worker's, so one address holds the cap on the node,
  * not per worker (the kernel spreads one client's connections over the
  * workers by a hash of each). The connections of one event-loop turn go in
  * one request, their closes in one notification. An answer that does not
  * come within `timeoutMs` (the primary is stuck or gone) rejects, and the
  * worker admits on its own count.
  */
-export class RemoteConnectionCounter implements ConnectionCounter {
+export class RemoteConnectionCounter {
   readonly #channel: Channel;
   readonly #timeoutMs: number;
   #acquire: string[] = [];

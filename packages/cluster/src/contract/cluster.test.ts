@@ -1,16 +1,13 @@
 import { EventEmitter } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { FileStorage, LocalCa } from '@proxyd/certificates';
-import { Channel } from '@proxyd/cluster';
 import { defaultReverseProxy, emptySite, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
-import { ConnectionCounts } from '@proxyd/proxy-core';
+import { ConnectionCounts, RateLimiter } from '@proxyd/proxy-core';
 import { describe, expect, it } from 'vitest';
-import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from './connection-counts.js';
-import { RATE_LIMIT_ADMIT, RateLimitAuthority, RemoteRateLimits } from './rate-limits.js';
-import { RoutePublisher, WorkerRoutes } from './route-tables.js';
-import { type CertificatePem, CertificateSync, WorkerCertificateStore } from './worker-certificates.js';
+import { Channel } from '../channel.js';
+import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from '../ipc/connection-counts.js';
+import { RATE_LIMIT_ADMIT, RemoteRateLimits } from '../ipc/rate-limits.js';
+import { CertificateSync } from './certificate-sync.js';
+import { RateLimitAuthority } from './rate-limits.js';
+import { NodeRoutes, RoutePublisher } from './route-tables.js';
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */
 function channelPair(): [Channel, Channel] {
@@ -27,75 +24,25 @@ function channelPair(): [Channel, Channel] {
   return [new Channel(a), new Channel(b)];
 }
 
-async function issued(...names: string[]): Promise<CertificatePem[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-cluster-ca-'));
-  try {
-    const ca = await LocalCa.open(new FileStorage(dir));
-    const out: CertificatePem[] = [];
-    for (const name of names) {
-      const issued = await ca.issue([name]);
-      out.push({ name, cert: issued.certPem, key: issued.keyPem });
-    }
-    return out;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-describe('certificates in workers', () => {
-  it('CertificateSync sends what changed and drops what is gone; the worker store follows', async () => {
-    const [a, b, b2] = await issued('a.localhost', 'b.localhost', 'b.localhost');
+describe('certificates pushed to nodes', () => {
+  it('CertificateSync sends what changed and drops what is gone', () => {
+    const pem = (name: string, cert: string) => ({ name, cert: `cert ${cert}`, key: `key ${cert}` });
+    const [a, b, b2] = [pem('a.localhost', '1'), pem('b.localhost', '2'), pem('b.localhost', '3')];
     const sync = new CertificateSync();
-    const store = new WorkerCertificateStore(null);
-    store.apply(sync.all([a as CertificatePem]));
-    expect(store.names()).toEqual(['a.localhost']);
-    expect(sync.diff([a as CertificatePem])).toMatchObject({ set: [a], drop: [] });
-    expect(sync.diff([a as CertificatePem])).toBeNull();
-    const added = sync.diff([a as CertificatePem, b as CertificatePem]);
-    expect(added).toEqual({ set: [b], drop: [] });
-    store.apply(added as never);
-    expect(store.has('b.localhost')).toBe(true);
-    const renewed = sync.diff([b2 as CertificatePem]);
-    expect(renewed).toEqual({ set: [b2], drop: ['a.localhost'] });
-    store.apply(renewed as never);
-    expect(store.names()).toEqual(['b.localhost']);
-    expect(store.contextFor('a.localhost')).toBeNull();
-  });
-
-  it('serves a *.parent certificate for one more label, and reports one that does not load', async () => {
-    const [wild] = await issued('*.apps.localhost');
-    const store = new WorkerCertificateStore(null);
-    const bad: string[] = [];
-    store.apply(
-      { set: [wild as CertificatePem, { name: 'x.localhost', cert: 'nope', key: 'nope' }], drop: [] },
-      (name) => bad.push(name),
-    );
-    expect(store.has('web.apps.localhost')).toBe(true);
-    expect(store.has('a.web.apps.localhost')).toBe(false);
-    expect(bad).toEqual(['x.localhost']);
-  });
-
-  it('asks the primary once per name for an on-demand certificate, and keeps the answer', async () => {
-    const [pem] = await issued('shop.localhost');
-    const asked: string[] = [];
-    const store = new WorkerCertificateStore(async (name) => {
-      asked.push(name);
-      await new Promise((r) => setTimeout(r, 10));
-      return name === 'shop.localhost' ? (pem as CertificatePem) : null;
-    });
-    const [one, two] = await Promise.all([store.contextFor('Shop.localhost'), store.contextFor('shop.localhost')]);
-    expect(one).not.toBeNull();
-    expect(two).toBe(one);
-    expect(store.contextFor('shop.localhost')).toBe(one);
-    expect(await store.contextFor('refused.localhost')).toBeNull();
-    expect(asked).toEqual(['shop.localhost', 'refused.localhost']);
+    expect(sync.all([a])).toEqual({ set: [a], drop: [] });
+    // `all` is for a node that starts: the running ones still get everything at the next diff.
+    expect(sync.diff([a])).toEqual({ set: [a], drop: [] });
+    expect(sync.diff([a])).toBeNull();
+    expect(sync.diff([a, b])).toEqual({ set: [b], drop: [] });
+    expect(sync.one(b)).toBeNull();
+    expect(sync.diff([b2])).toEqual({ set: [b2], drop: ['a.localhost'] });
   });
 });
 
 describe('rate_limit across workers', () => {
   it('the authority counts every worker together: n per client a second, one limiter per limit', () => {
     const clock = { t: 10_000 };
-    const authority = new RateLimitAuthority(() => clock.t);
+    const authority = new RateLimitAuthority((limit) => new RateLimiter({ limit, now: () => clock.t }));
     const worker1 = authority.admit([3, 'a.test', '192.0.2.1', 3, 'a.test', '192.0.2.1']);
     const worker2 = authority.admit([3, 'a.test', '192.0.2.1', 3, 'a.test', '192.0.2.1', 3, 'a.test', '192.0.2.2']);
     expect([...worker1, ...worker2]).toEqual([1, 1, 1, 0, 1]);
@@ -106,7 +53,7 @@ describe('rate_limit across workers', () => {
 
   it('a worker sends the admissions of one turn in one message and gets each answer', async () => {
     const [worker, primary] = channelPair();
-    const authority = new RateLimitAuthority(() => 5_000);
+    const authority = new RateLimitAuthority((limit) => new RateLimiter({ limit, now: () => 5_000 }));
     const batches: number[] = [];
     primary.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => {
       batches.push(batch.length / 3);
@@ -132,8 +79,15 @@ describe('max_connections_per_ip across workers (issue 28)', () => {
     const counts = new ConnectionCounts(3);
     const [w1, p1] = channelPair();
     const [w2, p2] = channelPair();
-    serveConnectionCounts(p1, 0, counts);
-    serveConnectionCounts(p2, 1, counts);
+    const fleet = {
+      acquireConnections: (from: number, keys: readonly string[]) =>
+        Uint8Array.from(keys, (key) => (counts.acquire(from, key) ? 1 : 0)),
+      releaseConnections: (from: number, keys: readonly string[]) => {
+        for (const key of keys) counts.release(from, key);
+      },
+    };
+    serveConnectionCounts(p1, 0, fleet);
+    serveConnectionCounts(p2, 1, fleet);
     let batches = 0;
     p1.handle<string[]>(CONNECTIONS_ACQUIRE, (keys) => {
       batches++;
@@ -179,7 +133,7 @@ describe('route tables sent to workers', () => {
 
   it('sends the whole table once, then only what changed; the worker keeps unchanged Site objects', () => {
     const publisher = new RoutePublisher();
-    const worker = new WorkerRoutes();
+    const worker = new NodeRoutes();
     const a = route('a.test', 1);
     const b = route('b.test', 2);
     const v1 = whole([a, b], 1);
@@ -205,7 +159,7 @@ describe('route tables sent to workers', () => {
 
   it('a snapshot without changes (a reload) goes whole; equal but new Site objects are new to the worker', () => {
     const publisher = new RoutePublisher();
-    const worker = new WorkerRoutes();
+    const worker = new NodeRoutes();
     const v1 = whole([route('a.test', 1)], 1);
     const first = worker.apply(send(publisher.next(v1)));
     const reloaded = [route('a.test', 1)];
@@ -221,7 +175,7 @@ describe('route tables sent to workers', () => {
 
   it('skips a table it already has, and refuses changes after a gap (the primary then sends it whole)', () => {
     const publisher = new RoutePublisher();
-    const worker = new WorkerRoutes();
+    const worker = new NodeRoutes();
     const v1 = whole([route('a.test', 1)], 1);
     worker.apply(send(publisher.next(v1)));
     expect(worker.apply(send(publisher.full(v1)))).toBeNull();

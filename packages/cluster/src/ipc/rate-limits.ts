@@ -1,41 +1,7 @@
-import type { Channel } from '@proxyd/cluster';
-import { type RateLimitCounter, RateLimiter } from '@proxyd/proxy-core';
+import type { Channel } from '../channel.js';
 
 /** The request a worker sends with a turn's admissions: `[limit, domain, ip, limit, domain, ip, …]`. */
 export const RATE_LIMIT_ADMIT = 'rate-limit.admit';
-
-/**
- * The primary's side of `rate_limit` with several workers: one
- * {@link RateLimiter} per limit value, fed by every worker, so a client's
- * `n` admissions a second are `n` across all workers, whichever one each of
- * its connections reached, and whatever its address (behind a trusted
- * proxy the key is the client IP the worker resolved from
- * `X-Forwarded-For`, as in one process). Batches are answered in arrival
- * order, one request at a time, so the counts are those of one process.
- */
-export class RateLimitAuthority {
-  readonly #limiters = new Map<number, RateLimiter>();
-  readonly #now: (() => number) | undefined;
-
-  constructor(now?: () => number) {
-    this.#now = now;
-  }
-
-  /** Answers a batch: 1 admitted, 0 over the limit, per request. */
-  admit(batch: readonly unknown[]): Uint8Array {
-    const answers = new Uint8Array(batch.length / 3);
-    for (let i = 0, j = 0; i + 2 < batch.length; i += 3, j++) {
-      const limit = batch[i] as number;
-      let limiter = this.#limiters.get(limit);
-      if (limiter === undefined) {
-        limiter = new RateLimiter({ limit, ...(this.#now === undefined ? {} : { now: this.#now }) });
-        this.#limiters.set(limit, limiter);
-      }
-      answers[j] = limiter.admit(batch[i + 1] as string, batch[i + 2] as string) ? 1 : 0;
-    }
-    return answers;
-  }
-}
 
 interface Waiting {
   resolve(admitted: boolean): void;
@@ -44,7 +10,7 @@ interface Waiting {
 
 /**
  * A worker's `rate_limit` counters: each admission is asked of the primary
- * ({@link RateLimitAuthority}); the admissions of one event-loop turn go
+ * (the fleet's `RateLimitAuthority`); the admissions of one event-loop turn go
  * in one message. An answer that does not come within `timeoutMs` (the
  * primary is stuck or gone) rejects, and the site step admits the request.
  */
@@ -62,7 +28,7 @@ export class RemoteRateLimits {
   }
 
   /** The counter of a site with `rate_limit <limit>/s`. */
-  counter(limit: number): RateLimitCounter {
+  counter(limit: number): { admit(domain: string, ip: string): Promise<boolean> } {
     return { admit: (domain, ip) => this.#ask(limit, domain, ip) };
   }
 

@@ -7,8 +7,8 @@ import { changesFrom, type RouteChanges, type RouteSnapshot, type RouteSpec, typ
  * object of a site that did not change (an admin write leaves the other
  * routes' sites as they were; a Proxyfile reload makes new ones). A table
  * sent to a worker arrives as new objects, so the primary numbers its Site
- * objects ({@link SiteIds}) and the worker keeps one object per number
- * ({@link WorkerRoutes}): a worker recompiles exactly what one process
+ * objects ({@link SiteIds}) and the node keeps one object per number
+ * ({@link NodeRoutes}): a worker recompiles exactly what one process
  * would.
  */
 export class SiteIds {
@@ -28,27 +28,36 @@ export class SiteIds {
   }
 }
 
-/** A route table as the primary sends it: whole (at start, or when it cannot tell what changed), or the changes. */
-export type RouteTableMessage =
+/**
+ * A route update as the fleet sends it to a node: a compact snapshot of the
+ * whole table (a starting node, a reload, a node that missed a version) or
+ * the changes from the version before. Plain data: Site objects travel once
+ * per message, numbered so that the node keeps one object per number.
+ */
+export type RouteUpdate =
   | { kind: 'full'; routes: RouteSpec[]; siteIds: number[]; version: number }
   | { kind: 'changes'; upserted: RouteSpec[]; siteIds: number[]; removed: string[]; version: number };
 
 /**
- * The primary's side of route publication: the whole table the first time,
+ * The fleet's side of route publication: the whole table the first time,
  * then only what changed (the routes added or replaced and the domains
  * removed, the `changes` of the route store's snapshot), so
- * a write costs a worker what it costs one process, not a copy of every
- * route (57 MB at 100,000 routes).
+ * a write costs a node what it costs one process, not a copy of every
+ * route (57 MB at 100,000 routes). The snapshot of one version is built
+ * once, whatever the number of nodes that need it.
  */
 export class RoutePublisher {
   readonly #ids = new SiteIds();
   #lastSent: readonly RouteSpec[] | null = null;
+  #lastVersion = 0;
+  #full: { routes: readonly RouteSpec[]; message: RouteUpdate & { kind: 'full' } } | null = null;
 
   /** The message that brings a worker that has the last table sent to the snapshot's. */
-  next(snapshot: RouteSnapshot): RouteTableMessage {
+  next(snapshot: RouteSnapshot): RouteUpdate {
     const { version } = snapshot;
     const base = this.#lastSent;
     this.#lastSent = snapshot.routes;
+    this.#lastVersion = version;
     const changes = base === null ? null : changesFrom(base, snapshot);
     if (changes !== null) {
       return {
@@ -62,19 +71,32 @@ export class RoutePublisher {
     return this.full(snapshot);
   }
 
-  /** The whole table (a new worker's init). */
-  full({ routes, version }: RouteSnapshot): RouteTableMessage & { kind: 'full' } {
-    return { kind: 'full', routes: [...routes], siteIds: this.#ids.of(routes), version };
+  /**
+   * The whole table (a starting node, a node that missed a version); the
+   * same object for the same snapshot. The next changes are computed from
+   * it when it is the newest sent: the first write after the nodes start
+   * goes as a delta (a node behind it answers that it needs a snapshot).
+   */
+  full({ routes, version }: RouteSnapshot): RouteUpdate & { kind: 'full' } {
+    if (version >= this.#lastVersion) {
+      this.#lastSent = routes;
+      this.#lastVersion = version;
+    }
+    const cached = this.#full;
+    if (cached !== null && cached.routes === routes && cached.message.version === version) return cached.message;
+    const message = { kind: 'full' as const, routes: [...routes], siteIds: this.#ids.of(routes), version };
+    this.#full = { routes, message };
+    return message;
   }
 }
 
 /**
- * The worker's side of {@link RoutePublisher}: applies a whole table or the
- * changes to the one it has, keeps one Site object per primary number, and
+ * A node's side of {@link RoutePublisher}: applies a whole table or the
+ * changes to the one it has, keeps one Site object per publisher number, and
  * gives the snapshot it builds those changes, so the data plane updates in
  * proportion to them.
  */
-export class WorkerRoutes {
+export class NodeRoutes {
   #routes: readonly RouteSpec[] = [];
   #version = 0;
   /** Site number → the object and how many routes use it. */
@@ -82,8 +104,18 @@ export class WorkerRoutes {
   /** Domain (lowercase) → its route's site number. */
   readonly #domainSite = new Map<string, number>();
 
-  /** The table after `message`, or null when the message is not newer than what this worker has. */
-  apply(message: RouteTableMessage): RouteSnapshot | null {
+  /** The version of the table held (0: none yet). */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Whether `message` is changes that do not follow the version held: the node needs the whole table. */
+  missed(message: RouteUpdate): boolean {
+    return message.kind === 'changes' && message.version > this.#version + 1;
+  }
+
+  /** The table after `message`, or null when the message is not newer than what this node has. */
+  apply(message: RouteUpdate): RouteSnapshot | null {
     if (message.version <= this.#version) return null;
     if (message.kind === 'full') {
       this.#version = message.version;
@@ -96,7 +128,7 @@ export class WorkerRoutes {
       return { routes: this.#routes, version: message.version, changes: null };
     }
     if (message.version !== this.#version + 1) {
-      // A change was missed (its broadcast failed here): the primary sends the whole table next.
+      // A change was missed (its broadcast failed here): the fleet sends the whole table next.
       throw new Error(`route table ${message.version} does not follow ${this.#version}: the whole table is needed`);
     }
     const gone = new Set(message.removed);

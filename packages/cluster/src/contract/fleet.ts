@@ -1,0 +1,249 @@
+import type { RouteSnapshot } from '@proxyd/model';
+import { CertificateSync } from './certificate-sync.js';
+import type {
+  CertificatePem,
+  CertificateUpdate,
+  Challenge,
+  DataPlaneNode,
+  FleetPort,
+  HealthEvent,
+  NodeStats,
+  Telemetry,
+} from './node.js';
+import { type Limiter, RateLimitAuthority } from './rate-limits.js';
+import { RoutePublisher, type RouteUpdate } from './route-tables.js';
+
+/** Where the fleet reads the certificates it supplies: the certificate manager. */
+export interface CertificateSource {
+  /** Every certificate served now (what a `pushed` node holds). */
+  served(): CertificatePem[];
+  /** The certificate of one installed name; null when it has none, undefined when the source cannot tell. */
+  servedFor(name: string): CertificatePem | null | undefined;
+  /** A name a node has no certificate for: checked, obtained or loaded; null when it will not be served. */
+  certificateFor(name: string): Promise<CertificatePem | null>;
+}
+
+/** The node-wide count of connections per client address (proxy-core's `ConnectionCounts`). */
+export interface ConnectionCountsLike {
+  acquire(node: number, key: string): boolean;
+  release(node: number, key: string): void;
+  forget(node: number): void;
+}
+
+/** What a {@link Fleet} needs. */
+export interface FleetOptions {
+  /** The route snapshot published now (what a starting node is given). */
+  routes(): RouteSnapshot;
+  /** Certificates (absent with `auto_https off`). */
+  certificates?: CertificateSource;
+  /** Node-wide `rate_limit` windows (absent: each node counts its own). */
+  rateLimiter?: (limit: number) => Limiter;
+  /** Node-wide `max_connections_per_ip` counts (absent: each node counts its own). */
+  connections?: ConnectionCountsLike;
+  /** A broadcast that did not reach every node (logged by the daemon; the fleet goes on). */
+  onError?: (what: string, error: Error) => void;
+}
+
+/** The nodes of a fleet as one transport runs them, and how that transport stops them. */
+export interface NodeSet<T extends Telemetry = Telemetry> {
+  readonly nodes: readonly DataPlaneNode<T>[];
+  /** Drains every node: what is in flight finishes within `graceMs`. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** What a node that starts now is given: the table as one compact snapshot, certificates, challenges. */
+export interface NodeJoin {
+  routes: RouteUpdate & { kind: 'full' };
+  /** Every certificate served (for a `pushed` node); null without certificates. */
+  certificates: CertificateUpdate | null;
+  challenges: Challenge[];
+}
+
+/**
+ * The data plane as the control plane sees it: 1..N nodes behind one
+ * object, whatever transport carries each. A change goes to every node and
+ * resolves once each acknowledged it; a question (metrics, analytics,
+ * rollups, stats) is asked of every node and answered by those that answer.
+ * The fleet also holds what must be exact across nodes: `rate_limit`
+ * windows and connections per client address ({@link FleetPort}, which
+ * nodes call), and the challenges presented (a node that starts during an
+ * order gets them).
+ */
+export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
+  readonly #options: FleetOptions;
+  readonly #publisher = new RoutePublisher();
+  readonly #sync = new CertificateSync();
+  readonly #presented = new Map<string, Challenge>();
+  readonly #rateLimits: RateLimitAuthority | null;
+  #set: NodeSet<T> | null = null;
+
+  constructor(options: FleetOptions) {
+    this.#options = options;
+    this.#rateLimits = options.rateLimiter === undefined ? null : new RateLimitAuthority(options.rateLimiter);
+  }
+
+  /** Where the fleet's calls go from now on (once the transport started its nodes). */
+  attach(set: NodeSet<T>): void {
+    this.#set = set;
+  }
+
+  /** The nodes now. */
+  get nodes(): readonly DataPlaneNode<T>[] {
+    return this.#set?.nodes ?? [];
+  }
+
+  /** What a node starting now needs (its transport's init). */
+  join(): NodeJoin {
+    const source = this.#options.certificates;
+    return {
+      routes: this.#publisher.full(this.#options.routes()),
+      certificates: source === undefined ? null : this.#sync.all(source.served()),
+      challenges: [...this.#presented.values()],
+    };
+  }
+
+  /**
+   * Publishes a route snapshot: the changes to every node (a compact
+   * snapshot when the changes do not apply to what was sent last), and the
+   * snapshot to a node that answers it missed a version or that refused the
+   * changes. Resolves once every node acknowledged; failures are reported
+   * to `onError`, never thrown (the route store has committed).
+   */
+  async publishRoutes(snapshot: RouteSnapshot): Promise<void> {
+    const update = this.#publisher.next(snapshot);
+    await Promise.all(
+      this.nodes.map(async (node) => {
+        try {
+          const ack = await node.applyRoutes(update).catch(() => ({ version: 0, needsSnapshot: true as const }));
+          if (ack.needsSnapshot === true) await node.applyRoutes(this.#publisher.full(snapshot));
+        } catch (err) {
+          this.#report(`route table ${snapshot.version} not published to node ${node.index}`, err);
+        }
+      }),
+    );
+  }
+
+  /**
+   * Certificates changed in the manager: `name` was installed, or (no
+   * name) some may be gone. A `shared` node looks again; a `pushed` node
+   * gets what changed since the last push.
+   */
+  async certificatesChanged(name?: string): Promise<void> {
+    const source = this.#options.certificates;
+    const nodes = this.nodes;
+    let update: CertificateUpdate | null | undefined;
+    if (source !== undefined && nodes.some((node) => node.certificateMode === 'pushed')) {
+      const one = name === undefined ? undefined : source.servedFor(name);
+      // One installed certificate: that one only (not a pass over every name served).
+      update = one === undefined ? this.#sync.diff(source.served()) : one === null ? null : this.#sync.one(one);
+    }
+    await Promise.all(
+      nodes.map(async (node) => {
+        if (node.certificateMode === 'shared') return await node.certificatesChanged(null);
+        if (update === null || update === undefined) return;
+        await node.certificatesChanged(update).catch((err: unknown) => this.#report('certificates not sent', err));
+      }),
+    );
+  }
+
+  /** Starts answering `challenge` on every node; resolves once each does (the CA may then check). */
+  async presentChallenge(challenge: Challenge): Promise<void> {
+    this.#presented.set(challengeKey(challenge), challenge);
+    await Promise.all(this.nodes.map((node) => node.presentChallenge(challenge)));
+  }
+
+  /** Stops answering `challenge` on every node (errors ignored: the order is over). */
+  async cleanUpChallenge(challenge: Challenge): Promise<void> {
+    this.#presented.delete(challengeKey(challenge));
+    await Promise.all(this.nodes.map((node) => node.cleanUpChallenge(challenge).catch(() => {})));
+  }
+
+  /** Purges a cache key on every node; whether any had it. */
+  async purge(key: string): Promise<boolean> {
+    const answers = await Promise.all(this.nodes.map((node) => node.purge(key)));
+    return answers.some((had) => had);
+  }
+
+  /** Every node's metrics snapshot (those that keep metrics and answer). */
+  async metrics(): Promise<NonNullable<T['metrics']>[]> {
+    const answers = await settled(this.nodes.map((node) => node.metrics()));
+    return answers.filter((m): m is NonNullable<T['metrics']> => m !== null && m !== undefined);
+  }
+
+  /** Every node's analytics state (of `domain`, or all), to merge. */
+  async analyticsStates(domain: string | null): Promise<T['analytics'][]> {
+    return await settled(this.nodes.map((node) => node.analyticsState(domain)));
+  }
+
+  /** Every node's complete minutes before `now`, forgotten by the nodes. */
+  async drainRollups(now: number): Promise<T['rollup'][]> {
+    return (await settled(this.nodes.map((node) => node.drainRollups(now)))).flat();
+  }
+
+  /** Gives every node the day's visitor salt. */
+  async setVisitorSalt(salt: Uint8Array): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.setVisitorSalt(salt)));
+  }
+
+  /** Requests in flight and connections open, summed over the nodes that answer. */
+  async stats(): Promise<NodeStats> {
+    const all = await settled(this.nodes.map((node) => node.stats()));
+    return all.reduce(
+      (sum, s) => ({
+        requestsInFlight: sum.requestsInFlight + s.requestsInFlight,
+        openConnections: sum.openConnections + s.openConnections,
+      }),
+      { requestsInFlight: 0, openConnections: 0 },
+    );
+  }
+
+  /** Drains every node: each finishes what it serves within `graceMs`. */
+  async stop(graceMs: number): Promise<void> {
+    await this.#set?.stop(graceMs);
+  }
+
+  certificateFor(name: string): Promise<CertificatePem | null> {
+    return this.#options.certificates?.certificateFor(name) ?? Promise.resolve(null);
+  }
+
+  reportHealth(from: number, event: HealthEvent): void {
+    for (const node of this.nodes) if (node.index !== from) node.applyHealth(event);
+  }
+
+  admitRateLimited(batch: readonly unknown[]): Uint8Array {
+    // Without a node-wide window every node counts its own and asks nothing.
+    return this.#rateLimits?.admit(batch) ?? new Uint8Array(batch.length / 3).fill(1);
+  }
+
+  acquireConnections(from: number, keys: readonly string[]): Uint8Array {
+    const counts = this.#options.connections;
+    const answers = new Uint8Array(keys.length);
+    for (let i = 0; i < keys.length; i++) answers[i] = counts?.acquire(from, keys[i] as string) === false ? 0 : 1;
+    return answers;
+  }
+
+  releaseConnections(from: number, keys: readonly string[]): void {
+    const counts = this.#options.connections;
+    if (counts !== undefined) for (const key of keys) counts.release(from, key);
+  }
+
+  nodeGone(index: number): void {
+    // Its connections are gone with it.
+    this.#options.connections?.forget(index);
+  }
+
+  #report(what: string, err: unknown): void {
+    this.#options.onError?.(what, err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function challengeKey(challenge: Challenge): string {
+  return `${challenge.type} ${challenge.identifier.toLowerCase()} ${challenge.token}`;
+}
+
+/** The values of the promises that fulfil (a node that does not answer is left out). */
+async function settled<V>(promises: readonly Promise<V>[]): Promise<V[]> {
+  const values: V[] = [];
+  for (const answer of await Promise.allSettled(promises)) if (answer.status === 'fulfilled') values.push(answer.value);
+  return values;
+}

@@ -1,0 +1,25 @@
+import { deserialize, serialize } from 'node:v8';
+import type { RouteUpdate } from '../contract/route-tables.js';
+
+const encoded = new WeakMap<RouteUpdate, Uint8Array>();
+
+/**
+ * A route update as it crosses IPC: serialised once (V8's structured
+ * serialisation, what `serialization: 'advanced'` does per message) and the
+ * same bytes sent to every worker, so a table of 100,000 routes is encoded
+ * once per publication, not once per worker. The same update object gives
+ * the same bytes.
+ */
+export function encodeRouteUpdate(update: RouteUpdate): Uint8Array {
+  let bytes = encoded.get(update);
+  if (bytes === undefined) {
+    bytes = serialize(update);
+    encoded.set(update, bytes);
+  }
+  return bytes;
+}
+
+/** The update {@link encodeRouteUpdate} encoded (a worker's side). */
+export function decodeRouteUpdate(bytes: Uint8Array): RouteUpdate {
+  return deserialize(bytes) as RouteUpdate;
+}
