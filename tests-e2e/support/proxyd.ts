@@ -53,6 +53,15 @@ export async function startUpstream(
   };
 }
 
+/**
+ * How long a daemon may take to log "proxyd ready" (ms). Readiness is polled, so a healthy start costs
+ * nothing of it; a start with workers on a loaded machine (load average 20+) has taken more than 15 s.
+ * A daemon that exits fails at once.
+ */
+const READY_DEADLINE_MS = 60_000;
+/** How long `stop()` waits after SIGTERM before SIGKILL (ms): a drain with workers under load takes seconds. */
+const STOP_DEADLINE_MS = 20_000;
+
 /** A proxyd child process started by {@link startProxyd}. */
 export interface RunningProxyd {
   child: ChildProcess;
@@ -134,6 +143,7 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
     output += chunk.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let deadline: NodeJS.Timeout | undefined;
   const ready = await Promise.race([
     new Promise<boolean>((resolve) => {
       const healthy = () =>
@@ -150,14 +160,19 @@ export async function startProxyd(options: StartOptions): Promise<RunningProxyd>
       void check();
     }),
     exited.then(() => false),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 15_000)),
+    new Promise<boolean>((resolve) => {
+      deadline = setTimeout(() => resolve(false), READY_DEADLINE_MS);
+    }),
   ]);
+  clearTimeout(deadline);
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_DEADLINE_MS);
     const code = await exited;
     clearTimeout(timer);
-    await rm(dir, { recursive: true, force: true });
+    // A worker of a killed daemon exits on its own a moment later, writing the compile cache into the state
+    // directory as it goes: rm retries (ENOTEMPTY) until it has.
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     return code;
   };
   if (!ready) {
