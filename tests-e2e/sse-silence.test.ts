@@ -31,7 +31,9 @@ function watch(
 // for 120 s, through the built daemon with its default 60 s upstream read
 // timeout. The same daemon cuts a plain response silent as long (504 before
 // its head; the connection cut after it), so the stream's survival is the
-// SSE rule, not a missing timeout. Takes about two minutes.
+// SSE rule, not a missing timeout. Takes about two minutes, so it runs once in
+// `pnpm test`: the second e2e pass (PROXY_WORKERS=1) leaves it out, as the rule
+// is proxy-core's response pump, the same code in a worker and in one process.
 describe('an SSE stream silent for 120 s (built daemon)', () => {
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
   let proxyd: RunningProxyd;

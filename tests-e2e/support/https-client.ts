@@ -15,14 +15,21 @@ export interface CurlResult {
 /**
  * One `curl` request to `https://<name>:<port><path>` with `name` resolved
  * to 127.0.0.1 and only `caFile` trusted: `ok` means the certificate
- * verified for that name and an HTTP answer came back.
+ * verified for that name and an HTTP answer came back. `maxTimeSeconds`
+ * bounds the whole request (curl's `--max-time`, default 5).
  */
-export async function curlHttps(name: string, port: number, caFile: string, urlPath = '/'): Promise<CurlResult> {
+export async function curlHttps(
+  name: string,
+  port: number,
+  caFile: string,
+  urlPath = '/',
+  maxTimeSeconds = 5,
+): Promise<CurlResult> {
   try {
     const { stdout } = await run(
       'curl',
       [
-        ...['-sS', '--max-time', '5', '--cacert', caFile, '--resolve', `${name}:${port}:127.0.0.1`],
+        ...['-sS', '--max-time', String(maxTimeSeconds), '--cacert', caFile, '--resolve', `${name}:${port}:127.0.0.1`],
         ...['-w', '\n%{http_code}', `https://${name}:${port}${urlPath}`],
       ],
       { encoding: 'utf8' },

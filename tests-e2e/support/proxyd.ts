@@ -61,6 +61,8 @@ export async function startUpstream(
  * waits this long.
  */
 const READY_WITHIN_MS = 60_000;
+/** How long `stop()` waits after SIGTERM before SIGKILL (ms): a drain with workers under load takes seconds. */
+const STOP_DEADLINE_MS = 20_000;
 
 /** A proxyd child process started by {@link startProxyd}. */
 export interface RunningProxyd {
@@ -159,6 +161,7 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
     output += chunk.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let deadline: NodeJS.Timeout | undefined;
   const ready = await Promise.race([
     new Promise<boolean>((resolve) => {
       const healthy = () =>
@@ -175,14 +178,19 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
       void check();
     }),
     exited.then(() => false),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), READY_WITHIN_MS)),
+    new Promise<boolean>((resolve) => {
+      deadline = setTimeout(() => resolve(false), READY_WITHIN_MS);
+    }),
   ]);
+  clearTimeout(deadline);
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_DEADLINE_MS);
     const code = await exited;
     clearTimeout(timer);
-    await rm(dir, { recursive: true, force: true });
+    // A worker of a killed daemon exits on its own a moment later, writing the compile cache into the state
+    // directory as it goes: rm retries (ENOTEMPTY) until it has.
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     return code;
   };
   if (!ready) {

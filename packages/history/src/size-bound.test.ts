@@ -50,6 +50,7 @@ function trafficOf(domain: string, start: number, n: number): MinuteRollup {
 }
 
 describe('the size bound', () => {
+  // The timeout: 365 writes to SQLite on disk, each checkpointed (~20 s alone, more on a loaded machine).
   it('a simulated year of traffic of 3 sites stays under max_size; the latest data is all there', async () => {
     const file = path.join(dir, 'history.db');
     const maxBytes = 8_000_000;
@@ -91,5 +92,5 @@ describe('the size bound', () => {
       17 * 500 + 3 * 24 * 500,
     );
     store.close();
-  });
+  }, 120_000);
 });

@@ -1,36 +1,26 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { HandleBlock, Handler, HeaderOp, Site, SiteStepName } from '@proxyd/model';
+import type { HandleBlock, Site, SiteStepName } from '@proxyd/model';
 import { markRequest, type RequestContext, RequestEvent } from './hooks.js';
-import { AUTH_BUSY, AUTH_DENIED, AUTH_OK, BasicAuthenticator, type PasswordVerifier } from './middleware/basic-auth.js';
+import {
+  AUTH_BUSY,
+  AUTH_DENIED,
+  AUTH_OK,
+  type BasicAuthenticator,
+  type PasswordVerifier,
+} from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
-import { AUTH_ALLOWED, ForwardAuthenticator } from './middleware/forward-auth.js';
-import { HeaderPlan } from './middleware/header-plan.js';
+import { AUTH_ALLOWED } from './middleware/forward-auth.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
-import { CompiledRedirect } from './middleware/redirect.js';
-import { compileMatchers, matcherOf, type RequestMatch } from './middleware/request-matcher.js';
-import { RequestRewrites } from './middleware/rewrite.js';
+import { compileMatchers, matcherOf } from './middleware/request-matcher.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
 import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { answerHead, canned, send } from './site/canned.js';
-import { compileTerminal, type ErrorHook, type Terminal } from './site/terminal.js';
+import { type BlockEnv, compileBlock } from './site/compile-block.js';
+import type { ErrorHook } from './site/terminal.js';
 import { type ErrorSlot, kError } from './slots.js';
-
-/** What a block (the site, a `handle`, a `handle_errors`) holds that {@link compileSite} compiles. */
-type BlockFields = Pick<
-  Site,
-  | 'basic_auth'
-  | 'redirects'
-  | 'handler'
-  | 'matched_proxies'
-  | 'matched_responses'
-  | 'rewrites'
-  | 'uri'
-  | 'try_files'
-  | 'forward_auth'
->;
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
@@ -147,59 +137,8 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
           return false;
         };
 
-  const compileBlock = (
-    pattern: string | null,
-    strip: boolean,
-    ops: readonly HeaderOp[],
-    fields: BlockFields,
-    match: RequestMatch | null,
-    errorRoute = false,
-  ): Block => {
-    const headers = new HeaderPlan(ops, matchers);
-    const auth = fields.basic_auth === null ? null : new BasicAuthenticator(fields.basic_auth, authOptions);
-    const hook = errorRoute ? null : errors;
-    // `reverse_proxy { header_down … }`: its ops run on the upstream's headers before the block's.
-    const planFor = (h: Handler | null): HeaderPlan =>
-      h?.kind === 'reverse_proxy' && h.header_down !== undefined && h.header_down.length > 0
-        ? new HeaderPlan([...h.header_down, ...ops], matchers)
-        : headers;
-    // `respond @name …` / `abort @name` before `reverse_proxy @name …` (Caddy's directive order).
-    const proxies = [...(fields.matched_responses ?? []), ...(fields.matched_proxies ?? [])].map((p) => ({
-      match: matcherOf(matchers, p.matcher) as RequestMatch,
-      handler: p.handler,
-      terminal: compileTerminal(p.handler, planFor(p.handler), forwarder, caches, hook, errorRoute),
-    }));
-    const own = compileTerminal(fields.handler, planFor(fields.handler), forwarder, caches, hook, errorRoute);
-    const rewrites = new RequestRewrites(fields, matchers);
-    // `… @name`: the first whose matcher matches answers, else the block's own handler.
-    const terminal: Terminal =
-      proxies.length === 0
-        ? own
-        : (req, res, ctx, path) => {
-            for (const p of proxies) {
-              if (p.match.matches(req, ctx)) {
-                p.terminal(req, res, ctx, path);
-                return;
-              }
-            }
-            own(req, res, ctx, path);
-          };
-    return {
-      pattern: new PathPattern(pattern),
-      strip,
-      headers,
-      auth,
-      unauthorized:
-        auth === null ? null : canned(headers, 401, 'unauthorized\n', { 'www-authenticate': auth.challenge }),
-      redirects: fields.redirects.map((r) => new CompiledRedirect(r, matchers)),
-      handler: fields.handler,
-      terminal,
-      rewrites: rewrites.empty ? null : rewrites,
-      forwardAuth: fields.forward_auth === undefined ? null : new ForwardAuthenticator(fields.forward_auth, matchers),
-      match,
-      proxies,
-    };
-  };
+  // What every block below (the site's, each `handle`, each `handle_errors`) is compiled with.
+  const blockEnv: BlockEnv = { matchers, authOptions, forwarder, caches, errors };
 
   /** Answers `status` as an error: the site's `handle_errors`, else proxyd's plain answer. */
   const answerError = (
@@ -253,7 +192,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   };
 
   // `headers`: compiled into every block and canned answer.
-  const siteBlock = compileBlock(null, false, site.header, site, null);
+  const siteBlock = compileBlock(blockEnv, null, false, site.header, site, null);
   const siteHeaders = siteBlock.headers;
   // Most specific first (Caddy's sort): path patterns, then `handle @name` (by its first path, else
   // after every pattern) in file order, then the fallback.
@@ -263,13 +202,15 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
       return { h, index, match, spec: match === null ? new PathPattern(h.path).specificity() : match.specificity };
     })
     .sort((a, b) => b.spec - a.spec || a.index - b.index)
-    .map(({ h, match }) => compileBlock(h.path, h.kind === 'handle_path', [...site.header, ...h.header], h, match));
+    .map(({ h, match }) =>
+      compileBlock(blockEnv, h.path, h.kind === 'handle_path', [...site.header, ...h.header], h, match),
+    );
   for (const e of site.handle_errors ?? []) {
     const codes = new Set(e.statuses.filter((x) => !x.endsWith('xx')).map(Number));
     const classes = new Set(e.statuses.filter((x) => x.endsWith('xx')).map((x) => Number(x[0])));
     errorBlocks.push({
       test: e.statuses.length === 0 ? () => true : (st) => codes.has(st) || classes.has(Math.floor(st / 100)),
-      block: compileBlock(null, false, [...site.header, ...e.header], e, null, true),
+      block: compileBlock(blockEnv, null, false, [...site.header, ...e.header], e, null, true),
     });
   }
   const authBusy = canned(siteHeaders, 503, 'too many password checks in progress\n', { 'retry-after': '1' });

@@ -12,6 +12,7 @@ import {
   type Token,
   tokenize,
 } from './lexer.js';
+import { replaceEnv, withArgs } from './parse-time-placeholders.js';
 import { nearest } from './suggest.js';
 
 /** One directive line: its tokens (name first, without a trailing `{`) and its block, if any. */
@@ -66,7 +67,6 @@ export interface SourceOptions {
 const MAX_TOKENS = 1_000_000;
 /** Upper bound on block nesting (a real Proxyfile nests 3 or 4 deep). */
 const MAX_DEPTH = 100;
-const ENV_PLACEHOLDER = /\{\$([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g;
 const SNIPPET_NAME = /^\((.+)\)$/;
 const SITE_LIKE = /^(?:https?:\/\/)?[\w*-]+(?:\.[\w-]+)+(?::\d+)?,?$/;
 const CATCH_ALL_LIKE = /^(?:https?:\/\/(?::\d+)?|:\d+),?$/;
@@ -110,30 +110,6 @@ function braceEndsLine(line: readonly Token[]): void {
 
 function at(t: Token): string {
   return `${t.line}:${t.column}`;
-}
-
-/**
- * Replaces `{$VAR}` / `{$VAR:default}` in every token (the token keeps what
- * was written in `source`). An unquoted token that becomes empty is marked
- * `vanished`: the parser leaves it out of its line.
- */
-function replaceEnv(tokens: Token[], env: Readonly<Record<string, string | undefined>>): Token[] {
-  for (const t of tokens) {
-    if (!t.text.includes('{$')) continue;
-    let unset = true;
-    let matched = false;
-    const text = t.text.replace(ENV_PLACEHOLDER, (_m, name: string, fallback: string | undefined) => {
-      matched = true;
-      const value = env[name];
-      if (value !== undefined || fallback !== undefined) unset = false;
-      return value ?? fallback ?? '';
-    });
-    if (!matched) continue;
-    t.text = text;
-    t.source = t.raw;
-    if (text === '' && !t.quoted) t.vanished = unset ? 'is not set (empty)' : 'is empty';
-  }
-  return tokens;
 }
 
 function globToRegExp(glob: string): RegExp {
@@ -536,53 +512,6 @@ class Parser {
     }
     if (tokens.length > 0) this.#frames.push({ tokens, pos: 0 });
   }
-}
-
-/** `{args[N]}`, `{args[N:M]}` (either bound optional), and Caddy's older `{args.N}`. */
-const ARGS_PLACEHOLDER = /\{args(?:\[(\d*)(:?)(\d*)\]|\.(\d+))\}/g;
-
-/**
- * Fills the import arguments into imported tokens. A token that is only
- * a range (`{args[:]}`, `{args[1:]}`) becomes one token per argument (none:
- * it disappears, as in Caddy); elsewhere a range is the arguments joined
- * with spaces. An index past the last argument is `PROXYFILE_INVALID_VALUE`
- * at the placeholder, naming the import.
- */
-function withArgs(tokens: Token[], args: readonly Token[], at: Token): Token[] {
-  if (!tokens.some((t) => t.text.includes('{args'))) return tokens;
-  const values = args.map((a) => a.text);
-  const out: Token[] = [];
-  for (const t of tokens) {
-    if (!t.text.includes('{args')) {
-      out.push(t);
-      continue;
-    }
-    const pick = (m: RegExpMatchArray): string[] => {
-      const [, from, colon, to, dotted] = m;
-      if (dotted !== undefined || colon === '') {
-        const n = Number(dotted ?? from);
-        if (from === '' && dotted === undefined) throw unexpected(t, 'an argument index such as {args[0]}');
-        if (n >= values.length) {
-          throw new ProxyfileError(
-            ProxyfileErrorCode.INVALID_VALUE,
-            positionOf(t),
-            `${m[0]} needs ${n + 1} import argument${n === 0 ? '' : 's'}, but the import at ${at.file}:${at.line}:${at.column} passes ${values.length}`,
-          );
-        }
-        return [values[n] as string];
-      }
-      return values.slice(from === '' ? 0 : Number(from), to === '' ? values.length : Number(to));
-    };
-    const whole = [...t.text.matchAll(ARGS_PLACEHOLDER)];
-    const only = whole.length === 1 && (whole[0] as RegExpMatchArray)[0] === t.text;
-    if (only && (whole[0] as RegExpMatchArray)[2] === ':') {
-      for (const v of pick(whole[0] as RegExpMatchArray)) out.push({ ...t, text: v, source: t.source ?? t.raw });
-      continue;
-    }
-    const text = t.text.replace(ARGS_PLACEHOLDER, (...m) => pick(m as unknown as RegExpMatchArray).join(' '));
-    out.push({ ...t, text, source: t.source ?? t.raw });
-  }
-  return out;
 }
 
 function reason(err: unknown): string {
