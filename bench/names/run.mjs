@@ -21,7 +21,7 @@
 // reported as such. Loopback only. The table goes to stdout, the whole
 // record to bench/results/names-<time>.json.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { availableParallelism, loadavg } from 'node:os';
@@ -54,13 +54,16 @@ const SAMPLE = env('SAMPLE', 50);
 const CADDY_CHANGES = env('CADDY_CHANGES', 20);
 // Time bounds (ms) of each phase.
 const START_MS = env('START_MS', 180_000);
+/** PSS of one proxy's process tree (MB) over which it is killed: the machine is shared. */
+const MEM_CAP_MB = env('MEM_CAP_MB', 6000);
 const COVER_MS = env('COVER_MS', 300_000);
 const WRITES_MS = env('WRITES_MS', 240_000);
 const CHANGES_MS = env('CHANGES_MS', 300_000);
 const REQUEST_MS = env('REQUEST_MS', 60_000);
 /** The probe's quiet window before the writes: its baseline. */
 const IDLE_MS = env('IDLE_MS', 5_000);
-const TOKEN = 'bench-names-token';
+// 32 characters: a shorter token is warned about at start.
+const TOKEN = 'bench-names-token-0123456789abcdef';
 const GOALS = { startS: 10, startAtN: 100_000, postP99Ms: 100, stallMs: 20, pssMb: 600, pssAtN: 100_000 };
 
 if (WRITES > 110) throw new Error('WRITES: at most 110 (55 per transport stay under the admin rate limit)');
@@ -210,9 +213,15 @@ function fdCount(pid) {
   }
 }
 
-/** Samples PSS, RSS and open fds of the tree under `pid` every second; keeps the peaks. */
+/**
+ * Samples PSS, RSS and open fds of the tree under `pid` every second; keeps
+ * the peaks. Over MEM_CAP_MB of PSS the tree is killed (SIGKILL to each
+ * process): the machine is shared, and a run must not push others' work
+ * out of memory. `capHit` then holds the reading.
+ */
 function treeSampler(pid) {
   const peak = { pssMb: 0, rssMb: 0, fds: 0, processes: 0, fdsPerProcess: [] };
+  const sampler = { peak, capHit: null };
   const read = () => {
     const pids = processTree(pid);
     let pss = 0;
@@ -232,18 +241,78 @@ function treeSampler(pid) {
       peak.fdsPerProcess = fds;
     }
     peak.processes = Math.max(peak.processes, pids.length);
+    if (now.pssMb > MEM_CAP_MB && sampler.capHit === null) {
+      sampler.capHit = now;
+      log(`PSS ${Math.round(now.pssMb)} MB is over MEM_CAP_MB (${MEM_CAP_MB}): killing the tree of ${pid}`);
+      for (const p of pids) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    }
     return now;
   };
   read();
   const timer = setInterval(read, 1000);
-  return {
-    peak,
+  return Object.assign(sampler, {
     read,
     stop() {
       clearInterval(timer);
       return read();
     },
+  });
+}
+
+/**
+ * Counts, over a child's whole output, lines naming EMFILE ("too many open
+ * files"), lines at error level or above (proxyd's and Caddy's JSON logs
+ * alike) and warnings; keeps the first few distinct error lines and,
+ * after them, warnings.
+ */
+function outputScanner(child) {
+  const found = { emfile: 0, warnOrWorse: 0, errors: 0, first: [] };
+  let partial = '';
+  const keep = (line, limit) => {
+    const key = line.replace(/[0-9]+/g, 'N').slice(0, 160);
+    if (found.first.length < limit && !found.first.some((f) => f.key === key))
+      found.first.push({ key, line: line.slice(0, 600) });
   };
+  const onData = (d) => {
+    const text = partial + d;
+    const lines = text.split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const emfile = /EMFILE|too many open files/i.test(line);
+      const error = emfile || /"level":"(error|fatal)"/.test(line);
+      const warn = /"level":"warn"/.test(line);
+      if (emfile) found.emfile++;
+      if (error) {
+        found.errors++;
+        keep(line, 8);
+      }
+      if (error || warn) found.warnOrWorse++;
+      if (warn) keep(line, 4);
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  return {
+    summary: () => ({
+      emfile: found.emfile,
+      errors: found.errors,
+      warnOrWorse: found.warnOrWorse,
+      first: found.first.map((f) => f.line),
+    }),
+  };
+}
+
+/** Removes a run's dir (certificates included), timed: a slow disk shows here, not in the next run. */
+function removeRunDir(runDir) {
+  const t = performance.now();
+  rmSync(runDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  log(`removed ${path.basename(runDir)} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 
 /**
@@ -394,7 +463,7 @@ function spawnProxyd(run) {
   // The session's listener reports an early exit; a planned stop removes it (and only it).
   const reportEarlyExit = child.listeners('exit');
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, t0, exited, reportEarlyExit };
+  return { child, t0, exited, reportEarlyExit, scan: outputScanner(child) };
 }
 
 async function stopProxyd(proc) {
@@ -438,7 +507,7 @@ async function startTimes(run, proc, name) {
 
 async function benchProxyd(n) {
   const runDir = path.join(dir, `proxyd-${n}`);
-  mkdirSync(path.join(runDir, 'state'), { recursive: true });
+  mkdirSync(path.join(runDir, 'state'), { recursive: true, mode: 0o700 });
   const adds = Math.ceil(WRITES / 2);
   // The table ends at n routes after the writes add theirs (the route store's limit is 100,000).
   const preloaded = n - adds;
@@ -513,6 +582,7 @@ async function benchProxyd(n) {
 
     log(`proxyd ${n}: restart on the populated cert dir`);
     await stopProxyd(proc);
+    result.log = proc.scan.summary();
     proc = spawnProxyd(run);
     const restartSampler = treeSampler(proc.child.pid);
     try {
@@ -522,6 +592,8 @@ async function benchProxyd(n) {
       result.restart.peak = { ...restartSampler.peak };
     } finally {
       restartSampler.stop();
+      result.restart.memCapHit = restartSampler.capHit;
+      result.restart.log = proc.scan.summary();
     }
     log(`proxyd ${n}: restart ready ${result.restart.readyS} s, https ${result.restart.httpsS} s`);
   } catch (err) {
@@ -536,7 +608,10 @@ async function benchProxyd(n) {
         : null;
     if (result.exitedEarly || result.error) result.output = proc.child.output().slice(-4000);
     await stopProxyd(proc);
+    result.log ??= proc.scan.summary();
+    result.memCapHit = sampler.capHit;
     result.load.end = load();
+    removeRunDir(runDir);
   }
   return result;
 }
@@ -675,6 +750,7 @@ async function benchCaddy(n) {
     XDG_CONFIG_HOME: runDir,
   });
   const sampler = treeSampler(child.pid);
+  const scan = outputScanner(child);
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   try {
     const deadline = t0 + START_MS;
@@ -802,7 +878,10 @@ async function benchCaddy(n) {
       await gone;
       clearTimeout(killer);
     }
+    result.log = scan.summary();
+    result.memCapHit = sampler.capHit;
     result.load.end = load();
+    removeRunDir(runDir);
   }
   return result;
 }
@@ -858,6 +937,21 @@ for (const r of results) {
 }
 for (const r of results) {
   if (r.error) out(`\n${r.proxy} ${r.names}: ${r.error}`);
+  if (r.memCapHit)
+    out(`\n${r.proxy} ${r.names}: killed at ${Math.round(r.memCapHit.pssMb)} MB PSS (MEM_CAP_MB ${MEM_CAP_MB})`);
+  if (r.restart?.memCapHit)
+    out(
+      `\n${r.proxy} ${r.names}: restart killed at ${Math.round(r.restart.memCapHit.pssMb)} MB PSS (MEM_CAP_MB ${MEM_CAP_MB})`,
+    );
+  for (const [when, l] of [
+    ['run', r.log],
+    ['restart', r.restart?.log],
+  ]) {
+    if (l?.errors)
+      out(
+        `\n${r.proxy} ${r.names} (${when}): ${l.errors} error log lines, ${l.emfile} naming EMFILE (first ones in the JSON record)`,
+      );
+  }
   const w = r.proxy === 'proxyd' ? r.writes : r.changes;
   if (w?.errors?.length)
     out(`\n${r.proxy} ${r.names}: non-2xx writes ${JSON.stringify(w.statuses)}; first: ${w.errors.join(' | ')}`);
