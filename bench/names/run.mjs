@@ -721,6 +721,8 @@ async function benchCaddy(n) {
             listen: [`127.0.0.1:${httpsPort}`],
             routes: names.map(caddyRoute),
             automatic_https: { disable_redirects: true },
+            // HTTP/1.1 and HTTP/2 over TLS, as proxyd serves (no HTTP/3 listener).
+            protocols: ['h1', 'h2'],
           },
         },
       },
