@@ -161,8 +161,10 @@ function httpsGet(port, name, ca, agent = false, timeoutMs = 5000) {
   });
 }
 
-async function until(deadline, fn, everyMs = 100) {
+/** Polls `fn` every `everyMs` until it returns true (true), `deadline` passes or `over()` says so (false). */
+async function until(deadline, fn, everyMs = 100, over = () => false) {
   for (;;) {
+    if (over()) return false;
     try {
       if (await fn()) return true;
     } catch {
@@ -479,27 +481,28 @@ async function startTimes(run, proc, name) {
   const deadline = proc.t0 + START_MS;
   let died = null;
   proc.exited.then((e) => {
-    died = e;
+    died = { ...e, atS: round((performance.now() - proc.t0) / 1000, 1) };
   });
+  const over = () => died !== null;
   let readyMs = null;
   const okHealth = await until(
     deadline,
     async () => {
-      if (died) throw new Error('exited');
       return (await call({ host: '127.0.0.1', port: run.adminPort, path: '/health', timeoutMs: 2000 })).status === 200;
     },
     50,
+    over,
   );
   if (okHealth) readyMs = performance.now() - proc.t0;
   let httpsMs = null;
   const okHttps = await until(
     deadline,
     async () => {
-      if (died) throw new Error('exited');
       const ca = run.ca();
       return ca !== null && (await httpsGet(run.httpsPort, name, ca, false, 2000)).status === 200;
     },
     50,
+    over,
   );
   if (okHttps) httpsMs = performance.now() - proc.t0;
   return { readyS: readyMs === null ? null : readyMs / 1000, httpsS: httpsMs === null ? null : httpsMs / 1000, died };
@@ -759,7 +762,6 @@ async function benchCaddy(n) {
     const adminOk = await until(
       deadline,
       async () => {
-        if (exited()) throw new Error('exited');
         return (
           (
             await call({
@@ -772,16 +774,17 @@ async function benchCaddy(n) {
         );
       },
       50,
+      exited,
     );
     const readyS = adminOk ? (performance.now() - t0) / 1000 : null;
     const httpsOk = await until(
       deadline,
       async () => {
-        if (exited()) throw new Error('exited');
         const pem = ca();
         return pem !== null && (await httpsGet(httpsPort, sample[0], pem, false, 2000)).status === 200;
       },
       50,
+      exited,
     );
     result.start = { readyS, httpsS: httpsOk ? (performance.now() - t0) / 1000 : null };
     log(`caddy ${n}: config loaded ${readyS} s, https ${result.start.httpsS} s`);
