@@ -5,6 +5,7 @@
 //   node bench/names/run.mjs --quick                1,000 names only
 //   node bench/names/run.mjs --sizes 1000,10000     chosen sizes
 //   node bench/names/run.mjs --only proxyd          or --only caddy
+//   node bench/names/run.mjs --workers 1            proxyd's --workers (default: its own, one per CPU)
 //   PROXYD_CHECKOUT=../before node bench/names/run.mjs   (another checkout's build)
 //
 // For each size N: N API routes on `.test` names (certified by the local
@@ -43,6 +44,8 @@ const SIZES = argv.includes('--quick')
   ? [1000]
   : (flag('--sizes') ?? process.env.SIZES ?? '1000,10000,100000').split(',').map(Number);
 const ONLY = flag('--only') ?? process.env.ONLY ?? 'proxyd,caddy';
+/** proxyd's `--workers`; unset: its default (one per CPU), what the issue's goals are set for. */
+const WORKERS = flag('--workers') ?? process.env.WORKERS;
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 /** POST /routes in the run: half TCP (token), half the admin socket; each transport allows 60 a minute (spec §8). */
 const WRITES = env('WRITES', 100);
@@ -455,6 +458,7 @@ function spawnProxyd(run) {
       '--admin-socket',
       run.socket,
       '--no-docker',
+      ...(WORKERS === undefined ? [] : ['--workers', WORKERS]),
     ],
     { PROXY_ADMIN_TOKEN: TOKEN, PROXY_LOG: 'warn' },
   );
@@ -536,7 +540,7 @@ async function benchProxyd(n) {
     proxy: 'proxyd',
     names: n,
     preloaded,
-    workers: `default (${availableParallelism()})`,
+    workers: WORKERS ?? `default (${availableParallelism()})`,
     load: { start: load() },
   };
 
@@ -933,7 +937,7 @@ for (const r of results) {
   const covOk = r.proxy === 'proxyd' && cov ? cov.verified === cov.sampled : null;
   const fdText = r.peak ? `${int(r.peak.fds)} (${r.peak.fdsPerProcess.join('+')})` : '—';
   out(
-    `| ${r.proxy} | ${int(r.names)} | ${s(r.start?.readyS)} | ${s(r.start?.httpsS)}${mark(startOk)} | ${s(r.restart?.httpsS)} | ${w?.count ? `${s(w.p50Ms, 0)} / ${s(w.p99Ms, 0)} / ${s(w.maxMs, 0)}${mark(writeOk)}` : '—'} | ${w?.count ? (r.proxy === 'proxyd' ? w.non2xx : w.count - (w.statuses[200] ?? 0)) : '—'} | ${s(w?.stallMs)}${mark(stallOk)} | ${w?.idleP50Ms != null ? `${s(w.idleP50Ms)} / ${s(w.idleWorstMs)}` : '—'} | ${r.peak ? `${int(r.peak.pssMb)} / ${int(r.peak.rssMb)}${mark(pssOk)}` : '—'} | ${fdText} | ${covText}${mark(covOk)} | ${r.issued?.afterCoverage ? `${int(r.issued.afterCoverage.count)} (${s(r.issued.afterCoverage.atS, 0)})` : '—'} | ${r.load.start} → ${r.load.end} |`,
+    `| ${r.proxy === 'proxyd' && WORKERS !== undefined ? `proxyd --workers ${WORKERS}` : r.proxy} | ${int(r.names)} | ${s(r.start?.readyS)} | ${s(r.start?.httpsS)}${mark(startOk)} | ${s(r.restart?.httpsS)} | ${w?.count ? `${s(w.p50Ms, 0)} / ${s(w.p99Ms, 0)} / ${s(w.maxMs, 0)}${mark(writeOk)}` : '—'} | ${w?.count ? (r.proxy === 'proxyd' ? w.non2xx : w.count - (w.statuses[200] ?? 0)) : '—'} | ${s(w?.stallMs)}${mark(stallOk)} | ${w?.idleP50Ms != null ? `${s(w.idleP50Ms)} / ${s(w.idleWorstMs)}` : '—'} | ${r.peak ? `${int(r.peak.pssMb)} / ${int(r.peak.rssMb)}${mark(pssOk)}` : '—'} | ${fdText} | ${covText}${mark(covOk)} | ${r.issued?.afterCoverage ? `${int(r.issued.afterCoverage.count)} (${s(r.issued.afterCoverage.atS, 0)})` : '—'} | ${r.load.start} → ${r.load.end} |`,
   );
 }
 for (const r of results) {
