@@ -954,7 +954,7 @@ for (const r of results) {
   ]) {
     if (l?.errors)
       out(
-        `\n${r.proxy} ${r.names} (${when}): ${l.errors} error log lines, ${l.emfile} naming EMFILE (first ones in the JSON record)`,
+        `\n${r.proxy} ${r.names} (${when}): ${l.errors} log lines at error level or naming EMFILE, ${l.emfile} naming EMFILE (the first ones are in the JSON record)`,
       );
   }
   const w = r.proxy === 'proxyd' ? r.writes : r.changes;
