@@ -9,6 +9,7 @@
 //   pnpm bench routes     just bench/routes (admin write latency and the worst data-plane stall at 1k, 10k, 100k routes; start and RSS)
 //   pnpm bench history    just bench/history (proxy throughput with analytics history on vs off; the stats API on 90 days of a busy site)
 //   pnpm bench shutdown   just bench/shutdown (SIGTERM under wrk load: failed requests, a download in flight, time to exit)
+//   pnpm bench names      just bench/names (1k/10k/100k API routes with automatic HTTPS: start, writes, stall, PSS, fds, certificates; vs Caddy)
 //   pnpm bench dashboard  just bench/dashboard (the dashboard's API on 90 days of a busy site: each route, the whole view)
 //   pnpm bench hotpath    just bench/hotpath (candidate HTTP/1.1 data planes vs nginx, Caddy, proxyd: req/s, CPU/req, PSS)
 import { spawnSync } from 'node:child_process';
