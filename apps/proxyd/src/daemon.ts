@@ -1,12 +1,12 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import { createCertificateWiring } from '@proxyd/certificates';
+import { createCertificateWiring, DEFAULT_CERT_DIR } from '@proxyd/certificates';
 import type { Fleet } from '@proxyd/cluster';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
-import { RouteStore } from '@proxyd/route-store';
+import { ensureStateDir, RouteStore, resolveStateDir } from '@proxyd/route-store';
 import type { Logging } from '@proxyd/telemetry';
 import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
@@ -15,7 +15,6 @@ import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
 import { startDockerDiscovery } from './docker.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
-import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
 

@@ -71,13 +71,11 @@ const program = buildProgram(version, {
     const logging = loggingFromEnv();
     const [
       { defaultGlobalOptions },
-      { DEFAULT_ADMIN_SOCKET },
       { watchProxyfile },
       { startDaemon },
-      { RELOAD_COOLDOWN_MS },
+      { DEFAULT_ADMIN_SOCKET, RELOAD_COOLDOWN_MS },
     ] = await Promise.all([
       import('@proxyd/model'),
-      import('./admin-socket.js'),
       import('@proxyd/proxyfile'),
       import('./daemon.js'),
       import('@proxyd/admin-api'),
