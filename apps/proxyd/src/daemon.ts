@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import { createCertificateWiring, DEFAULT_CERT_DIR } from '@proxyd/certificates';
 import type { Fleet } from '@proxyd/cluster';
+import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
@@ -13,7 +14,6 @@ import type { Logger } from 'pino';
 import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
-import { startDockerDiscovery } from './docker.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -233,7 +233,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       analytics: serving.analytics,
       stats: history?.store,
       certificates: manager ? { list: async () => manager.status() } : undefined,
-      discovery: docker.port,
+      discovery: docker,
       logging,
       startedAt,
     });
