@@ -10,16 +10,17 @@ import {
   type CertificatesPort,
   createAdminApp,
   type DiscoveryPort,
+  listenUnixSocket,
   type RouteStorePort,
   type StatsPort,
+  trackForDrain,
+  type UnixSocketListener,
 } from '@proxyd/admin-api';
 import { type Config, DEFAULTS, type HostPort, parseHostPort } from '@proxyd/model';
 import type { Reloader } from '@proxyd/proxyfile';
 import { type RouteStore, StoreError, StoreErrorCode } from '@proxyd/route-store';
 import type { MetricsExposition } from '@proxyd/telemetry';
 import { AUDIT_TARGET, type Logging } from '@proxyd/telemetry';
-import { listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
-import { trackForDrain } from './listener-drain.js';
 
 /**
  * Shortest `PROXY_ADMIN_TOKEN` proxyd starts without a warning, in

@@ -1,21 +1,20 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import { createCertificateWiring } from '@proxyd/certificates';
+import { createCertificateWiring, DEFAULT_CERT_DIR } from '@proxyd/certificates';
 import type { Fleet } from '@proxyd/cluster';
+import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
-import { RouteStore } from '@proxyd/route-store';
+import { ensureStateDir, RouteStore, resolveStateDir } from '@proxyd/route-store';
 import type { Logging } from '@proxyd/telemetry';
 import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
 import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
-import { startDockerDiscovery } from './docker.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
-import { DEFAULT_CERT_DIR, ensureStateDir, resolveStateDir } from './state-dir.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
 
@@ -234,7 +233,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       analytics: serving.analytics,
       stats: history?.store,
       certificates: manager ? { list: async () => manager.status() } : undefined,
-      discovery: docker.port,
+      discovery: docker,
       logging,
       startedAt,
     });

@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
+import { trackForDrain } from '@proxyd/admin-api';
 import { createDashboardApp, type DashboardAuthFailure, type HistoryReader, type LiveReader } from '@proxyd/dashboard';
 import type { DashboardOptions } from '@proxyd/model';
 import type { Logger } from 'pino';
 import { splitHostPort } from './control-plane.js';
-import { trackForDrain } from './listener-drain.js';
 
 /** The log target of the dashboard listener (start, refused credentials, failed queries). */
 export const DASHBOARD_TARGET = 'proxy::dashboard';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, UsageError } from '@proxyd/cli';
+import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, runDemo, UsageError } from '@proxyd/cli';
 import { createLogging, type Logging } from '@proxyd/telemetry';
 import { tuneHeapForStreaming } from './heap-tuning.js';
 
@@ -71,13 +71,11 @@ const program = buildProgram(version, {
     const logging = loggingFromEnv();
     const [
       { defaultGlobalOptions },
-      { DEFAULT_ADMIN_SOCKET },
       { watchProxyfile },
       { startDaemon },
-      { RELOAD_COOLDOWN_MS },
+      { DEFAULT_ADMIN_SOCKET, RELOAD_COOLDOWN_MS },
     ] = await Promise.all([
       import('@proxyd/model'),
-      import('./admin-socket.js'),
       import('@proxyd/proxyfile'),
       import('./daemon.js'),
       import('@proxyd/admin-api'),
@@ -149,8 +147,8 @@ const program = buildProgram(version, {
   },
   async demo() {
     const logging = loggingFromEnv();
-    const { runDemo } = await import('./demo.js');
-    await runDemo(logging);
+    const { startDaemon } = await import('./daemon.js');
+    await runDemo((options) => startDaemon({ ...options, logger: logging.root, logging }));
   },
   // The real stores: Debian's system locations and $HOME/.pki/nssdb.
   async trust({ certDir, system, nss }) {

@@ -1,9 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type AdminTimeouts, attachAdminServerHandlers, METRICS_CONTENT_TYPE } from '@proxyd/admin-api';
+import { type AdminTimeouts, attachAdminServerHandlers, METRICS_CONTENT_TYPE, trackForDrain } from '@proxyd/admin-api';
 import type { HostPort } from '@proxyd/model';
 import type { MetricsExposition } from '@proxyd/telemetry';
-import { trackForDrain } from './listener-drain.js';
 
 /**
  * Connections the metrics listener holds at once: a scraper or two (and

@@ -1,3 +1,4 @@
+export { DEFAULT_ADMIN_SOCKET, listenUnixSocket, type UnixSocketListener } from './admin-socket.js';
 export { type AdminApp, type AdminAppOptions, AUDIT_TARGET, createAdminApp } from './app.js';
 export { type AuthEvent, type AuthThrottleOptions, DEFAULT_AUTH_THROTTLE } from './auth-throttle.js';
 export { writeClientError } from './client-error.js';
@@ -19,6 +20,12 @@ export {
 } from './endpoints/stats-schemas.js';
 export { ADMIN_ERRORS, AdminError, type AdminErrorCode, type AdminErrorSpec } from './errors.js';
 export { BODY_LIMIT_BYTES } from './json-body.js';
+export {
+  LISTENER_DRAIN_ACCEPT_MS,
+  LISTENER_DRAIN_IDLE_MS,
+  type ListenerDrain,
+  trackForDrain,
+} from './listener-drain.js';
 export { ADMIN_API_VERSION, DEFAULT_SERVER, type OpenApiDocumentOptions, openApiDocument } from './openapi.js';
 export type {
   AdminRoute,

@@ -1,3 +1,9 @@
+export {
+  type DiscoveryStatus,
+  type DockerDiscovery,
+  type DockerDiscoveryOptions,
+  startDockerDiscovery,
+} from './discovery.js';
 export { DockerErrorCode, DockerSourceError } from './errors.js';
 export {
   type ContainerMember,

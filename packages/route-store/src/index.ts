@@ -19,5 +19,6 @@ export {
   type SnapshotOutcome,
 } from './route-store.js';
 export type { RouteSink } from './sink.js';
+export { ensureStateDir, resolveStateDir, type StateDirCheck, type StateDirLog } from './state-dir.js';
 export { type RecoveredState, recordLine, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
 export { formatUpstream, parseUpstream } from './upstream.js';

@@ -1,6 +1,6 @@
 import { defaultGlobalOptions, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
-import { startDockerDiscovery } from './docker.js';
+import { startDockerDiscovery } from './discovery.js';
 
 function recorder() {
   const lines: { level: string; msg: string }[] = [];
@@ -25,7 +25,7 @@ describe('startDockerDiscovery', () => {
         logger,
       });
       expect(discovery.source).toBeNull();
-      expect(await discovery.port.status()).toMatchObject({ enabled: false, socket: null, connected: false });
+      expect(await discovery.status()).toMatchObject({ enabled: false, socket: null, connected: false });
       expect(lines).toHaveLength(1);
       expect(lines[0]?.msg).toContain(why);
       await discovery.close();
@@ -41,7 +41,7 @@ describe('startDockerDiscovery', () => {
       published: () => [],
       logger,
     });
-    const status = await discovery.port.status();
+    const status = await discovery.status();
     expect(status).toMatchObject({
       enabled: true,
       socket: 'unix:///nonexistent/proxyd-test/docker.sock',

@@ -6,8 +6,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from '@proxyd/proxyfile';
-import type { Logging } from '@proxyd/telemetry';
-import { type Daemon, startDaemon } from './daemon.js';
 
 const DEMO_PAGE = `<!doctype html>
 <html lang="en">
@@ -74,6 +72,27 @@ http://localhost, http://127.0.0.1 {
 `;
 }
 
+/** What the demo asks the daemon to start with (the daemon adds its logging). */
+export interface DemoDaemonOptions {
+  /** The demo's Proxyfile, parsed. */
+  config: ReturnType<typeof parse>;
+  adminToken: string;
+  stateDir: string;
+  certDir: string;
+  /** Every listener on this address. */
+  bindHost: string;
+  /** False: no container discovery (as `--no-docker`). */
+  docker: boolean;
+}
+
+/** The running daemon, as far as the demo needs it. */
+export interface DemoDaemon {
+  adminAddress: { host: string; port: number };
+  httpAddress: { port: number };
+  /** Stops, letting requests in flight finish within `graceMs`. */
+  close(graceMs: number): Promise<void>;
+}
+
 /** How long the demo lets requests in flight finish after Ctrl-C, in ms (a `run` waits `grace_period`). */
 const DEMO_GRACE_MS = 1_000;
 
@@ -87,13 +106,13 @@ const DEMO_GRACE_MS = 1_000;
  * status 0, after at most one second for requests in flight; a second one
  * exits at once, also 0.
  */
-export async function runDemo(logging: Logging): Promise<void> {
+export async function runDemo(startDaemon: (options: DemoDaemonOptions) => Promise<DemoDaemon>): Promise<void> {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'proxyd-demo-'));
   // Synchronous: an `exit` listener cannot wait, and this also covers a failed start.
   process.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
 
   // From the start: Ctrl-C while the demo is still starting also exits 0.
-  let running: { daemon: Daemon; upstream: http.Server } | null = null;
+  let running: { daemon: DemoDaemon; upstream: http.Server } | null = null;
   let stopping = false;
   const stop = () => {
     // Ctrl-C again while stopping: the user wants out now, and nothing failed.
@@ -123,8 +142,6 @@ export async function runDemo(logging: Logging): Promise<void> {
   process.stdout.write(`${fallbackLines(picked)}proxyd demo runs this Proxyfile:\n\n${indented}\n`);
   const daemon = await startDaemon({
     config: parse(proxyfile, { filename: 'demo Proxyfile' }),
-    logger: logging.root,
-    logging,
     adminToken,
     stateDir,
     certDir: path.join(stateDir, 'certs'),

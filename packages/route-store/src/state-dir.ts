@@ -2,9 +2,6 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 
-/** The certificate directory when neither `--cert-dir` nor `PROXY_CERT_DIR` is given (spec §1). */
-export const DEFAULT_CERT_DIR = '/etc/proxy/certs';
-
 /**
  * The state directory (persisted API routes, later secrets): `--state-dir`,
  * else the Proxyfile's `state_dir`, else `/var/lib/proxyd` when running as

@@ -1,13 +1,8 @@
-import type { DiscoveryPort, DiscoveryStatus } from '@proxyd/admin-api';
-import {
-  DOCKER_LOG_TARGET,
-  type DockerLogger,
-  DockerodeRuntime,
-  DockerSource,
-  resolveDockerHost,
-} from '@proxyd/docker-source';
 import type { GlobalOptions, RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
+import { DockerodeRuntime } from './runtime/dockerode-runtime.js';
+import { resolveDockerHost } from './runtime/socket.js';
+import { DOCKER_LOG_TARGET, type DockerLogger, DockerSource } from './watcher.js';
 
 /** Options of {@link startDockerDiscovery}. */
 export interface DockerDiscoveryOptions {
@@ -31,10 +26,28 @@ export interface DockerDiscoveryOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Container discovery as the daemon holds it: the admin API's `GET /discovery` port and a stop. */
+/**
+ * The state of container discovery, as `GET /discovery` shows it (the admin
+ * API's `DiscoveryStatus`, which this shape satisfies).
+ */
+export interface DiscoveryStatus {
+  /** False when discovery is turned off (`--no-docker` or the Proxyfile's `docker off`). */
+  enabled: boolean;
+  /** The runtime endpoint in use; null when none was found or discovery is off. */
+  socket: string | null;
+  connected: boolean;
+  apiVersion: string | null;
+  lastError: string | null;
+  /** Running containers with a `proxy.domain` label. */
+  containers: number;
+  /** Label problems, each container named `name (id)`. */
+  warnings: { container: string; label: string | null; reason: string }[];
+}
+
+/** Container discovery as the daemon holds it: its status (`GET /discovery`) and a stop. */
 export interface DockerDiscovery {
   readonly source: DockerSource | null;
-  readonly port: DiscoveryPort;
+  status(): Promise<DiscoveryStatus>;
   /** Logs, once per domain, label domains the Proxyfile holds (call on every publish). */
   checkShadowed(): void;
   close(): Promise<void>;
@@ -69,7 +82,7 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
   if (options.disabled || !global.docker.enabled) {
     const why = options.disabled ? 'turned off at start (--no-docker)' : 'docker off in the Proxyfile';
     logger.info({ reason: why }, `container discovery off: ${why}`);
-    return { source: null, port: { status: async () => OFF }, checkShadowed() {}, close: async () => {} };
+    return { source: null, status: async () => OFF, checkShadowed() {}, close: async () => {} };
   }
   const explicit = options.host ?? global.docker.host ?? undefined;
   const resolved = await resolveDockerHost({
@@ -83,7 +96,7 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
     );
     return {
       source: null,
-      port: { status: async () => ({ ...OFF, enabled: true, lastError: 'no container runtime socket found' }) },
+      status: async () => ({ ...OFF, enabled: true, lastError: 'no container runtime socket found' }),
       checkShadowed() {},
       close: async () => {},
     };
@@ -125,23 +138,21 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
   return {
     source,
     checkShadowed,
-    port: {
-      async status() {
-        const s = source.status();
-        return {
-          enabled: true,
-          socket: s.socket,
-          connected: s.connected,
-          apiVersion: s.apiVersion,
-          lastError: s.lastError,
-          containers: s.containers,
-          warnings: source.warnings().map((w) => ({
-            container: `${w.container.name} (${w.container.id})`,
-            label: w.label,
-            reason: w.reason,
-          })),
-        };
-      },
+    async status() {
+      const s = source.status();
+      return {
+        enabled: true,
+        socket: s.socket,
+        connected: s.connected,
+        apiVersion: s.apiVersion,
+        lastError: s.lastError,
+        containers: s.containers,
+        warnings: source.warnings().map((w) => ({
+          container: `${w.container.name} (${w.container.id})`,
+          label: w.label,
+          reason: w.reason,
+        })),
+      };
     },
     async close() {
       await source.stop();
