@@ -1,3 +1,4 @@
+import { STATS_DIMENSIONS, type StatsDimension } from '@proxyd/model';
 import { HyperLogLog } from './hyperloglog.js';
 
 /**
@@ -11,21 +12,10 @@ export interface VitalCounts {
   poor: number;
 }
 
-/** Dimensions a breakdown is kept for (README, "Rollups"). */
-export const ROLLUP_DIMENSIONS = [
-  'pages',
-  'entry_pages',
-  'referrers',
-  'countries',
-  'browsers',
-  'os',
-  'devices',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-] as const;
+/** Dimensions a breakdown is kept for (README, "Rollups"): the model's stats dimensions, one list for both. */
+export const ROLLUP_DIMENSIONS = STATS_DIMENSIONS;
 /** One of {@link ROLLUP_DIMENSIONS}. */
-export type RollupDimension = (typeof ROLLUP_DIMENSIONS)[number];
+export type RollupDimension = StatsDimension;
 
 /** HyperLogLog precision of {@link MinuteRollup.visitors}: 2^10 registers, 641 bytes packed, standard error ≈ 3.25 %. */
 export const ROLLUP_HLL_PRECISION = 10;
