@@ -34,6 +34,33 @@ export interface BlockState {
   readonly compileBlock: (lines: Dispenser[], state: BlockState) => void;
 }
 
+/**
+ * The state a nested block (`handle`, `handle_path`, `handle_errors`) of the
+ * site compiles into: its own once-per-block bookkeeping, the site's handle
+ * patterns, matchers and root shared.
+ */
+export function nestedBlockState(
+  parent: BlockState,
+  target: HandleBlock | ErrorHandleBlock,
+  errorRoute = false,
+): BlockState {
+  return {
+    scope: 'handle',
+    target,
+    site: parent.site,
+    global: parent.global,
+    seen: new Map(),
+    handlerAt: null,
+    root: null,
+    fileServerAt: null,
+    handlePatterns: parent.handlePatterns,
+    matchers: parent.matchers,
+    ...(parent.siteRoot === undefined ? {} : { siteRoot: parent.siteRoot }),
+    ...(errorRoute ? { errorRoute: true } : {}),
+    compileBlock: parent.compileBlock,
+  };
+}
+
 /** One directive: its name, where it may stand, and its parser. */
 export interface Directive {
   readonly name: string;

@@ -1,6 +1,6 @@
 import type { ErrorHandleBlock } from '@proxyd/model';
 import { ProxyfileErrorCode } from '../errors.js';
-import type { Directive } from './directive.js';
+import { type Directive, nestedBlockState } from './directive.js';
 
 const STATUS = /^[1-5](\d\d|xx)$/;
 
@@ -54,21 +54,7 @@ export const handleErrors: Directive = {
     }
     if (!d.hasBlock()) throw d.missing('"{" to open the handle_errors block');
     const block: ErrorHandleBlock = { statuses, header: [], basic_auth: null, redirects: [], handler: null };
-    state.compileBlock(d.blockLines(), {
-      scope: 'handle',
-      target: block,
-      site: state.site,
-      global: state.global,
-      seen: new Map(),
-      handlerAt: null,
-      root: null,
-      fileServerAt: null,
-      handlePatterns: state.handlePatterns,
-      matchers: state.matchers,
-      ...(state.siteRoot === undefined ? {} : { siteRoot: state.siteRoot }),
-      errorRoute: true,
-      compileBlock: state.compileBlock,
-    });
+    state.compileBlock(d.blockLines(), nestedBlockState(state, block, true));
     state.site.handle_errors ??= [];
     state.site.handle_errors.push(block);
   },

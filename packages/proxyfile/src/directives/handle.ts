@@ -4,7 +4,7 @@ import { ProxyfileErrorCode } from '../errors.js';
 import { quoteText, type Token } from '../lexer.js';
 import { readMatcherRef } from '../matchers.js';
 import { checkPathPattern } from '../path-pattern.js';
-import type { BlockState, Directive } from './directive.js';
+import { type BlockState, type Directive, nestedBlockState } from './directive.js';
 
 function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockState): void {
   let pattern: Token | null = null;
@@ -52,20 +52,7 @@ function compileHandle(kind: HandleBlock['kind'], d: Dispenser, state: BlockStat
     redirects: [],
     handler: null,
   };
-  state.compileBlock(d.blockLines(), {
-    scope: 'handle',
-    target: block,
-    site: state.site,
-    global: state.global,
-    seen: new Map(),
-    handlerAt: null,
-    root: null,
-    fileServerAt: null,
-    handlePatterns: state.handlePatterns,
-    matchers: state.matchers,
-    ...(state.siteRoot === undefined ? {} : { siteRoot: state.siteRoot }),
-    compileBlock: state.compileBlock,
-  });
+  state.compileBlock(d.blockLines(), nestedBlockState(state, block));
   state.site.handles.push(block);
 }
 
