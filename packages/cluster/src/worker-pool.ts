@@ -3,6 +3,9 @@ import { Channel } from './channel.js';
 
 /** The request a new worker gets first; it answers once it serves. */
 export const INIT = 'cluster.init';
+
+/** How long a starting worker may take to answer init when the pool is not told otherwise. */
+const DEFAULT_READY_TIMEOUT_MS = 60_000;
 /** The request that asks a worker to stop accepting, finish what it serves and exit. */
 export const DRAIN = 'cluster.drain';
 
@@ -29,7 +32,11 @@ export interface WorkerPoolOptions {
   onExit?(index: number, pid: number, code: number | null, signal: NodeJS.Signals | null, respawnInMs: number): void;
   /** A worker failed to start (init rejected or timed out); it is killed and replaced. */
   onStartFailure?(index: number, error: Error): void;
-  /** How long a worker may take to answer init (default 15 s). */
+  /**
+   * How long a worker may take to answer init (default 60 s). A worker that
+   * exits or fails its init is noticed at once; this bound only catches one
+   * that hangs, so it is long enough for a cold start on a saturated machine.
+   */
   readyTimeoutMs?: number;
   /** Replacement delays after consecutive quick crashes, ms (default 0, 250, 500, then 1000). */
   respawnDelaysMs?: readonly number[];
@@ -253,21 +260,23 @@ export class WorkerPool {
     child.on('error', () => {
       // Spawn or IPC errors end in 'exit' (or never start it: the init request times out).
     });
-    const init = channel.request(INIT, options.init(slot.index), options.readyTimeoutMs ?? 15_000).then(
-      (answer) => {
-        if (slot.child !== child) return;
-        slot.ready = true;
-        options.onReady?.(slot.index, child.pid ?? 0, answer);
-      },
-      (err: unknown) => {
-        const error = err instanceof Error ? err : new Error(String(err));
-        if (!first && !this.#stopping) {
-          options.onStartFailure?.(slot.index, error);
-          child.kill('SIGKILL');
-        }
-        throw new Error(`worker ${slot.index} did not start: ${error.message}`, { cause: err });
-      },
-    );
+    const init = channel
+      .request(INIT, options.init(slot.index), options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS)
+      .then(
+        (answer) => {
+          if (slot.child !== child) return;
+          slot.ready = true;
+          options.onReady?.(slot.index, child.pid ?? 0, answer);
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          if (!first && !this.#stopping) {
+            options.onStartFailure?.(slot.index, error);
+            child.kill('SIGKILL');
+          }
+          throw new Error(`worker ${slot.index} did not start: ${error.message}`, { cause: err });
+        },
+      );
     return init;
   }
 }
