@@ -26,6 +26,8 @@ export interface RedisOptions {
   replicaOf?: number;
   /** Extra `redis-server` arguments, e.g. `['--requirepass', 'x']`. */
   args?: string[];
+  /** The port (default a free one): a Redis started again where a stopped one was. */
+  port?: number;
 }
 
 /**
@@ -33,7 +35,7 @@ export interface RedisOptions {
  * persisted (`--save '' --appendonly no`) and waits until it answers PING.
  */
 export async function startRedis(options: RedisOptions = {}): Promise<StartedRedis> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
   if (options.replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(options.replicaOf));
@@ -99,7 +101,10 @@ async function started(program: string, args: string[], port: number, dir: strin
     return stopped;
   };
   const cli = (...cmd: string[]) =>
-    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...cmd], { encoding: 'latin1' }).trim();
+    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...cmd], {
+      encoding: 'latin1',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }).trim();
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) {
       await stop();
