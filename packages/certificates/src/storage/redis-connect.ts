@@ -1,10 +1,17 @@
 import { readFile } from 'node:fs/promises';
 import type { ConnectionOptions } from 'node:tls';
 import type { RedisStorageConfig } from '@proxyd/model';
-import { Redis, type RedisOptions } from 'ioredis';
+import { type RedisOptions as AllRedisOptions, Redis } from 'ioredis';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import { RedisStorage, type RedisStorageOptions } from './redis-storage.js';
 import { parseEncryptionKey } from './sealed-value.js';
+
+/**
+ * ioredis's options without `replyMapping`: its constructor narrows that
+ * field's type, so a whole `RedisOptions` does not type-check under
+ * `exactOptionalPropertyTypes`; proxyd does not set it.
+ */
+type RedisOptions = Omit<AllRedisOptions, 'replyMapping'>;
 
 /** `{env.NAME}` → NAME. */
 const ENV_PLACEHOLDER = /^\{env\.([A-Za-z_][A-Za-z0-9_]*)\}$/;
@@ -60,7 +67,7 @@ export async function openRedisStorage(
   };
   let client: Redis;
   if (config.sentinels.length > 0) {
-    client = new Redis({
+    const sentinelOptions: RedisOptions = {
       ...common,
       sentinels: config.sentinels.map(hostPort),
       name: config.master_name ?? '',
@@ -69,15 +76,17 @@ export async function openRedisStorage(
       ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls }),
       // Subscribes to Sentinel's +switch-master: the client moves to the new primary as soon as it is announced.
       failoverDetector: true,
-      sentinelRetryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-    });
+      sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
+    };
+    client = new Redis(sentinelOptions);
   } else {
     const url = new URL(config.url ?? 'redis://127.0.0.1:6379');
-    client = new Redis({
+    const plainOptions: RedisOptions = {
       ...common,
       host: url.hostname.replace(/^\[|\]$/g, ''),
       port: url.port === '' ? 6379 : Number(url.port),
-    });
+    };
+    client = new Redis(plainOptions);
   }
   return new RedisStorage(client, {
     ...options,
