@@ -117,6 +117,7 @@ describe('storage global option', () => {
     ['\tstorage redis redis://:hunter2@a:6379', 'INVALID_VALUE', '2:16', 'never written in the Proxyfile'],
     ['\tstorage redis redis://a:6379/16', 'INVALID_VALUE', '2:16', 'a database number, 0 to 15'],
     ['\tstorage redis redis://a:6379?db=1', 'INVALID_VALUE', '2:16', 'no query or fragment'],
+    ['\tstorage redis redis://%zz@a', 'INVALID_VALUE', '2:16', 'not valid percent-encoding'],
     ['\tstorage redis redis://a redis://b', 'UNEXPECTED_TOKEN', '2:26', 'expected the end of the line'],
     ['\tstorage redis redis://a {\n\t\tpassword hunter2\n\t}', 'INVALID_VALUE', '3:12', 'use {env.NAME}'],
     [

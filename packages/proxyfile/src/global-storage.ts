@@ -117,7 +117,17 @@ function readUrl(d: Dispenser, t: Token, storage: RedisStorageConfig): boolean {
     );
   }
   storage.db = Number(db);
-  if (url.username !== '') storage.username = decodeURIComponent(url.username);
+  if (url.username !== '') {
+    try {
+      storage.username = decodeURIComponent(url.username);
+    } catch {
+      throw d.unexpected(
+        t,
+        `${URL_EXPECTED} (the user name is not valid percent-encoding)`,
+        ProxyfileErrorCode.INVALID_VALUE,
+      );
+    }
+  }
   storage.url = `${url.protocol}//${url.host}`;
   return url.protocol === 'rediss:';
 }
