@@ -2,7 +2,7 @@ import { type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { servedCertificate } from './support/https-client.js';
-import { type RunningProxyd, request, startProxyd } from './support/proxyd.js';
+import { freePort, type RunningProxyd, request, startProxyd } from './support/proxyd.js';
 
 /** GET /health's body. */
 async function health(node: RunningProxyd): Promise<{ status: string; storage?: { reachable: boolean } }> {
@@ -10,7 +10,7 @@ async function health(node: RunningProxyd): Promise<{ status: string; storage?: 
 }
 
 /** The served certificate, or null while there is none yet. */
-const served = (node: RunningProxyd) => servedCertificate('shared.test', node.httpsPort).catch(() => null);
+const served = (node: RunningProxyd, name = 'shared.test') => servedCertificate(name, node.httpsPort).catch(() => null);
 
 describe('issue 31: two nodes on one Redis storage', () => {
   let redis: StartedRedis;
@@ -36,8 +36,11 @@ describe('issue 31: two nodes on one Redis storage', () => {
   });
 
   it('one local root and one certificate per name, served by both nodes', async () => {
-    await waitUntil(async () => (await Promise.all(nodes.map(served))).every((cert) => cert !== null), 30_000);
-    const [a, b] = await Promise.all(nodes.map(served));
+    await waitUntil(
+      async () => (await Promise.all(nodes.map((node) => served(node)))).every((cert) => cert !== null),
+      30_000,
+    );
+    const [a, b] = await Promise.all(nodes.map((node) => served(node)));
     expect(a?.serial).toBe(b?.serial);
     expect(a?.issuer).toBe(b?.issuer);
     const keys = redis.cli('ZRANGE', 'e2e:keys', '0', '-1').split('\n');
@@ -61,6 +64,31 @@ describe('issue 31: two nodes on one Redis storage', () => {
       expect(metrics.body).toContain('proxyd_storage_reachable{backend="redis"} 0');
       expect(node.output()).toMatch(/"target":"proxy::tls".*storage redis: unreachable/);
       expect(node.child.exitCode).toBeNull();
+    }
+  }, 60_000);
+});
+
+describe('issue 31: Redis not there at start', () => {
+  it('the daemon starts and says Redis is unreachable; once Redis answers, the certificate is issued into it', async () => {
+    const port = await freePort();
+    const node = await startProxyd({
+      global: `\tstorage redis redis://127.0.0.1:${port}\n`,
+      sites: 'late.test {\n\trespond "hello"\n}\n',
+      env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+    });
+    let redis: StartedRedis | undefined;
+    try {
+      await waitUntil(async () => (await health(node)).storage?.reachable === false, 10_000);
+      expect(await served(node, 'late.test')).toBeNull();
+      redis = await startRedis({ port });
+      await waitUntil(async () => (await health(node)).storage?.reachable === true, 10_000);
+      // The first attempt was waiting for the lock `cert-late.test` while Redis was away: it takes it now.
+      await waitUntil(async () => (await served(node, 'late.test')) !== null, 30_000);
+      expect(redis.cli('EXISTS', 'proxyd:value:certificates/local/late.test/late.test.crt')).toBe('1');
+      expect(node.child.exitCode).toBeNull();
+    } finally {
+      await node.stop();
+      await redis?.stop();
     }
   }, 60_000);
 });
