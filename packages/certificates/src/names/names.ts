@@ -14,6 +14,7 @@ import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
 import { type CertificateLogger, CertificateManager, ChallengeTable, type ManagedName } from '../manager/index.js';
 import type { CertificateSummary } from '../schedule/index.js';
 import { FileStorage } from '../storage/file-storage.js';
+import type { CertificateStorage } from '../storage/storage.js';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
@@ -172,16 +173,18 @@ export interface CertificateWiring {
 
 /** Options of {@link createCertificateWiring}. */
 export interface CertificateWiringOptions {
-  /** The cert dir (`--cert-dir`). */
+  /** The cert dir (`--cert-dir`): the file storage, unless `storage` is given. */
   certDir: string;
+  /** The storage to use instead of the cert dir (the daemon's Redis storage, global option `storage redis`). */
+  storage?: CertificateStorage;
   logger: CertificateLogger;
   /** The table that presents challenges (default a new one; a multi-core daemon's also tells its workers). */
   challengeTable?: ChallengeTable;
 }
 
 /**
- * Builds automatic HTTPS from the global options: file storage in the cert
- * dir, the local CA (opened at the first internal name), one ACME issuer per
+ * Builds automatic HTTPS from the global options: the given storage or the
+ * file storage in the cert dir, the local CA (opened at the first internal name), one ACME issuer per
  * `acme_ca` (Let's Encrypt when none is named), all sharing one challenge
  * table, and the manager over them. Nothing is contacted until a name needs
  * a certificate.
@@ -191,7 +194,7 @@ export async function createCertificateWiring(
   options: CertificateWiringOptions,
 ): Promise<CertificateWiring> {
   const { global } = config;
-  const storage = new FileStorage(options.certDir);
+  const storage = options.storage ?? new FileStorage(options.certDir);
   const challengeTable = options.challengeTable ?? new ChallengeTable();
   const certified = new CertifiedNames(global, (settings) =>
     createDns01Solver(settings, {}, (error) =>
