@@ -148,6 +148,14 @@ export {
 } from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export { type OpenRedisStorageOptions, openRedisStorage } from './storage/redis-connect.js';
+export { RedisFleet, type RedisFleetHandlers, type RedisFleetOptions } from './storage/redis-fleet.js';
+export {
+  SharedTicketKeys,
+  type SharedTicketKeysOptions,
+  TICKET_KEY_ROTATION_MS,
+  TICKET_KEYS_KEY,
+} from './storage/ticket-keys.js';
+export { FleetChallenges } from './manager/fleet-challenges.js';
 export {
   DEFAULT_KEY_PREFIX,
   RedisStorage,

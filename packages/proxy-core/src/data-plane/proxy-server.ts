@@ -126,7 +126,7 @@ export class ProxyServer {
   readonly #httpsPort: number | undefined;
   readonly #http2: Partial<Http2Limits>;
   readonly #reusePort: boolean;
-  readonly #ticketKeys: Buffer | undefined;
+  #ticketKeys: Buffer | undefined;
   readonly #limits: Readonly<ListenerLimits>;
   /** Connections per client address and in total, shared by every listener. */
   readonly #connections: ConnectionLimiter;
@@ -204,6 +204,18 @@ export class ProxyServer {
    */
   stats(): { requestsInFlight: number; openConnections: number } {
     return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
+  }
+
+  /**
+   * Replaces the TLS session-ticket keys (48 bytes) of every TLS listener,
+   * open and opened later: tickets issued with the previous keys are not
+   * accepted any more (Node keeps one key set per server).
+   */
+  setTicketKeys(keys: Buffer): void {
+    this.#ticketKeys = keys;
+    for (const server of this.#servers) {
+      if ('setTicketKeys' in server) server.setTicketKeys(keys);
+    }
   }
 
   /** The current route table. */
