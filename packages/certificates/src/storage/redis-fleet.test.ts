@@ -124,8 +124,8 @@ describe('RedisFleet: challenges', () => {
       ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
       ...['-keyout', '-', '-subj', '/CN=alpn.test', '-days', '1'],
     ]).toString();
-    const key = /-----BEGIN PRIVATE KEY-----[^]*?-----END PRIVATE KEY-----\n/.exec(both)?.[0] ?? '';
-    const cert = /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----\n/.exec(both)?.[0] ?? '';
+    const key = /-----BEGIN PRIVATE KEY-----[\s\S]*?-----END PRIVATE KEY-----\n/.exec(both)?.[0] ?? '';
+    const cert = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n/.exec(both)?.[0] ?? '';
     await a.table.present({
       type: 'tls-alpn-01',
       identifier: 'alpn.test',
