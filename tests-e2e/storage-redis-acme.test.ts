@@ -138,7 +138,10 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
       expect(created.status).toBe(201);
     }
     for (const other of ['b', 'c'] as const) {
-      await waitUntil(async () => (await curlAt(NODES[other], 'shared.test', httpsPort, rootFile, '/health')).ok, 10_000);
+      await waitUntil(
+        async () => (await curlAt(NODES[other], 'shared.test', httpsPort, rootFile, '/health')).ok,
+        10_000,
+      );
     }
     const serials = await Promise.all(
       (['a', 'b', 'c'] as const).map((n) => servedSerial(NODES[n], 'shared.test', httpsPort, rootFile)),
@@ -161,4 +164,93 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
     // The keys live in Redis, made once for the fleet.
     expect(redis.cli('EXISTS', 'fleet:value:tls/session-ticket-keys.json')).toBe('1');
   }, 30_000);
+
+  it('a node killed with kill -9 while holding an order lock: another node orders once the lock expires', async () => {
+    const a = node('a');
+    const lockKey = 'fleet:lock:cert-kill.test';
+    // B (every validation goes to it) stopped: A's order waits on it, lock held, when A is killed.
+    node('b').child.kill('SIGSTOP');
+    try {
+      const created = await adminCall(a.adminPort, 'POST', '/routes', {
+        domain: 'kill.test',
+        upstream: `127.0.0.1:${a.adminPort}`,
+        tls: false,
+      });
+      expect(created.status).toBe(201);
+      await waitUntil(() => Promise.resolve(redis.cli('GET', lockKey).includes(`"pid":${a.child.pid}`)), 10_000);
+      a.child.kill('SIGKILL');
+    } finally {
+      node('b').child.kill('SIGCONT');
+    }
+    const killedAt = Date.now();
+    const c = node('c');
+    const created = await adminCall(c.adminPort, 'POST', '/routes', {
+      domain: 'kill.test',
+      upstream: `127.0.0.1:${c.adminPort}`,
+      tls: false,
+    });
+    expect(created.status).toBe(201);
+    // C waits for the dead holder's lock (30 s expiry, never refreshed again), then orders; B answers pebble.
+    await waitUntil(async () => (await curlAt(NODES.c, 'kill.test', httpsPort, rootFile, '/health')).ok, 60_000).catch(
+      () => {
+        throw new Error(`C got no certificate:\n${c.output()}\n${pebble.log()}`);
+      },
+    );
+    expect(Date.now() - killedAt).toBeGreaterThan(15_000);
+    expect(c.output()).toMatch(/certificate for kill\.test obtained/);
+    expect(redis.cli('GET', lockKey)).toBe('');
+  }, 90_000);
+});
+
+describe('issue 31: TLS-ALPN-01 answered by a node that placed no order', () => {
+  let redis: StartedRedis;
+  let pebble: Pebble;
+  let work: string;
+  const running: RunningProxyd[] = [];
+
+  beforeAll(async () => {
+    work = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-fleet-alpn-'));
+    redis = await startRedis();
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(running.map((n) => n.stop()));
+    await pebble?.dispose();
+    await redis?.stop();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it('pebble validates over acme-tls/1 at node B while node A holds the order', async () => {
+    const [httpPort, httpsPort, closed] = [await freePort(), await freePort(), await freePort()];
+    // HTTP-01 answers are fetched from a port nothing listens on: only TLS-ALPN-01, at node B, can succeed.
+    pebble = await preparePebble({ httpPort: closed, tlsPort: httpsPort, defaultIPv4: NODES.b });
+    await pebble.start();
+    const rootFile = path.join(work, 'root.pem');
+    await writeFile(rootFile, await pebble.rootPem());
+    const start = (address: string, sites: string) =>
+      startProxyd({
+        httpPort,
+        httpsPort,
+        autoHttps: 'on',
+        global: `\tdefault_bind ${address}\n${acmeGlobal(pebble)}\tstorage redis ${redis.url}\n`,
+        sites,
+        env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+      }).then((started) => {
+        running.push(started);
+        return started;
+      });
+    // B's one site has a local-CA certificate: its HTTPS listener is open, and it orders nothing from pebble.
+    const b = await start(NODES.b, 'b.test {\n\ttls internal\n\trespond "b"\n}\n');
+    await waitUntil(() => Promise.resolve(redis.cli('PUBSUB', 'NUMSUB', 'proxyd:events').endsWith('\n1')), 10_000);
+    const a = await start(NODES.a, 'alpn.test {\n\trespond "validated at another node"\n}\n');
+    await waitUntil(async () => (await curlAt(NODES.a, 'alpn.test', httpsPort, rootFile)).ok, 45_000).catch(() => {
+      throw new Error(`A got no certificate:\n${a.output()}\n--- B:\n${b.output()}\n${pebble.log()}`);
+    });
+    expect(await curlAt(NODES.a, 'alpn.test', httpsPort, rootFile)).toMatchObject({
+      status: 200,
+      body: 'validated at another node',
+    });
+    expect(a.output()).toMatch(/certificate for alpn\.test obtained/);
+    expect(await validOrders(b)).toBe(0);
+  }, 90_000);
 });

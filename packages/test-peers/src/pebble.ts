@@ -191,7 +191,14 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
       if (options.dnsServer === undefined) {
         run('pebble-challtestsrv', [
           ...['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
-          ...['-management', `127.0.0.1:${dnsMgmtPort}`, '-defaultIPv4', options.defaultIPv4 ?? '127.0.0.1', '-defaultIPv6', ''],
+          ...[
+            '-management',
+            `127.0.0.1:${dnsMgmtPort}`,
+            '-defaultIPv4',
+            options.defaultIPv4 ?? '127.0.0.1',
+            '-defaultIPv6',
+            '',
+          ],
         ]);
       }
       run('pebble', ['-config', 'pebble-config.json', '-dnsserver', options.dnsServer ?? `127.0.0.1:${dnsPort}`], {
