@@ -16,7 +16,8 @@ describe('CertificateManager: a fleet sharing one storage', () => {
     const manager = make({
       storage,
       acmeIssuers: [ca],
-      onObtained: (name) => announced.push([name, [...storage.values.keys()].some((key) => key.endsWith(`/${name}.crt`))]),
+      onObtained: (name) =>
+        announced.push([name, [...storage.values.keys()].some((key) => key.endsWith(`/${name}.crt`))]),
     });
     await manager.setNames([{ name: 'a.example.com', issuer: 'acme' }]);
     await manager.whenIdle();
@@ -34,7 +35,10 @@ describe('CertificateManager: a fleet sharing one storage', () => {
     const ca = new FakeAcmeIssuer('ca1', time);
     await storeIssued(storage, ca, 'a.example.com');
     const manager = make({ storage, acmeIssuers: [ca] });
-    await manager.setNames([{ name: 'a.example.com', issuer: 'acme' }, { name: 'b.example.com', issuer: 'acme' }]);
+    await manager.setNames([
+      { name: 'a.example.com', issuer: 'acme' },
+      { name: 'b.example.com', issuer: 'acme' },
+    ]);
     await manager.whenIdle();
     const before = manager.contextFor('a.example.com');
     const notAfter = manager.status().find((s) => s.name === 'a.example.com')?.notAfter;
