@@ -155,13 +155,18 @@ describe('RedisFleet: certificates', () => {
     const p = prefix();
     const a = node(p, own.port);
     await subscribed(a.fleet.channel, 1, own);
+    // Its first read after subscribing is done (it ends with the ticket keys).
+    await until(() => a.ticketKeyMessages() >= 1);
     const before = a.certificates.length;
     // Another node stored a certificate whose announcement `a` never got (the version moved, no message),
     // then `a`'s subscriber loses its connection and makes a new one.
     own.cli('INCR', `${p}:certificates-version`);
+    const keyReads = a.ticketKeyMessages();
     own.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await until(() => a.certificates.length > before);
     expect(a.certificates.at(-1)).toBeNull();
+    // The ticket keys are read again too (a rotation announced meanwhile was missed as well).
+    expect(a.ticketKeyMessages()).toBeGreaterThan(keyReads);
   });
 });
 

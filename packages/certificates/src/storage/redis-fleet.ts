@@ -60,8 +60,9 @@ export function challengeId(challenge: PresentedChallenge): string {
  *   time included), the node reads every challenge still stored (answering
  *   the ones it misses, dropping the ones cleaned up meanwhile) and compares
  *   the certificates version with the last one it saw: when it moved, every
- *   name is reloaded (`certificate(null)`). Pub/sub delivers nothing sent
- *   while a node was away; these two reads make up for it.
+ *   name is reloaded (`certificate(null)`), and the session-ticket keys
+ *   are read again (`ticketKeys()`). Pub/sub delivers nothing sent while a
+ *   node was away; these reads make up for it.
  */
 export class RedisFleet {
   /** This node's id in messages (random per process): a node ignores what it published itself. */
@@ -250,6 +251,8 @@ export class RedisFleet {
       this.#version = version;
       this.#connectedOnce = true;
       if (missed) handlers.certificate(null);
+      // Keys made or rotated while this node was not listening (or not connected at its start).
+      handlers.ticketKeys();
     } catch {
       // Redis went away again: the next `ready` reads again.
     }

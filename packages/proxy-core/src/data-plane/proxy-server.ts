@@ -34,6 +34,8 @@ import { CountingH2Response, CountingResponse } from './counting-response.js';
 import { FrontDoor } from './front-door.js';
 import type { RequestCounts } from './request-record.js';
 
+/** The TLS session id context of every HTTPS listener: one value, so that sessions resume across daemons sharing ticket keys. */
+const SESSION_ID_CONTEXT = 'proxyd';
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
 export type SiteCompilerWithForwarder = (site: Site, forwarder: Forwarder) => CompiledSite;
 
@@ -346,6 +348,9 @@ export class ProxyServer {
         Http2ServerResponse: CountingH2Response as never,
         ...handshakeOptions(certificates, this.#alpnChallenges),
         ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
+        // Node's default is a hash of the process's command line, which differs between two daemons (their
+        // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
+        sessionIdContext: SESSION_ID_CONTEXT,
       },
       handler as never,
     );
