@@ -11,6 +11,7 @@ import { ensureStateDir, RouteStore, resolveStateDir } from '@proxyd/route-store
 import type { Logging } from '@proxyd/telemetry';
 import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
+import { redisFleetWiring } from './cluster/redis-fleet.js';
 import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
 import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
@@ -133,13 +134,16 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         : createMetrics({ role: 'single' });
   // Challenges the manager presents reach every node of the fleet (started below).
   let fleetOf: Fleet | null = null;
-  const challenges = config.global.auto_https !== 'off' ? fleetChallengeTable(() => fleetOf) : undefined;
   // Global option `storage redis`: certificates, keys and locks shared by a fleet; else the cert dir.
   // The connection is made in the background: a Redis that does not answer does not stop the start.
   const sharedStorage =
     config.global.storage === undefined || config.global.auto_https === 'off'
       ? undefined
       : await openRedisStorage(config.global.storage);
+  // With Redis, this daemon is one node of a fleet: challenges, new certificates and ticket keys reach every node.
+  const redisFleet = sharedStorage && redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
+  const challenges =
+    config.global.auto_https === 'off' ? undefined : (redisFleet?.table ?? fleetChallengeTable(() => fleetOf));
   const unwatchStorage = sharedStorage?.onStateChange(({ reachable, error }) => {
     if (reachable) tlsLog.info({ storage: 'redis' }, 'storage redis: connected');
     else
@@ -156,6 +160,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           logger: tlsLog,
           ...(challenges === undefined ? {} : { challengeTable: challenges }),
           ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
+          ...(redisFleet === undefined ? {} : { onObtained: (name: string) => redisFleet.obtained(name) }),
         });
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
@@ -184,6 +189,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   await history?.attach({ drain: (now) => fleet.drainRollups(now), setSalt: (salt) => fleet.setVisitorSalt(salt) });
   if (metrics?.role === 'primary') metrics.setWorkerSource(() => serving.metricsSnapshots());
   const unwatchCertificates = manager?.onChange((change) => void fleet.certificatesChanged(change.name));
+  if (manager && redisFleet) {
+    redisFleet.join({ manager, setTicketKeys: (keys) => serving.setTicketKeys(keys) });
+  }
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
   const followRoutes = (snapshot: RouteSnapshot) =>
     certificates?.setRoutes(snapshot).then(() => fleet.certificatesChanged());
@@ -235,6 +243,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unsubscribe();
     unwatchCertificates?.();
     certificates?.close();
+    redisFleet?.close();
     unwatchStorage?.();
     await sharedStorage?.close();
     await fleet.stop(0);
@@ -333,6 +342,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unsubscribe();
       unwatchCertificates?.();
       certificates?.close();
+      redisFleet?.close();
       unwatchStorage?.();
       await sharedStorage?.close();
       await drained;

@@ -73,6 +73,7 @@ export {
   LocalCaKeys,
   type LocalCaOptions,
 } from './local-ca/local-ca.js';
+export { FleetChallenges } from './manager/fleet-challenges.js';
 export {
   type AriMetadata,
   type AskAnswer,
@@ -148,6 +149,7 @@ export {
 } from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export { type OpenRedisStorageOptions, openRedisStorage } from './storage/redis-connect.js';
+export { RedisFleet, type RedisFleetHandlers, type RedisFleetOptions } from './storage/redis-fleet.js';
 export {
   DEFAULT_KEY_PREFIX,
   RedisStorage,
@@ -155,6 +157,12 @@ export {
   type StorageState,
 } from './storage/redis-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
+export {
+  SharedTicketKeys,
+  type SharedTicketKeysOptions,
+  TICKET_KEY_ROTATION_MS,
+  TICKET_KEYS_KEY,
+} from './storage/ticket-keys.js';
 export {
   describeRoot,
   type LocalRoot,

@@ -25,11 +25,17 @@ export interface PebbleOptions {
    * DNS, started beside pebble.
    */
   dnsServer?: string;
+  /**
+   * The address the mock DNS answers for every name (default `127.0.0.1`):
+   * where pebble sends its HTTP-01 and TLS-ALPN-01 validation requests,
+   * e.g. one node of several on 127.0.0.x.
+   */
+  defaultIPv4?: string;
 }
 
 /**
  * A pebble ACME CA (Debian's `pebble`, Let's Encrypt's test server) and its
- * mock DNS (`pebble-challtestsrv`: every name → 127.0.0.1, no AAAA), all on
+ * mock DNS (`pebble-challtestsrv`: every name → 127.0.0.1 or `defaultIPv4`, no AAAA), all on
  * loopback. Ports and pebble's API certificate are fixed when prepared, so a
  * daemon can be pointed at a CA that is not up yet, and the CA can stop and
  * start again on the same address.
@@ -185,7 +191,14 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
       if (options.dnsServer === undefined) {
         run('pebble-challtestsrv', [
           ...['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
-          ...['-management', `127.0.0.1:${dnsMgmtPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', ''],
+          ...[
+            '-management',
+            `127.0.0.1:${dnsMgmtPort}`,
+            '-defaultIPv4',
+            options.defaultIPv4 ?? '127.0.0.1',
+            '-defaultIPv6',
+            '',
+          ],
         ]);
       }
       run('pebble', ['-config', 'pebble-config.json', '-dnsserver', options.dnsServer ?? `127.0.0.1:${dnsPort}`], {

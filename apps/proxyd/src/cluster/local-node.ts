@@ -196,6 +196,9 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     async setVisitorSalt(salt: Uint8Array) {
       analytics.setVisitorSalt(Buffer.from(salt));
     },
+    async setTicketKeys(keys: Uint8Array) {
+      plane.setTicketKeys(Buffer.from(keys));
+    },
     stats: async (): Promise<NodeStats> => plane.stats(),
     /** Drains the data plane, then hands over the last site-log lines and (a worker's) minutes, and closes analytics. */
     async stop(graceMs: number) {

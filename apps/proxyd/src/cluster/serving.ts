@@ -76,6 +76,8 @@ export interface Serving {
   metricsSnapshots(): Promise<MetricsSnapshot[]>;
   /** Publishes a route snapshot; resolves once every node serves it. */
   setRoutes(snapshot: RouteSnapshot): Promise<void>;
+  /** Gives every node the TLS session-ticket keys (48 bytes), and a worker started later too. */
+  setTicketKeys(keys: Buffer): Promise<void>;
 }
 
 /**
@@ -125,7 +127,9 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
       : {}),
     onError: (what, error) => logger.error({ error: error.message }, what),
   });
-  const set = workers ? await startWorkers(options, fleet) : await startHere(options, fleet);
+  // Workers share one set of ticket keys (a session resumes on any of them); storage redis replaces it.
+  const ticketKeys: { current: Buffer } = { current: randomBytes(48) };
+  const set = workers ? await startWorkers(options, fleet, ticketKeys) : await startHere(options, fleet);
   fleet.attach(set);
   let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
   return {
@@ -149,6 +153,10 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
     setRoutes(snapshot) {
       cacheEnabled = snapshot.routes.some((r) => r.site.cache !== null);
       return fleet.publishRoutes(snapshot);
+    },
+    setTicketKeys(keys) {
+      ticketKeys.current = keys;
+      return fleet.setTicketKeys(keys);
     },
   };
 }
@@ -187,11 +195,11 @@ async function startHere(
 async function startWorkers(
   options: ServingOptions,
   fleet: Fleet<ProxydTelemetry>,
+  ticketKeys: { current: Buffer },
 ): Promise<NodeSet<ProxydTelemetry> & { httpAddress: { host: string; port: number } }> {
   const { config } = options;
   const logger = options.logging.forTarget('proxy::server');
   const secret = randomBytes(32);
-  const ticketKeys = randomBytes(48);
   const set = await startWorkerNodes<WorkerInit, ProxydTelemetry>({
     count: options.count,
     entry: WORKER_ENTRY,
@@ -208,7 +216,7 @@ async function startWorkers(
       onDemand: config.global.on_demand_ask !== null,
       challenges: join.challenges,
       secret,
-      ticketKeys,
+      ticketKeys: ticketKeys.current,
       ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
       redirects: options.redirects,
       stateDir: options.stateDir,

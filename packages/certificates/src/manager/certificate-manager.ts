@@ -61,6 +61,12 @@ export interface CertificateManagerOptions {
   checkIntervalMs?: number;
   /** How long to wait for a name's storage lock, ms (default the storage's, 60 s). */
   lockTimeoutMs?: number;
+  /**
+   * Called once a certificate this manager obtained or renewed is stored:
+   * with shared storage, the daemon tells the other nodes, which call
+   * {@link CertificateManager.reload}.
+   */
+  onObtained?: (name: string) => void;
 }
 
 /**
@@ -137,6 +143,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       log,
       checkIntervalMs,
       lockTimeoutMs: options.lockTimeoutMs,
+      onObtained: options.onObtained,
     });
     this.#onDemand =
       options.onDemand === undefined
@@ -208,6 +215,22 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const served = this.#served.lookup(name);
     if (served !== null || this.#onDemand === undefined || this.#jobs.closed) return served;
     return this.#onDemand.contextFor(name);
+  }
+
+  /**
+   * Drops what is served for `name` (or every managed name when null) in
+   * favour of storage, when storage holds a newer certificate: another node
+   * sharing the storage obtained or renewed it. Names not managed here are
+   * ignored (nothing of theirs is held). Resolves once read; never rejects.
+   */
+  async reload(name: string | null): Promise<void> {
+    if (this.#jobs.closed) return;
+    const entries = name === null ? [...this.#entries.values()] : [this.#entries.get(name.toLowerCase())];
+    await Promise.all(
+      entries.map((entry) =>
+        entry === undefined ? undefined : this.#jobs.track(this.#maintainer.reload(entry)).catch(() => {}),
+      ),
+    );
   }
 
   /** Whether a certificate for `host` is served now (the data plane redirects HTTP to HTTPS only then). */

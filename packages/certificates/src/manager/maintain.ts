@@ -29,6 +29,8 @@ export interface MaintainerOptions {
   log: CertificateLogger;
   checkIntervalMs: number;
   lockTimeoutMs: number | undefined;
+  /** Called once a certificate this process obtained is stored (a fleet tells its other nodes). */
+  onObtained?: ((name: string) => void) | undefined;
 }
 
 /**
@@ -50,6 +52,7 @@ export class Maintainer implements NameMaintenance {
   readonly #log: CertificateLogger;
   readonly #checkIntervalMs: number;
   readonly #lockTimeoutMs: number | undefined;
+  readonly #onObtained: ((name: string) => void) | undefined;
 
   constructor(options: MaintainerOptions) {
     this.#storage = options.storage;
@@ -62,11 +65,28 @@ export class Maintainer implements NameMaintenance {
     this.#log = options.log;
     this.#checkIntervalMs = options.checkIntervalMs;
     this.#lockTimeoutMs = options.lockTimeoutMs;
+    this.#onObtained = options.onObtained;
   }
 
   /** Serves the name's stored certificate and restores its state (see {@link NameStorage.load}). */
   load(entry: Entry): Promise<void> {
     return this.#names.load(entry);
+  }
+
+  /**
+   * Serves the name's stored certificate when storage holds a newer one
+   * than the served (another node obtained or renewed it). Never rejects:
+   * a read failure is logged once, as at load.
+   */
+  async reload(entry: Entry): Promise<void> {
+    if (entry.removed || entry.attempt !== null) return;
+    const read = await this.#names.read(entry);
+    const stored = read.certificate;
+    if (entry.removed || stored === null) return;
+    if (entry.current !== null && stored.notAfter <= entry.current.notAfter) return;
+    this.#served.install(entry, stored);
+    this.#names.restoreAri(entry, read.meta);
+    entry.backoff = null;
   }
 
   /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
@@ -148,6 +168,7 @@ export class Maintainer implements NameMaintenance {
       if (read.error !== null) throw read.error;
       const obtained = await this.#obtainer.obtain(entry);
       await this.#names.storeObtained(entry, obtained);
+      this.#onObtained?.(entry.name);
       entry.backoff = null;
       entry.rateLimitedUntil = null;
       entry.loggedStorageProblem = null;

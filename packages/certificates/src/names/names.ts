@@ -180,6 +180,8 @@ export interface CertificateWiringOptions {
   logger: CertificateLogger;
   /** The table that presents challenges (default a new one; a multi-core daemon's also tells its workers). */
   challengeTable?: ChallengeTable;
+  /** Called once a certificate this process obtained is stored (the manager's `onObtained`). */
+  onObtained?: (name: string) => void;
 }
 
 /**
@@ -229,6 +231,7 @@ export async function createCertificateWiring(
       : { onDemand: { ask: global.on_demand_ask, allowed: (name: string) => certified.onDemandIssuer(name) } }),
     keyType: global.key_type === 'rsa2048' ? 'rsa' : 'ecdsa',
     logger: options.logger,
+    ...(options.onObtained === undefined ? {} : { onObtained: options.onObtained }),
   });
   return {
     manager,

@@ -81,6 +81,11 @@ export class RedisStorage implements CertificateStorage {
     });
   }
 
+  /** The client and the key prefix, for what else a fleet shares in the same Redis (`redis-fleet.ts`). */
+  connection(): { client: Redis; keyPrefix: string } {
+    return { client: this.#client, keyPrefix: this.#prefix };
+  }
+
   /** Whether Redis answers now (the connection is ready), and the last error when not. */
   state(): StorageState {
     const reachable = this.#client.status === 'ready';

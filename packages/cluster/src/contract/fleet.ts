@@ -185,6 +185,11 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
     await Promise.all(this.nodes.map((node) => node.setVisitorSalt(salt)));
   }
 
+  /** Gives every node the TLS session-ticket keys (48 bytes). */
+  async setTicketKeys(keys: Uint8Array): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.setTicketKeys(keys)));
+  }
+
   /** Requests in flight and connections open, summed over the nodes that answer. */
   async stats(): Promise<NodeStats> {
     const all = await settled(this.nodes.map((node) => node.stats()));

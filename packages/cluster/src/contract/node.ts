@@ -129,6 +129,8 @@ export interface DataPlaneNode<T extends Telemetry = Telemetry> {
   drainRollups(now: number): Promise<T['rollup'][]>;
   /** The day's visitor salt: visitors are hashed with it from now on. */
   setVisitorSalt(salt: Uint8Array): Promise<void>;
+  /** The TLS session-ticket keys (48 bytes) every HTTPS listener uses from now on (shared by a fleet on Redis). */
+  setTicketKeys(keys: Uint8Array): Promise<void>;
   /** Requests in flight and connections open. */
   stats(): Promise<NodeStats>;
   /** Stops accepting; what is in flight finishes within `graceMs`, then the node closes. */

@@ -70,6 +70,8 @@ export const ToWorker = {
   rollups: 'rollups.drain',
   /** The day's visitor salt (a Buffer): hash visitors with it from now on. */
   visitorSalt: 'visitor-salt',
+  /** The fleet's TLS session-ticket keys (48 bytes): every HTTPS listener uses them from now on. */
+  ticketKeys: 'tls.ticket-keys',
 } as const;
 
 /** Requests workers send the primary. */

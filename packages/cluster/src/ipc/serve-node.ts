@@ -82,4 +82,8 @@ export function serveNode(channel: Channel, node: DataPlaneNode): void {
     await node.setVisitorSalt(salt);
     return true;
   });
+  channel.handle<Uint8Array>(ToWorker.ticketKeys, async (keys) => {
+    await node.setTicketKeys(keys);
+    return true;
+  });
 }

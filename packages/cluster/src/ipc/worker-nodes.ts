@@ -141,6 +141,10 @@ class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
     await this.#change(ToWorker.visitorSalt, salt);
   }
 
+  async setTicketKeys(keys: Uint8Array): Promise<void> {
+    await this.#change(ToWorker.ticketKeys, keys);
+  }
+
   stats(): Promise<NodeStats> {
     return this.#ask(ToWorker.stats, null, 2000);
   }

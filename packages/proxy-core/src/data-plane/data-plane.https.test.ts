@@ -203,4 +203,35 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
       expect(await getOver(second.socket, 'a.test')).toMatch(/^HTTP\/1\.1 200 /);
     },
   );
+
+  it('setTicketKeys: a session from one data plane resumes on another given the same keys, not after a rotation', async () => {
+    const manager = new FakeManager();
+    manager.contexts.set('a.test', contextOf(selfSigned(['a.test'])));
+    const { config, routes } = sites([[null, 'a.test', 'site']]);
+    const other = await DataPlane.start(config, routes, {}, { bindHost: '127.0.0.1', certificates: manager });
+    try {
+      const dp = await start([[null, 'a.test', 'site']], { certificates: manager });
+      const keys = Buffer.alloc(48, 7);
+      // Given after the listeners opened, as a fleet's shared keys arrive.
+      dp.setTicketKeys(keys);
+      other.setTicketKeys(Buffer.from(keys));
+      const first = await handshake(dp.httpsAddress?.port ?? 0, { servername: 'a.test' });
+      await getOver(first.socket, 'a.test');
+      const session = await first.session;
+      const otherPort = other.httpsAddress?.port ?? 0;
+      const resumed = await handshake(otherPort, { servername: 'a.test', session });
+      resumed.socket.destroy();
+      first.socket.destroy();
+      expect(resumed.reused).toBe(true);
+      // One key set per listener: after a rotation the old ticket gets a full handshake, which still succeeds.
+      other.setTicketKeys(Buffer.alloc(48, 9));
+      const full = await handshake(otherPort, { servername: 'a.test', session });
+      const answer = await getOver(full.socket, 'a.test');
+      full.socket.destroy();
+      expect(full.reused).toBe(false);
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -280,6 +280,11 @@ export class DataPlane {
   }
 
   /** Applies what another worker saw of an upstream (see {@link DataPlaneOptions.health}). */
+  /** Replaces the TLS session-ticket keys of every HTTPS listener (see `ProxyServer.setTicketKeys`). */
+  setTicketKeys(keys: Buffer): void {
+    this.#proxy.setTicketKeys(keys);
+  }
+
   applyHealth(event: HealthEvent): void {
     this.#proxy.forwarder.applyHealth(event);
   }

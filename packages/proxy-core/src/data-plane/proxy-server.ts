@@ -34,6 +34,8 @@ import { CountingH2Response, CountingResponse } from './counting-response.js';
 import { FrontDoor } from './front-door.js';
 import type { RequestCounts } from './request-record.js';
 
+/** The TLS session id context of every HTTPS listener: one value, so that sessions resume across daemons sharing ticket keys. */
+const SESSION_ID_CONTEXT = 'proxyd';
 /** Compiles a Site with the server's forwarder (the site middleware's `compileSite`). */
 export type SiteCompilerWithForwarder = (site: Site, forwarder: Forwarder) => CompiledSite;
 
@@ -126,7 +128,7 @@ export class ProxyServer {
   readonly #httpsPort: number | undefined;
   readonly #http2: Partial<Http2Limits>;
   readonly #reusePort: boolean;
-  readonly #ticketKeys: Buffer | undefined;
+  #ticketKeys: Buffer | undefined;
   readonly #limits: Readonly<ListenerLimits>;
   /** Connections per client address and in total, shared by every listener. */
   readonly #connections: ConnectionLimiter;
@@ -204,6 +206,18 @@ export class ProxyServer {
    */
   stats(): { requestsInFlight: number; openConnections: number } {
     return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
+  }
+
+  /**
+   * Replaces the TLS session-ticket keys (48 bytes) of every TLS listener,
+   * open and opened later: tickets issued with the previous keys are not
+   * accepted any more (Node keeps one key set per server).
+   */
+  setTicketKeys(keys: Buffer): void {
+    this.#ticketKeys = keys;
+    for (const server of this.#servers) {
+      if ('setTicketKeys' in server) server.setTicketKeys(keys);
+    }
   }
 
   /** The current route table. */
@@ -334,6 +348,9 @@ export class ProxyServer {
         Http2ServerResponse: CountingH2Response as never,
         ...handshakeOptions(certificates, this.#alpnChallenges),
         ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
+        // Node's default is a hash of the process's command line, which differs between two daemons (their
+        // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
+        sessionIdContext: SESSION_ID_CONTEXT,
       },
       handler as never,
     );
