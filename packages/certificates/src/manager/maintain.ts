@@ -4,7 +4,7 @@ import { dnsStepOf } from '../dns/dns01-solver.js';
 import { CertificatesError } from '../errors.js';
 import { nextRenewalInfoPoll, selectAriRenewalTime } from '../schedule/ari.js';
 import { recordFailure } from '../schedule/backoff.js';
-import { type RenewalDecision, renewalDecision } from '../schedule/renewal-window.js';
+import { type RenewalDecision, renewalDecision, renewalSpreadOf } from '../schedule/renewal-window.js';
 import { validationHeldUntil } from '../schedule/validation-hold.js';
 import type { CertificateStorage, StorageLock } from '../storage/storage.js';
 import { type CertificateLogger, type Entry, messageOf, safeAriCertId } from './entry.js';
@@ -13,6 +13,12 @@ import type { NameStorage } from './name-storage.js';
 import { AttemptFailed, type Obtainer } from './obtain.js';
 import type { NameMaintenance, ServedCertificates } from './serve.js';
 import type { LoadedCertificate } from './stored-certificate.js';
+import { WorkQueue } from './work-queue.js';
+
+/** Attempts at once per issuer by default: the local CA, and each ACME CA. */
+export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 4, acme: 2 } as const;
+/** Storage reads of names (loading a stored certificate) at once. */
+export const STORAGE_READ_CONCURRENCY = 8;
 
 /** After a failed renewalInfo request, ask again after this long, ms (the last known window stays in force). */
 const RENEWAL_INFO_RETRY_MS = 60 * 60 * 1000;
@@ -29,6 +35,10 @@ export interface MaintainerOptions {
   log: CertificateLogger;
   checkIntervalMs: number;
   lockTimeoutMs: number | undefined;
+  /** Attempts at once: for the local CA, and for each ACME CA. */
+  concurrency: { local: number; acme: number };
+  /** The lifetime rule's spread, a fraction of the lifetime (see `renewalDecision`). */
+  renewalSpread: number;
 }
 
 /**
@@ -50,6 +60,12 @@ export class Maintainer implements NameMaintenance {
   readonly #log: CertificateLogger;
   readonly #checkIntervalMs: number;
   readonly #lockTimeoutMs: number | undefined;
+  readonly #concurrency: { local: number; acme: number };
+  readonly #renewalSpread: number;
+  /** One issuance queue per issuer (`local`, or the ACME CA an attempt starts with). */
+  readonly #queues = new Map<string, WorkQueue>();
+  /** Reads of names' stored files. */
+  readonly #reads = new WorkQueue(STORAGE_READ_CONCURRENCY);
 
   constructor(options: MaintainerOptions) {
     this.#storage = options.storage;
@@ -62,11 +78,41 @@ export class Maintainer implements NameMaintenance {
     this.#log = options.log;
     this.#checkIntervalMs = options.checkIntervalMs;
     this.#lockTimeoutMs = options.lockTimeoutMs;
+    this.#concurrency = options.concurrency;
+    this.#renewalSpread = options.renewalSpread;
   }
 
-  /** Serves the name's stored certificate and restores its state (see {@link NameStorage.load}). */
-  load(entry: Entry): Promise<void> {
-    return this.#names.load(entry);
+  /**
+   * Serves the name's stored certificate and restores its state (see
+   * {@link NameStorage.load}), a few names at a time: `urgent` (a handshake
+   * waits) goes first.
+   */
+  load(entry: Entry, urgent = false): Promise<void> {
+    return this.#reads.run(entry.name, () => (entry.removed ? Promise.resolve() : this.#names.load(entry)), urgent);
+  }
+
+  /** Moves a name's waiting load or attempt to the front of its queue (a handshake asked for it). */
+  promote(entry: Entry): void {
+    this.#reads.promote(entry.name);
+    this.#queueFor(entry).promote(entry.name);
+  }
+
+  /** The attempts running and waiting, and the most that ever ran at once, per issuer queue (tests, diagnostics). */
+  queues(): Record<string, { running: number; waiting: number; peak: number }> {
+    const out: Record<string, { running: number; waiting: number; peak: number }> = {};
+    for (const [id, queue] of this.#queues)
+      out[id] = { running: queue.running, waiting: queue.waiting, peak: queue.peak };
+    return out;
+  }
+
+  #queueFor(entry: Entry): WorkQueue {
+    const id = this.#obtainer.issuerIds(entry)[0] ?? entry.kind;
+    let queue = this.#queues.get(id);
+    if (queue === undefined) {
+      queue = new WorkQueue(entry.kind === 'internal' ? this.#concurrency.local : this.#concurrency.acme);
+      this.#queues.set(id, queue);
+    }
+    return queue;
   }
 
   /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
@@ -76,6 +122,7 @@ export class Maintainer implements NameMaintenance {
       validity: { notBefore: certificate.notBefore, notAfter: certificate.notAfter },
       now,
       checkIntervalMs: this.#checkIntervalMs,
+      spread: this.#renewalSpread * renewalSpreadOf(entry.name, certificate.notBefore),
       ari:
         ari?.window && ari.selectedAt !== null
           ? { window: ari.window, certId: ari.certId, selectedAt: ari.selectedAt }
@@ -114,9 +161,12 @@ export class Maintainer implements NameMaintenance {
       return;
     }
     entry.retryOnce = false;
+    // The attempt waits for a place in its issuer's queue holding nothing (no lock, no file) until it starts.
+    const queue = this.#queueFor(entry);
     this.#jobs.run(
       entry,
-      () => this.#attempt(entry),
+      () =>
+        queue.run(entry.name, () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry))),
       () => this.check(entry),
     );
   }
@@ -129,6 +179,10 @@ export class Maintainer implements NameMaintenance {
   async #attempt(entry: Entry): Promise<void> {
     let lock: StorageLock | null = null;
     try {
+      // Over the account's order rate limit: wait for a slot without taking the lock or reading storage.
+      const account = this.#obtainer.firstAccount(entry);
+      const slotAt = account === null ? 0 : this.#jobs.orderSlotAt(account);
+      if (slotAt > this.#now()) throw new RateLimited(slotAt);
       lock = await this.#jobs.lock(this.#storage, `cert-${entry.name}`, this.#lockTimeoutMs);
       if (lock === null) return;
       if (entry.removed) return;
