@@ -218,7 +218,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     if (this.#jobs.closed) return;
     for (const name of changes.remove) {
       const entry = this.#entries.get(name.toLowerCase());
-      if (entry !== undefined) this.#remove(entry);
+      if (entry !== undefined && !entry.onDemand) this.#remove(entry);
     }
     const changed: Entry[] = [];
     const added: Entry[] = [];
