@@ -33,6 +33,10 @@ export interface DaemonOptions {
   stateDir?: string;
   /** `--cert-dir` / `PROXY_CERT_DIR` (default /etc/proxy/certs). */
   certDir?: string;
+  /** Loaded certificates the control plane keeps (`PROXY_CERT_CACHE`; default 10,000). */
+  certCache?: number;
+  /** TLS contexts each worker keeps (`PROXY_WORKER_CERT_CACHE`; default 10,000). */
+  workerCertCache?: number;
   /** `--docker-host`: the container runtime endpoint (`unix://…`, `tcp://host:port`). */
   dockerHost?: string;
   /** False with `--no-docker` (default true): no container discovery. */
@@ -141,6 +145,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           certDir,
           logger: tlsLog,
           ...(challenges === undefined ? {} : { challengeTable: challenges }),
+          ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
         });
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
@@ -155,6 +160,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
     routes: () => store.snapshot,
     certificates,
+    ...(options.workerCertCache === undefined ? {} : { workerCertCache: options.workerCertCache }),
     stateDir,
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
     redirects,
@@ -169,6 +175,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   await history?.attach({ drain: (now) => fleet.drainRollups(now), setSalt: (salt) => fleet.setVisitorSalt(salt) });
   if (metrics?.role === 'primary') metrics.setWorkerSource(() => serving.metricsSnapshots());
   const unwatchCertificates = manager?.onChange((change) => void fleet.certificatesChanged(change.name));
+  const unwatchRemovals = manager?.onRemove((name) => void fleet.certificatesChanged(name, true));
   // In the background: stored certificates load, missing ones are ordered; listeners never wait.
   const followRoutes = (snapshot: RouteSnapshot) =>
     certificates?.setRoutes(snapshot).then(() => fleet.certificatesChanged());
@@ -213,6 +220,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     await docker.close();
     unsubscribe();
     unwatchCertificates?.();
+    unwatchRemovals?.();
     certificates?.close();
     await fleet.stop(0);
     await history?.close();
@@ -308,6 +316,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await store.close();
       unsubscribe();
       unwatchCertificates?.();
+      unwatchRemovals?.();
       certificates?.close();
       await drained;
       // After the drain: what the last requests added (the workers' last rollups, this process's current minute).

@@ -40,7 +40,13 @@ serveNodeOverIpc<WorkerInit>({
       certificates:
         init.certificates === null
           ? null
-          : { mode: 'pushed', initial: init.certificates, supply: init.onDemand ? fleet : null },
+          : {
+              mode: 'pulled',
+              initial: init.certificates,
+              supply: fleet,
+              askUnserved: init.onDemand,
+              capacity: init.certificateCacheCapacity,
+            },
       challenges: init.challenges,
       dataPlane: {
         reusePort: true,

@@ -5,6 +5,11 @@ import type { LocalCa } from '../local-ca/local-ca.js';
 import { DEFAULT_RENEWAL_SPREAD, RENEWAL_CHECK_INTERVAL_MS } from '../schedule/renewal-window.js';
 import type { CertificateSummary } from '../schedule/status.js';
 import type { CertificateStorage } from '../storage/storage.js';
+import {
+  CertificateCache,
+  type CertificateCacheStats,
+  DEFAULT_CERTIFICATE_CACHE_CAPACITY,
+} from './certificate-cache.js';
 import { DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 import { ChallengeTable } from './challenge-table.js';
 import {
@@ -25,6 +30,7 @@ import { type CertificateChange, OnDemandHandshakes, type ServedCertificate, Ser
 import { nameSegment } from './stored-certificate.js';
 import { summarizeEntries } from './summary.js';
 
+export type { CertificateCacheStats } from './certificate-cache.js';
 export type { CertificateLogger, ManagedAcmeIssuer, ManagedName } from './entry.js';
 export type { OrderResult } from './obtain.js';
 export type { CertificateChange, ServedCertificate } from './serve.js';
@@ -74,6 +80,12 @@ export interface CertificateManagerOptions {
    * left; each certificate its own time). 0 renews at exactly 1/3 left.
    */
   renewalSpread?: number;
+  /**
+   * Loaded certificates (PEMs and TLS context) kept in memory, least
+   * recently used out first (default 10,000, as Caddy). Every managed name
+   * stays served: an evicted one is read from storage at its next handshake.
+   */
+  cacheCapacity?: number;
 }
 
 /** A managed-name change: names to add (or whose issuer or DNS solver changed) and names to remove. */
@@ -150,7 +162,12 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       jobs: this.#jobs,
       acmeConcurrency: concurrency.acme,
     });
-    this.#served = new ServedCertificates(this.#entries, log);
+    this.#served = new ServedCertificates(
+      this.#entries,
+      log,
+      new CertificateCache(options.cacheCapacity ?? DEFAULT_CERTIFICATE_CACHE_CAPACITY),
+      (entry) => this.#maintainer.read(entry),
+    );
     this.#maintainer = new Maintainer({
       storage: options.storage,
       names: new NameStorage({
@@ -313,7 +330,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
 
   /** Whether a certificate for `host` is served now (the data plane redirects HTTP to HTTPS only then). */
   has(host: string): boolean {
-    return this.#served.lookup(host.toLowerCase()) !== null;
+    return this.#served.has(host.toLowerCase());
   }
 
   /** The HTTP-01 answer for `token` on `host` (see {@link ChallengeTable.respond}). */
@@ -330,26 +347,38 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return this.challengeTable.alpnContextFor(serverName);
   }
 
+  /** Calls `listener` with a name whose certificate is no longer served (the name left the managed set); returns the unsubscribe function. */
+  onRemove(listener: (name: string) => void): () => void {
+    return this.#served.onRemove(listener);
+  }
+
   /** Calls `listener` whenever a certificate is installed or replaced; returns the unsubscribe function. */
   onChange(listener: (change: CertificateChange) => void): () => void {
     return this.#served.onChange(listener);
   }
 
   /**
-   * The certificates served now, one per name (exact names and `*.parent`
-   * wildcards), as PEM: what another process serving the same names (a
-   * data-plane worker) loads. Sorted by name.
+   * The names a certificate is served for now (exact names and `*.parent`
+   * wildcards), sorted: the compact index, no certificate read. What a
+   * data-plane worker needs for `has(host)`; it asks {@link pemFor} for a
+   * certificate at its first handshake.
    */
-  served(): ServedCertificate[] {
-    return this.#served.list();
+  servedNames(): string[] {
+    return this.#served.names();
   }
 
   /**
    * The certificate served for a handshake's `serverName` (its exact name,
-   * else the `*.parent` wildcard) as {@link served} lists it, or null.
+   * else the `*.parent` wildcard) as PEM, read from storage when it is not
+   * in the cache, or null when none is served.
    */
-  servedFor(serverName: string): ServedCertificate | null {
-    return this.#served.pemFor(serverName.toLowerCase());
+  async pemFor(serverName: string): Promise<ServedCertificate | null> {
+    return await this.#served.pemFor(serverName.toLowerCase());
+  }
+
+  /** Hits, misses and evictions of the loaded-certificate cache since start, and its size: the metrics. */
+  cacheStats(): CertificateCacheStats {
+    return this.#served.cacheStats();
   }
 
   /** Every managed name's summary for `GET /certificates`, sorted by name. */
@@ -382,6 +411,6 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     entry.removed = true;
     this.#jobs.clearTimer(entry);
     this.#entries.delete(entry.name);
-    this.#served.remove(entry.name);
+    this.#served.remove(entry);
   }
 }

@@ -12,7 +12,7 @@ import { type Jobs, RateLimited } from './jobs.js';
 import type { NameStorage } from './name-storage.js';
 import { AttemptFailed, type Obtainer } from './obtain.js';
 import type { NameMaintenance, ServedCertificates } from './serve.js';
-import type { LoadedCertificate } from './stored-certificate.js';
+import type { CertificateInfo, LoadedCertificate } from './stored-certificate.js';
 import { WorkQueue } from './work-queue.js';
 
 /** Attempts at once per issuer by default: the local CA, and each ACME CA. */
@@ -91,6 +91,11 @@ export class Maintainer implements NameMaintenance {
     return this.#reads.run(entry.name, () => (entry.removed ? Promise.resolve() : this.#names.load(entry)), urgent);
   }
 
+  /** The name's newest stored certificate, read ahead of other reads (a handshake waits for it). */
+  async read(entry: Entry): Promise<LoadedCertificate | null> {
+    return await this.#reads.run(entry.name, async () => (await this.#names.read(entry)).certificate, true);
+  }
+
   /** Moves a name's waiting load or attempt to the front of its queue (a handshake asked for it). */
   promote(entry: Entry): void {
     this.#reads.promote(entry.name);
@@ -116,7 +121,7 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
-  renewal(entry: Entry, certificate: LoadedCertificate, now: number): RenewalDecision {
+  renewal(entry: Entry, certificate: Pick<CertificateInfo, 'notBefore' | 'notAfter'>, now: number): RenewalDecision {
     const ari = entry.current === certificate ? entry.ari : null;
     return renewalDecision({
       validity: { notBefore: certificate.notBefore, notAfter: certificate.notAfter },
@@ -163,10 +168,16 @@ export class Maintainer implements NameMaintenance {
     entry.retryOnce = false;
     // The attempt waits for a place in its issuer's queue holding nothing (no lock, no file) until it starts.
     const queue = this.#queueFor(entry);
+    // An on-demand name's first certificate: a handshake is waiting for it.
+    const urgent = entry.onDemand && entry.current === null;
     this.#jobs.run(
       entry,
       () =>
-        queue.run(entry.name, () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry))),
+        queue.run(
+          entry.name,
+          () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry)),
+          urgent,
+        ),
       () => this.check(entry),
     );
   }
@@ -262,12 +273,12 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** Starts a renewalInfo request for the served certificate when one is due (RFC 9773 §4.3 polling). */
-  #pollRenewalInfoIfDue(entry: Entry, current: LoadedCertificate, now: number): void {
+  #pollRenewalInfoIfDue(entry: Entry, current: CertificateInfo, now: number): void {
     if (entry.polling) return;
     if (entry.ari !== null && (entry.ari.nextPollAt === null || entry.ari.nextPollAt > now)) return;
     const issuer = this.#obtainer.ariIssuer(entry, current);
     if (issuer?.renewalInfo === undefined) return;
-    const certId = safeAriCertId(current.certPem);
+    const certId = current.certId;
     if (certId === null) {
       entry.ari = { certId: '', window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
       return;
@@ -278,7 +289,10 @@ export class Maintainer implements NameMaintenance {
       (async () => {
         let answer: RenewalInfoAnswer | null;
         try {
-          answer = await poll(current.certPem);
+          // The PEM from the cache, or storage when it was evicted.
+          const loaded = await this.#served.loaded(entry);
+          if (loaded === null || entry.current !== current) return;
+          answer = await poll(loaded.certPem);
         } catch (err) {
           if (entry.current !== current) return;
           const retryAt = this.#now() + RENEWAL_INFO_RETRY_MS;
@@ -303,7 +317,7 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** Keeps the CA's window; the time chosen in it is kept while the window is unchanged, so restarts do not re-pick it. */
-  #applyRenewalInfo(entry: Entry, current: LoadedCertificate, certId: string, answer: RenewalInfoAnswer | null): void {
+  #applyRenewalInfo(entry: Entry, current: CertificateInfo, certId: string, answer: RenewalInfoAnswer | null): void {
     const now = this.#now();
     if (answer === null) {
       entry.ari = { certId, window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };

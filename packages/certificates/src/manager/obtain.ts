@@ -103,7 +103,7 @@ export class Obtainer {
   }
 
   /** The issuer that issued `certificate` and can answer renewalInfo for it, if any. */
-  ariIssuer(entry: Entry, certificate: LoadedCertificate): ManagedAcmeIssuer | undefined {
+  ariIssuer(entry: Entry, certificate: { issuerId: string }): ManagedAcmeIssuer | undefined {
     if (entry.kind !== 'acme') return undefined;
     return this.#issuers.find((issuer) => issuerIdOf(issuer) === certificate.issuerId && issuer.renewalInfo);
   }

@@ -213,6 +213,8 @@ export interface CertificateWiringOptions {
   logger: CertificateLogger;
   /** The table that presents challenges (default a new one; a multi-core daemon's also tells its workers). */
   challengeTable?: ChallengeTable;
+  /** Loaded certificates the manager keeps in memory (`PROXY_CERT_CACHE`; default 10,000). */
+  cacheCapacity?: number;
 }
 
 /**
@@ -262,6 +264,7 @@ export async function createCertificateWiring(
       : { onDemand: { ask: global.on_demand_ask, allowed: (name: string) => certified.onDemandIssuer(name) } }),
     keyType: global.key_type === 'rsa2048' ? 'rsa' : 'ecdsa',
     logger: options.logger,
+    ...(options.cacheCapacity === undefined ? {} : { cacheCapacity: options.cacheCapacity }),
   });
   return {
     manager,

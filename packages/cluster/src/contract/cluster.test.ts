@@ -24,18 +24,17 @@ function channelPair(): [Channel, Channel] {
   return [new Channel(a), new Channel(b)];
 }
 
-describe('certificates pushed to nodes', () => {
-  it('CertificateSync sends what changed and drops what is gone', () => {
-    const pem = (name: string, cert: string) => ({ name, cert: `cert ${cert}`, key: `key ${cert}` });
-    const [a, b, b2] = [pem('a.localhost', '1'), pem('b.localhost', '2'), pem('b.localhost', '3')];
+describe('certificates for nodes that pull them', () => {
+  it('CertificateSync gathers the names served and unserved since the last update, the last word winning', () => {
     const sync = new CertificateSync();
-    expect(sync.all([a])).toEqual({ set: [a], drop: [] });
-    // `all` is for a node that starts: the running ones still get everything at the next diff.
-    expect(sync.diff([a])).toEqual({ set: [a], drop: [] });
-    expect(sync.diff([a])).toBeNull();
-    expect(sync.diff([a, b])).toEqual({ set: [b], drop: [] });
-    expect(sync.one(b)).toBeNull();
-    expect(sync.diff([b2])).toEqual({ set: [b2], drop: ['a.localhost'] });
+    expect(sync.take()).toBeNull();
+    sync.served('a.localhost');
+    sync.served('b.localhost');
+    sync.unserved('b.localhost');
+    sync.served('a.localhost');
+    expect(sync.take()).toEqual({ served: ['a.localhost'], unserved: ['b.localhost'] });
+    expect(sync.take()).toBeNull();
+    expect(CertificateSync.join(['a.localhost'])).toEqual({ served: ['a.localhost'], unserved: [] });
   });
 });
 
