@@ -7,7 +7,7 @@ import { recordFailure } from '../schedule/backoff.js';
 import { type RenewalDecision, renewalDecision, renewalSpreadOf } from '../schedule/renewal-window.js';
 import { validationHeldUntil } from '../schedule/validation-hold.js';
 import type { CertificateStorage, StorageLock } from '../storage/storage.js';
-import { type CertificateLogger, type Entry, messageOf, safeAriCertId } from './entry.js';
+import { type CertificateLogger, type Entry, messageOf } from './entry.js';
 import { type Jobs, RateLimited } from './jobs.js';
 import type { NameStorage } from './name-storage.js';
 import { AttemptFailed, type Obtainer } from './obtain.js';
