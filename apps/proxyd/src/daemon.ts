@@ -180,7 +180,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const followRoutes = (snapshot: RouteSnapshot) =>
     certificates?.setRoutes(snapshot).then(() => fleet.certificatesChanged());
   void followRoutes(store.snapshot);
-  if (manager) metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
+  if (manager) {
+    metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
+    metrics?.setCertificateCacheSource('control', () => manager.cacheStats());
+  }
   // A route write resolves once every node swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((snapshot) => {
     void followRoutes(snapshot);

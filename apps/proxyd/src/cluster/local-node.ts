@@ -171,6 +171,8 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     metrics.setUpstreamHealthSource(() => plane.upstreamHealth());
     metrics.setAnalyticsDroppedSource(() => analytics.droppedRequests());
     metrics.setDataPlaneStatsSource(() => plane.stats());
+    const pulled = store;
+    if (pulled !== null && metrics.role === 'worker') metrics.setCertificateCacheSource('worker', () => pulled.stats());
   }
   return {
     index: options.index,
