@@ -173,7 +173,6 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
         config,
         table: join.table,
         certificates: join.certificates,
-        onDemand: true,
         certificateCacheCapacity: 100,
         challenges: join.challenges,
         secret: randomBytes(32),

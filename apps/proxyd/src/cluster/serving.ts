@@ -209,7 +209,6 @@ async function startWorkers(
       config,
       table: join.table,
       certificates: join.certificates,
-      onDemand: config.global.on_demand_ask !== null,
       certificateCacheCapacity: options.workerCertCache ?? DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
       challenges: join.challenges,
       secret,

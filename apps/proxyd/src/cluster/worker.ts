@@ -44,7 +44,9 @@ serveNodeOverIpc<WorkerInit>({
               mode: 'pulled',
               initial: init.certificates,
               supply: fleet,
-              askUnserved: init.onDemand,
+              // A name with no certificate is asked too: the primary obtains an on-demand one, or moves a
+              // managed name still waiting for its first certificate to the front (names with traffic first).
+              askUnserved: true,
               capacity: init.certificateCacheCapacity,
             },
       challenges: init.challenges,

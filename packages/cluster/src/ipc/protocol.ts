@@ -19,8 +19,6 @@ export interface WorkerInit {
   table: Uint8Array;
   /** The names the primary's manager serves, no certificate: the worker asks at a handshake (null with `auto_https off`). */
   certificates: CertificateUpdate | null;
-  /** Whether a name no certificate serves is asked of the primary too (on-demand TLS). */
-  onDemand: boolean;
   /** TLS contexts the worker keeps (least recently used out first). */
   certificateCacheCapacity: number;
   /** ACME challenges presented now (a worker may start during an order). */
