@@ -29,7 +29,11 @@ describe('CertificateManager: certificate cache', () => {
     expect(names.map((name) => manager.has(name))).toEqual([true, true, true]);
     expect(manager.servedNames()).toEqual(names);
 
+    // GET /certificates and the redirect decision read no storage, evicted names included.
     reads = 0;
+    expect(manager.status().map((s) => [s.name, s.status])).toEqual(names.map((name) => [name, 'valid']));
+    expect(manager.has('a.example.com')).toBe(true);
+    expect(reads).toBe(0);
     const handshake = manager.contextFor('a.example.com');
     expect(handshake).toBeInstanceOf(Promise);
     // Concurrent handshakes share one read.
