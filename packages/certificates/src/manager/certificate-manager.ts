@@ -70,7 +70,7 @@ export interface CertificateManagerOptions {
   lockTimeoutMs?: number;
   /**
    * Attempts (lock, storage re-read, order, store) at once: `local` for the
-   * local CA (default 4), `acme` for each ACME CA (default 2). Names wait
+   * local CA (default 16), `acme` for each ACME CA (default 2). Names wait
    * in a queue holding nothing; a handshake moves its name to the front.
    */
   concurrency?: { local?: number; acme?: number };

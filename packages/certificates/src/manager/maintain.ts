@@ -16,7 +16,7 @@ import type { CertificateInfo, LoadedCertificate } from './stored-certificate.js
 import { WorkQueue } from './work-queue.js';
 
 /** Attempts at once per issuer by default: the local CA, and each ACME CA. */
-export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 4, acme: 2 } as const;
+export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 16, acme: 2 } as const;
 /** Storage reads of names (loading a stored certificate) at once. */
 export const STORAGE_READ_CONCURRENCY = 8;
 
