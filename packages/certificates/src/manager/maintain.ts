@@ -19,6 +19,8 @@ import { WorkQueue } from './work-queue.js';
 export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 16, acme: 2 } as const;
 /** Storage reads of names (loading a stored certificate) at once. */
 export const STORAGE_READ_CONCURRENCY = 8;
+/** renewalInfo (ARI) requests at once. */
+const RENEWAL_INFO_CONCURRENCY = 4;
 
 /** After a failed renewalInfo request, ask again after this long, ms (the last known window stays in force). */
 const RENEWAL_INFO_RETRY_MS = 60 * 60 * 1000;
@@ -66,6 +68,8 @@ export class Maintainer implements NameMaintenance {
   readonly #queues = new Map<string, WorkQueue>();
   /** Reads of names' stored files. */
   readonly #reads = new WorkQueue(STORAGE_READ_CONCURRENCY);
+  /** renewalInfo requests (a restart with many ACME names does not send them all at once). */
+  readonly #polls = new WorkQueue(RENEWAL_INFO_CONCURRENCY);
 
   constructor(options: MaintainerOptions) {
     this.#storage = options.storage;
@@ -289,10 +293,14 @@ export class Maintainer implements NameMaintenance {
       (async () => {
         let answer: RenewalInfoAnswer | null;
         try {
-          // The PEM from the cache, or storage when it was evicted.
-          const loaded = await this.#served.loaded(entry);
-          if (loaded === null || entry.current !== current) return;
-          answer = await poll(loaded.certPem);
+          const asked = await this.#polls.run(entry.name, async () => {
+            // The PEM from the cache, or storage when it was evicted.
+            const loaded = await this.#served.loaded(entry);
+            if (loaded === null || entry.current !== current) return undefined;
+            return await poll(loaded.certPem);
+          });
+          if (asked === undefined) return;
+          answer = asked;
         } catch (err) {
           if (entry.current !== current) return;
           const retryAt = this.#now() + RENEWAL_INFO_RETRY_MS;
