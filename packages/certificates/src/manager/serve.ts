@@ -100,10 +100,12 @@ export class ServedCertificates {
     const promise = (async () => {
       try {
         const loaded = await this.#read(entry);
-        // Kept only when it is still what the index says is served (a renewal may have come meanwhile).
-        if (loaded === null || entry.current !== current || entry.removed) return this.#cache.peek(entry.name) ?? null;
-        if (current !== null && loaded.notAfter !== current.notAfter) return this.#cache.peek(entry.name) ?? null;
-        this.#cache.set(entry.name, loaded);
+        if (loaded === null || entry.removed) return null;
+        // A renewal came meanwhile: its certificate is the one to serve.
+        if (entry.current !== current) return this.#cache.peek(entry.name) ?? loaded;
+        // Another process sharing the storage renewed it: served from now on, as an attempt would.
+        if (current !== null && loaded.notAfter > current.notAfter) this.install(entry, loaded);
+        else this.#cache.set(entry.name, loaded);
         return loaded;
       } finally {
         this.#reading.delete(entry.name);
