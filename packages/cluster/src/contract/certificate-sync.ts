@@ -23,6 +23,12 @@ export class CertificateSync {
     this.#unserved.add(name);
   }
 
+  /** An update a node did not take, to send again: a name changed since (pending now) keeps its newer change. */
+  requeue(update: CertificateUpdate): void {
+    for (const name of update.served) if (!this.#unserved.has(name)) this.#served.add(name);
+    for (const name of update.unserved) if (!this.#served.has(name)) this.#unserved.add(name);
+  }
+
   /** What changed since the last call, or null when nothing did. */
   take(): CertificateUpdate | null {
     if (this.#served.size === 0 && this.#unserved.size === 0) return null;

@@ -13,6 +13,9 @@ import type {
 import { type Limiter, RateLimitAuthority } from './rate-limits.js';
 import { RoutePublisher, type RouteUpdate } from './route-tables.js';
 
+/** After an update a node did not take, the names are sent again this much later, ms. */
+const CERTIFICATES_RETRY_MS = 1000;
+
 /** Where the fleet reads the certificates it supplies: the certificate manager. */
 export interface CertificateSource {
   /** The names served now (exact and `*.parent`): what a `pulled` node starts with. No certificate is read. */
@@ -142,13 +145,22 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   async #sendCertificates(): Promise<void> {
     this.#sending = null;
     const update = this.#sync.take();
+    let failed = false;
     await Promise.all(
       this.nodes.map(async (node) => {
         if (node.certificateMode === 'shared') return await node.certificatesChanged(null);
         if (update === null) return;
-        await node.certificatesChanged(update).catch((err: unknown) => this.#report('certificates not sent', err));
+        await node.certificatesChanged(update).catch((err: unknown) => {
+          failed = true;
+          this.#report('certificates not sent', err);
+        });
       }),
     );
+    if (!failed || update === null) return;
+    // A node that did not take it (busy past the timeout) would keep a stale index: the names go again
+    // a second later (to every node: taking a name twice only drops a copy).
+    this.#sync.requeue(update);
+    setTimeout(() => void this.certificatesChanged(), CERTIFICATES_RETRY_MS).unref();
   }
 
   /** Starts answering `challenge` on every node; resolves once each does (the CA may then check). */
