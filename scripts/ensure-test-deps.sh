@@ -24,6 +24,9 @@ needed=(
   dockerd=docker.io                      # a real Docker Engine, started by hand (brings containerd, tini)
   h2load=nghttp2-client                  # HTTP/2 load and request clients (h2load, nghttp) for the HTTP/2 tests
   nghttp=nghttp2-client
+  redis-server=redis-server              # the Redis storage (storage redis): unit and e2e tests on loopback
+  redis-sentinel=redis-sentinel          # Sentinel failover of the Redis storage
+  redis-cli=redis-tools                  # reads what the Redis storage wrote, in the tests
   systemd-analyze=systemd                # checks packaging/proxyd.service offline (verify, security); nothing is booted
 )
 exec bash "$(dirname "$0")/install-debian-packages.sh" "test dependencies" "${needed[@]}"

@@ -13,6 +13,7 @@ import {
   listenUnixSocket,
   type RouteStorePort,
   type StatsPort,
+  type StoragePort,
   trackForDrain,
   type UnixSocketListener,
 } from '@proxyd/admin-api';
@@ -79,6 +80,8 @@ export interface ControlPlaneOptions {
   analytics: AnalyticsPort | undefined;
   /** `GET /certificates`; absent with `auto_https off`. */
   certificates: CertificatesPort | undefined;
+  /** The shared storage (global option `storage redis`): its state in `GET /health`; undefined with the cert dir. */
+  storage?: StoragePort | undefined;
   /** `GET /discovery`: container discovery's state and label warnings. */
   discovery: DiscoveryPort | undefined;
   /** `GET /stats…`: the history store; undefined with `history off` (501). */
@@ -146,6 +149,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ...(options.cache ? { cache: options.cache } : {}),
     ...(options.analytics ? { analytics: options.analytics } : {}),
     ...(options.certificates ? { certificates: options.certificates } : {}),
+    ...(options.storage ? { storage: options.storage } : {}),
     ...(options.discovery ? { discovery: options.discovery } : {}),
     ...(options.stats ? { stats: options.stats } : {}),
   });

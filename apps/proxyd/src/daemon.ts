@@ -1,7 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import { createCertificateWiring, DEFAULT_CERT_DIR } from '@proxyd/certificates';
+import { createCertificateWiring, DEFAULT_CERT_DIR, openRedisStorage } from '@proxyd/certificates';
 import type { Fleet } from '@proxyd/cluster';
 import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
@@ -138,6 +138,20 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Challenges the manager presents reach every node of the fleet (started below).
   let fleetOf: Fleet | null = null;
   const challenges = config.global.auto_https !== 'off' ? fleetChallengeTable(() => fleetOf) : undefined;
+  // Global option `storage redis`: certificates, keys and locks shared by a fleet; else the cert dir.
+  // The connection is made in the background: a Redis that does not answer does not stop the start.
+  const sharedStorage =
+    config.global.storage === undefined || config.global.auto_https === 'off'
+      ? undefined
+      : await openRedisStorage(config.global.storage);
+  const unwatchStorage = sharedStorage?.onStateChange(({ reachable, error }) => {
+    if (reachable) tlsLog.info({ storage: 'redis' }, 'storage redis: connected');
+    else
+      tlsLog.error(
+        { storage: 'redis', error },
+        `storage redis: unreachable (${error ?? 'connection closed'}); serving the certificates held, issuance waits`,
+      );
+  });
   const certificates =
     config.global.auto_https === 'off'
       ? undefined
@@ -145,6 +159,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           certDir,
           logger: tlsLog,
           ...(challenges === undefined ? {} : { challengeTable: challenges }),
+          ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
           ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
         });
   const manager = certificates?.manager;
@@ -181,7 +196,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     certificates?.setRoutes(snapshot).then(() => fleet.certificatesChanged());
   void followRoutes(store.snapshot);
   if (manager) {
-    metrics?.setCertificateSource(() => ({ certificates: manager.status(), orders: manager.orderCounts() }));
+    metrics?.setCertificateSource(() => ({
+      certificates: manager.status(),
+      orders: manager.orderCounts(),
+      ...(sharedStorage === undefined ? {} : { storage: sharedStorage.state() }),
+    }));
     metrics?.setCertificateCacheSource('control', () => manager.cacheStats());
   }
   // A route write resolves once every node swapped (the store waits for the promise).
@@ -225,6 +244,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unwatchCertificates?.();
     unwatchRemovals?.();
     certificates?.close();
+    unwatchStorage?.();
+    await sharedStorage?.close();
     await fleet.stop(0);
     await history?.close();
     throw err;
@@ -244,6 +265,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       analytics: serving.analytics,
       stats: history?.store,
       certificates: manager ? { list: async () => manager.status() } : undefined,
+      storage: sharedStorage,
       discovery: docker,
       logging,
       startedAt,
@@ -321,6 +343,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unwatchCertificates?.();
       unwatchRemovals?.();
       certificates?.close();
+      unwatchStorage?.();
+      await sharedStorage?.close();
       await drained;
       // After the drain: what the last requests added (the workers' last rollups, this process's current minute).
       await history?.close();

@@ -24,6 +24,7 @@ import type {
   ReloadPort,
   RouteStorePort,
   StatsPort,
+  StoragePort,
 } from './ports.js';
 import { createRateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import { writeConnectRefused, writeExpectationFailed } from './server-events.js';
@@ -54,6 +55,8 @@ export interface AdminAppOptions {
   metrics?: MetricsPort;
   /** Managed certificates (automatic HTTPS); absent (automatic HTTPS off) → GET /certificates answers `[]`. */
   certificates?: CertificatesPort;
+  /** The shared storage (global option `storage`); absent (the cert dir) → `GET /health` has no `storage` field. */
+  storage?: StoragePort;
   /** Container discovery (the docker source); absent → GET /discovery answers `enabled: false`. */
   discovery?: DiscoveryPort;
   /** Analytics history; absent (history off) → every `/stats` request answers 501. */
@@ -195,6 +198,7 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     reload: options.reload,
     metrics: options.metrics,
     certificates: options.certificates,
+    storage: options.storage,
     discovery: options.discovery,
     stats: options.stats,
     now,

@@ -9,6 +9,7 @@ import type {
   ReloadPort,
   RouteStorePort,
   StatsPort,
+  StoragePort,
 } from './ports.js';
 
 /** One entry of an OpenAPI document's `servers`. */
@@ -42,6 +43,7 @@ export interface AdminContext {
   reload: ReloadPort | undefined;
   metrics: MetricsPort | undefined;
   certificates: CertificatesPort | undefined;
+  storage: StoragePort | undefined;
   discovery: DiscoveryPort | undefined;
   stats: StatsPort | undefined;
   /** Milliseconds since the epoch. */

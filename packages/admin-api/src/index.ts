@@ -54,6 +54,7 @@ export type {
   StatsRangeTotals,
   StatsSeriesPoint,
   StatsVitalCounts,
+  StoragePort,
 } from './ports.js';
 export { DEFAULT_RATE_LIMIT } from './rate-limit.js';
 export {

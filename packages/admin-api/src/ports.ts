@@ -268,3 +268,9 @@ export interface StatsPort {
   /** The `limit` pages with the most samples, descending. */
   vitals(domain: string, range: StatsRange, limit: number): StatsPageVitals[] | Promise<StatsPageVitals[]>;
 }
+
+/** The shared certificate storage's state (global option `storage`): shown by `GET /health`. */
+export interface StoragePort {
+  /** Where certificates live (`redis`) and whether it answers now; never throws. */
+  state(): { backend: 'redis'; reachable: boolean };
+}

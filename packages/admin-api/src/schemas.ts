@@ -29,6 +29,21 @@ export const HealthResponse = Type.Object(
   {
     status: Type.Literal('ok', { description: 'Always "ok" while the process serves' }),
     uptime_secs: Type.Integer({ minimum: 0, description: 'Whole seconds since the process started' }),
+    storage: Type.Optional(
+      Type.Object(
+        {
+          backend: Type.Literal('redis', { description: 'Where certificates, keys and locks live' }),
+          reachable: Type.Boolean({
+            description:
+              'Whether Redis answers now; while false the node serves the certificates it holds and issuance waits',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description: 'Present only with the global option `storage redis` (absent: the cert dir)',
+        },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'Liveness answer' },
 );

@@ -20,8 +20,12 @@ export const CertificatesErrorCode = {
   STORAGE_INVALID_KEY: 'CERT_STORAGE_INVALID_KEY',
   /** A file or directory in the cert dir is open to group or others (mode wider than 0600 / 0700); it is neither used nor overwritten. */
   STORAGE_UNSAFE_MODE: 'CERT_STORAGE_UNSAFE_MODE',
-  /** Reading, writing, listing or deleting in the cert dir failed (other than a missing key); the message names the path. */
+  /** Reading, writing, listing or deleting in the storage failed (other than a missing key): the message names the path in the cert dir, or the Redis command and its error (e.g. Redis unreachable). */
   STORAGE_IO: 'CERT_STORAGE_IO',
+  /** A stored value is encrypted and does not decrypt: altered, sealed with another key or under another storage key, or no `encryption_key_file` is configured; it is left as it is. */
+  STORAGE_DECRYPT_FAILED: 'CERT_STORAGE_DECRYPT_FAILED',
+  /** The Redis storage's configuration is unusable at start: an unset `{env.NAME}`, an unreadable `*_file`, an encryption key that is not 256 bits. */
+  STORAGE_CONFIG_INVALID: 'CERT_STORAGE_CONFIG_INVALID',
   /** A storage lock was not obtained within `timeoutMs` (default 60 s). */
   LOCK_TIMEOUT: 'CERT_LOCK_TIMEOUT',
   /** A stored local-CA file (root or intermediate certificate or key) does not parse or does not match its pair; it is left as it is, never overwritten. */

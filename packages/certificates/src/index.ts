@@ -147,6 +147,13 @@ export {
   validationHeldUntil,
 } from './schedule/index.js';
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
+export { type OpenRedisStorageOptions, openRedisStorage } from './storage/redis-connect.js';
+export {
+  DEFAULT_KEY_PREFIX,
+  RedisStorage,
+  type RedisStorageOptions,
+  type StorageState,
+} from './storage/redis-storage.js';
 export type { CertificateStorage, LockOptions, StorageLock, StoreOptions } from './storage/storage.js';
 export {
   describeRoot,

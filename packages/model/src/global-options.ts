@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import { BindAddress, Port } from './addresses.js';
 import { BasicAuth } from './directives.js';
 import { DnsProviderConfig } from './dns-challenge.js';
+import { RedisStorageConfig } from './storage-options.js';
 import { AcmeDirectoryUrl, AcmeEab, AutoHttps, HttpUrl, KeyType } from './tls.js';
 
 /**
@@ -169,6 +170,8 @@ export const GlobalOptions = Type.Object(
     dashboard: Type.Optional(DashboardOptions),
     // Optional, like history: absent is every listener default.
     servers: Type.Optional(ServerOptions),
+    // Optional: absent is the file storage in the cert dir, so every config without it reads as before.
+    storage: Type.Optional(RedisStorageConfig),
   },
   { additionalProperties: false },
 );

@@ -106,6 +106,7 @@ export {
   type StatsRange,
   statsBucketCount,
 } from './stats-query.js';
+export { RedisStorageConfig, RedisTlsOptions } from './storage-options.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';
 export {
   type HostPort,

@@ -5,6 +5,7 @@ import { readDnsProvider } from './dns-provider.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { blockValue, oneOf, type Seen, single } from './global-lines.js';
 import { readServers } from './global-servers.js';
+import { readStorage } from './global-storage.js';
 import { show, type Token } from './lexer.js';
 import type { Block } from './parser.js';
 import { nearest } from './suggest.js';
@@ -143,6 +144,7 @@ function dockerHostProblem(text: string): string | null {
  *         max_header_size <size>    # largest request head, 1KiB to 16MiB (default 16KiB; over it 431)
  *         max_connections_per_ip <n>   # per client address on the node, trusted_proxies exempt (default 256; 0: no cap)
  *     }
+ *     storage redis [<url>] { … }   # certificates and locks in Redis, shared by a fleet (see global-storage.ts; default: the cert dir)
  *     dashboard [<host>]:<port> {  # the analytics dashboard's listener (default: none; no host: 127.0.0.1)
  *         basic_auth <user> <bcrypt_hash>   # required, one line per user; or the directive's block:
  *         basic_auth ["<realm>"] {
@@ -398,6 +400,7 @@ const OPTIONS: Record<string, (d: Dispenser, g: GlobalOptions, seen: Seen) => vo
     g.history = history;
   },
   servers: readServers,
+  storage: readStorage,
   dashboard(d, g) {
     const expected = 'a dashboard listener address ([host]:port), e.g. :9190 or 127.0.0.1:9190';
     const t = d.nonEmptyArg(expected);

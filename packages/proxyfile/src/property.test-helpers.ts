@@ -416,6 +416,14 @@ const globalBlock: fc.Arbitrary<Node | null> = fc.option(
             { tokens: ['max_connections_per_ip', '64'] },
           ],
         },
+        {
+          tokens: ['storage', 'redis', 'rediss://proxyd@127.0.0.1:6380/2'],
+          block: [
+            { tokens: ['password', '{env.REDIS_PASSWORD}'] },
+            { tokens: ['tls'], block: [{ tokens: ['ca', '/etc/proxyd/redis-ca.pem'] }] },
+            { tokens: ['key_prefix', 'fleet-a'] },
+          ],
+        },
       ]),
       fc.option(
         fc.constantFrom<Node>(

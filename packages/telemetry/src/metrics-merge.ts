@@ -67,6 +67,7 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   proxyd_routes: 'first',
   proxyd_certificate_not_after_seconds: 'first',
   proxyd_acme_orders_total: 'first',
+  proxyd_storage_reachable: 'first',
   proxyd_config_reloads_total: 'first',
   proxyd_config_last_reload_successful: 'first',
   proxyd_config_last_reload_success_timestamp_seconds: 'first',

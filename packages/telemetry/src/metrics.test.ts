@@ -147,6 +147,19 @@ describe('metrics', () => {
     orders = { valid: 2, invalid: 0, error: 2 };
     text = await metrics.render();
     expect(text).toContain('proxyd_acme_orders_total{result="valid"} 2');
+    expect(text).not.toContain('proxyd_storage_reachable{');
+  });
+  it('issue 31: exposes whether the shared storage answers', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    let reachable = true;
+    metrics.setCertificateSource(() => ({
+      certificates: [],
+      orders: { valid: 0, invalid: 0, error: 0 },
+      storage: { backend: 'redis', reachable },
+    }));
+    expect(await metrics.render()).toContain('proxyd_storage_reachable{backend="redis"} 1');
+    reachable = false;
+    expect(await metrics.render()).toContain('proxyd_storage_reachable{backend="redis"} 0');
   });
 });
 

@@ -43,6 +43,8 @@ export interface CertificateMetricsSource {
   certificates: readonly { name: string; issuer: string | null; notAfter: number | null }[];
   /** ACME orders placed since start, by result. */
   orders: Readonly<Record<'valid' | 'invalid' | 'error', number>>;
+  /** The shared storage (global option `storage redis`) and whether it answers; absent with the cert dir. */
+  storage?: { backend: string; reachable: boolean };
 }
 
 /** What the certificate-cache metrics read at each scrape: a cache's counts since start and its size now. */
@@ -307,6 +309,17 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
         if (n++ >= maxDomains) break;
         this.labels(name, issuer).set(Math.floor(notAfter / 1000));
       }
+    },
+  });
+  new Gauge({
+    name: 'proxyd_storage_reachable',
+    help: 'Whether the shared certificate storage (storage redis) answers: 1 yes, 0 no; no series with the cert dir.',
+    labelNames: ['backend'] as const,
+    registers: controls ? [registry] : [],
+    collect() {
+      this.reset();
+      const storage = certificateSource?.().storage;
+      if (storage !== undefined) this.labels(storage.backend).set(storage.reachable ? 1 : 0);
     },
   });
   new Counter({

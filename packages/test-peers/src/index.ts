@@ -28,3 +28,10 @@ export {
   startPebble,
 } from './pebble.js';
 export { type PodmanOptions, type PodmanRuntime, startPodman } from './podman.js';
+export {
+  type RedisOptions,
+  type SentinelOptions,
+  type StartedRedis,
+  startRedis,
+  startSentinel,
+} from './redis.js';

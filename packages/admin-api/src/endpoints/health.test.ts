@@ -17,6 +17,19 @@ describe('GET /health', () => {
     expect(res.json()).toEqual({ status: 'ok', uptime_secs: 3 });
   });
 
+  it('issue 31: with storage redis, says whether Redis answers, and stays 200 "ok" while it does not', async () => {
+    let reachable = true;
+    t = testApp({ storage: { state: () => ({ backend: 'redis', reachable }) } });
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).json()).toMatchObject({
+      status: 'ok',
+      storage: { backend: 'redis', reachable: true },
+    });
+    reachable = false;
+    const res = await t.app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'ok', storage: { backend: 'redis', reachable: false } });
+  });
+
   it('ignores a wrong token and works with no token configured', async () => {
     t = testApp({ token: undefined });
     const res = await t.app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Bearer nope' } });

@@ -20,6 +20,7 @@ import {
 } from '../manager/index.js';
 import type { CertificateSummary } from '../schedule/index.js';
 import { FileStorage } from '../storage/file-storage.js';
+import type { CertificateStorage } from '../storage/storage.js';
 
 /** Let's Encrypt production: the CA of names the Proxyfile does not give an `acme_ca` for (spec §1). */
 export const DEFAULT_ACME_CA = 'https://acme-v02.api.letsencrypt.org/directory';
@@ -208,8 +209,10 @@ export interface CertificateWiring {
 
 /** Options of {@link createCertificateWiring}. */
 export interface CertificateWiringOptions {
-  /** The cert dir (`--cert-dir`). */
+  /** The cert dir (`--cert-dir`): the file storage, unless `storage` is given. */
   certDir: string;
+  /** The storage to use instead of the cert dir (the daemon's Redis storage, global option `storage redis`). */
+  storage?: CertificateStorage;
   logger: CertificateLogger;
   /** The table that presents challenges (default a new one; a multi-core daemon's also tells its workers). */
   challengeTable?: ChallengeTable;
@@ -218,8 +221,8 @@ export interface CertificateWiringOptions {
 }
 
 /**
- * Builds automatic HTTPS from the global options: file storage in the cert
- * dir, the local CA (opened at the first internal name), one ACME issuer per
+ * Builds automatic HTTPS from the global options: the given storage or the
+ * file storage in the cert dir, the local CA (opened at the first internal name), one ACME issuer per
  * `acme_ca` (Let's Encrypt when none is named), all sharing one challenge
  * table, and the manager over them. Nothing is contacted until a name needs
  * a certificate.
@@ -229,7 +232,7 @@ export async function createCertificateWiring(
   options: CertificateWiringOptions,
 ): Promise<CertificateWiring> {
   const { global } = config;
-  const storage = new FileStorage(options.certDir);
+  const storage = options.storage ?? new FileStorage(options.certDir);
   const challengeTable = options.challengeTable ?? new ChallengeTable();
   const certified = new CertifiedNames(global, (settings) =>
     createDns01Solver(settings, {}, (error) =>

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import { FileStorage } from './file-storage.js';
+import { storageContract } from './storage-contract.test-helpers.js';
 
 let tmp: string;
 let root: string;
@@ -12,6 +13,12 @@ beforeEach(async () => {
   root = path.join(tmp, 'etc', 'certs');
 });
 afterEach(() => rm(tmp, { recursive: true, force: true }));
+
+storageContract(
+  'FileStorage',
+  async () => new FileStorage(root),
+  async (lockPollMs) => new FileStorage(root, { lockPollMs }),
+);
 
 const mode = async (p: string) => (await stat(p)).mode & 0o777;
 
