@@ -34,6 +34,10 @@ export interface DaemonOptions {
   stateDir?: string;
   /** `--cert-dir` / `PROXY_CERT_DIR` (default /etc/proxy/certs). */
   certDir?: string;
+  /** Loaded certificates the control plane keeps (`PROXY_CERT_CACHE`; default 10,000). */
+  certCache?: number;
+  /** TLS contexts each worker keeps (`PROXY_WORKER_CERT_CACHE`; default 10,000). */
+  workerCertCache?: number;
   /** `--docker-host`: the container runtime endpoint (`unix://…`, `tcp://host:port`). */
   dockerHost?: string;
   /** False with `--no-docker` (default true): no container discovery. */
@@ -161,6 +165,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           ...(challenges === undefined ? {} : { challengeTable: challenges }),
           ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
           ...(redisFleet === undefined ? {} : { onObtained: (name: string) => redisFleet.obtained(name) }),
+          ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
         });
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
@@ -175,6 +180,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
     routes: () => store.snapshot,
     certificates,
+    ...(options.workerCertCache === undefined ? {} : { workerCertCache: options.workerCertCache }),
     stateDir,
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
     redirects,
@@ -189,6 +195,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   await history?.attach({ drain: (now) => fleet.drainRollups(now), setSalt: (salt) => fleet.setVisitorSalt(salt) });
   if (metrics?.role === 'primary') metrics.setWorkerSource(() => serving.metricsSnapshots());
   const unwatchCertificates = manager?.onChange((change) => void fleet.certificatesChanged(change.name));
+  const unwatchRemovals = manager?.onRemove((name) => void fleet.certificatesChanged(name, true));
   if (manager && redisFleet) {
     redisFleet.join({ manager, setTicketKeys: (keys) => serving.setTicketKeys(keys) });
   }
@@ -202,6 +209,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       orders: manager.orderCounts(),
       ...(sharedStorage === undefined ? {} : { storage: sharedStorage.state() }),
     }));
+    metrics?.setCertificateCacheSource('control', () => manager.cacheStats());
   }
   // A route write resolves once every node swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((snapshot) => {
@@ -242,6 +250,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     await docker.close();
     unsubscribe();
     unwatchCertificates?.();
+    unwatchRemovals?.();
     certificates?.close();
     redisFleet?.close();
     unwatchStorage?.();
@@ -341,6 +350,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await store.close();
       unsubscribe();
       unwatchCertificates?.();
+      unwatchRemovals?.();
       certificates?.close();
       redisFleet?.close();
       unwatchStorage?.();

@@ -103,6 +103,8 @@ const program = buildProgram(version, {
       ...(adminToken === undefined ? {} : { adminToken }),
       ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
       ...(options.certDir === undefined ? {} : { certDir: options.certDir }),
+      ...(options.certCache === undefined ? {} : { certCache: options.certCache }),
+      ...(options.workerCertCache === undefined ? {} : { workerCertCache: options.workerCertCache }),
       // One data-plane worker per CPU this process may use, unless told otherwise.
       workers: options.workers ?? availableParallelism(),
     });

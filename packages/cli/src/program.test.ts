@@ -93,6 +93,17 @@ describe('proxyd run options', () => {
     return runs[0];
   }
 
+  it('PROXY_CERT_CACHE and PROXY_WORKER_CERT_CACHE size the certificate caches; a bad one is a usage error', async () => {
+    expect(await run([])).not.toHaveProperty('certCache');
+    vi.stubEnv('PROXY_CERT_CACHE', '50000');
+    vi.stubEnv('PROXY_WORKER_CERT_CACHE', '2000');
+    expect(await run([])).toMatchObject({ certCache: 50_000, workerCertCache: 2000 });
+    vi.stubEnv('PROXY_WORKER_CERT_CACHE', '0');
+    await expect(run([])).rejects.toThrow(
+      new UsageError('invalid PROXY_WORKER_CERT_CACHE "0": a whole number of certificates from 1 to 10000000'),
+    );
+  });
+
   it('--envfile is loaded before PROXY_CONFIG, PROXY_CERT_DIR and PROXY_WORKERS are read', async () => {
     vi.stubEnv('PROXY_CONFIG', undefined);
     vi.stubEnv('PROXY_CERT_DIR', undefined);

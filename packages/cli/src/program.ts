@@ -36,6 +36,10 @@ export interface RunOptions {
   certDir?: string;
   /** Data-plane worker processes (flag `--workers`, else env `PROXY_WORKERS`); absent: the daemon's default. */
   workers?: number;
+  /** Loaded certificates the control plane keeps (env `PROXY_CERT_CACHE`); absent: 10,000. */
+  certCache?: number;
+  /** TLS contexts each worker keeps (env `PROXY_WORKER_CERT_CACHE`); absent: 10,000. */
+  workerCertCache?: number;
   /** `--watch`: reload when the Proxyfile (or a file it imports) changes. */
   watch?: boolean;
   /** `--pidfile <path>`: write the process id there once started; removed on a clean exit. */
@@ -46,6 +50,14 @@ export interface RunOptions {
 export function parseWorkers(value: string, from: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) {
     throw new UsageError(`invalid ${from} "${value}": a whole number of worker processes from 1 to 1024`);
+  }
+  return Number(value);
+}
+
+/** Parses `PROXY_CERT_CACHE` / `PROXY_WORKER_CERT_CACHE`: a whole number of certificates from 1 to 10,000,000. */
+export function parseCacheCapacity(value: string, from: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 10_000_000) {
+    throw new UsageError(`invalid ${from} "${value}": a whole number of certificates from 1 to 10000000`);
   }
   return Number(value);
 }
@@ -123,8 +135,14 @@ export function buildProgram(version: string, daemon: DaemonCommands, options: P
         rawWorkers === undefined
           ? undefined
           : parseWorkers(rawWorkers, rawFlag === undefined ? 'PROXY_WORKERS' : '--workers');
+      const certCache = process.env.PROXY_CERT_CACHE;
+      const workerCertCache = process.env.PROXY_WORKER_CERT_CACHE;
       await daemon.run({
         ...rest,
+        ...(certCache === undefined ? {} : { certCache: parseCacheCapacity(certCache, 'PROXY_CERT_CACHE') }),
+        ...(workerCertCache === undefined
+          ? {}
+          : { workerCertCache: parseCacheCapacity(workerCertCache, 'PROXY_WORKER_CERT_CACHE') }),
         ...(config === null ? {} : { config: config.path, configFrom: config.from }),
         ...(certDir === undefined ? {} : { certDir }),
         ...(workers === undefined ? {} : { workers }),

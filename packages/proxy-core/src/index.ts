@@ -39,7 +39,10 @@ export type { RateLimitCounter } from './site-handler.js';
 export { type CertificatePair, type CertificateStore, MemoryCertificateStore } from './tls/certificate-store.js';
 export type { AlpnChallengeResponder } from './tls/handshake.js';
 export {
-  type PushedCertificate,
-  PushedCertificateStore,
-  type PushedCertificates,
-} from './tls/pushed-certificate-store.js';
+  DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
+  type PulledCacheStats,
+  type PulledCertificate,
+  type PulledCertificateChanges,
+  PulledCertificateStore,
+  type PulledCertificateStoreOptions,
+} from './tls/pulled-certificate-store.js';

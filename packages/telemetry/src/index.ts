@@ -10,6 +10,8 @@
 export { ACCESS_TARGET, accessLogEnabled, createAccessLog } from './access-log.js';
 export { AUDIT_TARGET, createLogging, type LogFilter, type Logging, levelFor, parseLogFilter } from './logging.js';
 export {
+  type CertificateCacheKind,
+  type CertificateCacheStatsSource,
   type CertificateMetricsSource,
   countReloads,
   createMetrics,

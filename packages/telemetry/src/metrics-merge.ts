@@ -53,6 +53,10 @@ export const AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   // Each worker's own requests and connections (the primary's are 0): the daemon's are the sum.
   proxyd_requests_in_flight: 'sum',
   proxyd_open_connections: 'sum',
+  // The control plane's certificate cache (the primary's series) and each worker's (summed): distinct `cache` labels.
+  proxyd_certificate_cache_requests_total: 'sum',
+  proxyd_certificate_cache_evictions_total: 'sum',
+  proxyd_certificate_cache_entries: 'sum',
   // Each worker's analytics collector drops its own requests.
   proxyd_analytics_dropped_requests_total: 'sum',
   // Each worker checks its pools itself: an upstream is in rotation (1) only

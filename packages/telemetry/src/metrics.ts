@@ -47,6 +47,17 @@ export interface CertificateMetricsSource {
   storage?: { backend: string; reachable: boolean };
 }
 
+/** What the certificate-cache metrics read at each scrape: a cache's counts since start and its size now. */
+export interface CertificateCacheStatsSource {
+  hits: number;
+  misses: number;
+  evictions: number;
+  size: number;
+}
+
+/** Which certificate cache: the control plane's loaded certificates, or a worker's TLS contexts. */
+export type CertificateCacheKind = 'control' | 'worker';
+
 /**
  * `reloader` with each reload counted in `metrics`
  * (`proxyd_config_reloads_total`, `proxyd_config_last_reload_*`): every
@@ -92,6 +103,8 @@ export interface ProxydMetrics extends MetricsExposition {
   setAnalyticsDroppedSource(source: () => number): void;
   /** Where `proxyd_certificate_not_after_seconds` and `proxyd_acme_orders_total` read at each scrape. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** Where the `proxyd_certificate_cache_*` series of cache `kind` read at each scrape. */
+  setCertificateCacheSource(kind: CertificateCacheKind, source: () => CertificateCacheStatsSource): void;
   /** Where `proxyd_requests_in_flight` and `proxyd_open_connections` read at each scrape. */
   setDataPlaneStatsSource(source: () => DataPlaneStats): void;
   /** Counts a config reload (`proxyd_config_reloads_total`, `proxyd_config_last_reload_*`). */
@@ -109,6 +122,8 @@ export interface WorkerMetrics extends MetricsExposition {
   setAnalyticsDroppedSource(source: () => number): void;
   /** As {@link ProxydMetrics.setDataPlaneStatsSource}. */
   setDataPlaneStatsSource(source: () => DataPlaneStats): void;
+  /** As {@link ProxydMetrics.setCertificateCacheSource} (the worker's cache). */
+  setCertificateCacheSource(kind: CertificateCacheKind, source: () => CertificateCacheStatsSource): void;
   /** The registry as plain data (`getMetricsAsJSON()`, structured-clone safe): the answer to the primary's scrape. */
   snapshot(): Promise<MetricsSnapshot>;
 }
@@ -120,6 +135,8 @@ export interface PrimaryMetrics extends MetricsExposition {
   setRouteCounts(counts: Record<RouteOrigin, number>): void;
   /** As {@link ProxydMetrics.setCertificateSource}. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** As {@link ProxydMetrics.setCertificateCacheSource} (the control plane's cache). */
+  setCertificateCacheSource(kind: CertificateCacheKind, source: () => CertificateCacheStatsSource): void;
   /** As {@link ProxydMetrics.recordReload}. */
   recordReload(ok: boolean): void;
   /**
@@ -176,6 +193,13 @@ export interface PrimaryMetrics extends MetricsExposition {
  * - `proxyd_acme_orders_total{result}` — ACME orders placed since start:
  *   `valid` (issued), `invalid` (the CA refused), `error` (network, TLS,
  *   timeout). All three series exist from the first scrape with a source.
+ * - `proxyd_certificate_cache_requests_total{cache,result}` (`hit`,
+ *   `miss`), `proxyd_certificate_cache_evictions_total{cache}` and
+ *   `proxyd_certificate_cache_entries{cache}` — the bounded certificate
+ *   caches: `control` (the manager's loaded certificates; a miss reads
+ *   storage) and `worker` (each worker's TLS contexts, summed; a miss asks
+ *   the control plane). A cache's series exist from the first scrape with
+ *   its source.
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
  *   the three `nodejs_active_*_total` gauges (see below); the event-loop
  *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
@@ -310,6 +334,44 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       for (const result of ['valid', 'invalid', 'error'] as const) this.labels(result).inc(orders[result]);
     },
   });
+  const cacheSources = new Map<CertificateCacheKind, () => CertificateCacheStatsSource>();
+  new Counter({
+    name: 'proxyd_certificate_cache_requests_total',
+    help: 'Certificate cache lookups at handshakes, by cache (control, worker) and result (hit, miss).',
+    labelNames: ['cache', 'result'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, source] of cacheSources) {
+        const stats = source();
+        this.labels(kind, 'hit').inc(stats.hits);
+        this.labels(kind, 'miss').inc(stats.misses);
+      }
+    },
+  });
+  new Counter({
+    name: 'proxyd_certificate_cache_evictions_total',
+    help: 'Certificates evicted from a full certificate cache (least recently used), by cache.',
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, source] of cacheSources) this.labels(kind).inc(source().evictions);
+    },
+  });
+  new Gauge({
+    name: 'proxyd_certificate_cache_entries',
+    help: 'Certificates held in a certificate cache now, by cache.',
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, source] of cacheSources) this.labels(kind).set(source().size);
+    },
+  });
+  const setCertificateCacheSource = (kind: CertificateCacheKind, source: () => CertificateCacheStatsSource) => {
+    cacheSources.set(kind, source);
+  };
   if (options.processMetrics !== false) {
     collectDefaultMetrics({ register: registry });
     // Gauges named *_total break `promtool check metrics`; each is the sum of its labelled twin (e.g. nodejs_active_handles{type}).
@@ -356,6 +418,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       setUpstreamHealthSource,
       setAnalyticsDroppedSource,
       setDataPlaneStatsSource,
+      setCertificateCacheSource,
       snapshot: async () => toSnapshot(await registry.getMetricsAsJSON()),
       render,
     };
@@ -368,6 +431,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       registry,
       setRouteCounts,
       setCertificateSource,
+      setCertificateCacheSource,
       recordReload,
       setWorkerSource(source) {
         workerSource = source;
@@ -385,6 +449,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     setUpstreamHealthSource,
     setAnalyticsDroppedSource,
     setCertificateSource,
+    setCertificateCacheSource,
     setRouteCounts,
     setDataPlaneStatsSource,
     recordReload,

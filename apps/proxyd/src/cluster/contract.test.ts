@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,8 +23,9 @@ import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 // The control↔data contract, one suite run against both transports: the
 // in-process node (a LocalNode in this process) and the IPC node (a real
 // forked worker running the built `dist/cluster/worker.js`: `pnpm build`
-// first). Both hold pushed certificates here, so that the SNI miss goes
-// through the contract's `certificateFor` in both.
+// first). Both pull certificates here (a bounded cache filled at a
+// handshake), so that the SNI miss goes through the contract's
+// `certificateFor` in both.
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../dist/cluster/worker.js', import.meta.url));
 
@@ -57,6 +58,17 @@ function get(port: number, host: string): Promise<{ status: number; body: string
   });
 }
 
+/** The serial number of the certificate served for `servername`. */
+function peerSerial(port: number, servername: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
+      resolve(socket.getPeerCertificate().serialNumber);
+      socket.end();
+    });
+    socket.on('error', reject);
+  });
+}
+
 /** The subject name of the certificate served for `servername`, or the handshake's error. */
 function peerName(port: number, servername: string): Promise<string> {
   return new Promise((resolve) => {
@@ -77,6 +89,8 @@ interface Harness {
   sent: string[];
   /** Names the fleet was asked for on an SNI miss. */
   asked: string[];
+  /** The certificates the control plane answers, by name (a test renews one by replacing it). */
+  pems: Map<string, CertificatePem>;
   publish(snapshot: RouteSnapshot): Promise<void>;
   /** Drops the next update sent to the node (a broadcast lost on its way). */
   loseNext(): void;
@@ -111,8 +125,7 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
   const fleet = new Fleet<ProxydTelemetry>({
     routes: () => current,
     certificates: {
-      served: () => [],
-      servedFor: () => null,
+      names: () => [...pems.keys()],
       async certificateFor(name) {
         asked.push(name);
         return pems.get(name) ?? null;
@@ -133,7 +146,13 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
       rollups: false,
       visitorSalt: null,
       siteLogs: { write: () => {}, writeLast: async () => {} },
-      certificates: { mode: 'pushed', initial: join.certificates ?? { set: [], drop: [] }, supply: fleet },
+      certificates: {
+        mode: 'pulled',
+        initial: join.certificates ?? { served: [], unserved: [] },
+        supply: fleet,
+        askUnserved: true,
+        capacity: 100,
+      },
       challenges: join.challenges,
       dataPlane: { bindHost: '127.0.0.1' },
     });
@@ -154,7 +173,7 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
         config,
         table: join.table,
         certificates: join.certificates,
-        onDemand: true,
+        certificateCacheCapacity: 100,
         challenges: join.challenges,
         secret: randomBytes(32),
         ticketKeys: randomBytes(48),
@@ -192,6 +211,7 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
     httpsPort: () => ports.https,
     sent,
     asked,
+    pems,
     async publish(snapshot) {
       current = snapshot;
       await fleet.publishRoutes(snapshot);
@@ -244,6 +264,19 @@ describe.each(['in-process', 'ipc'] as const)('the control↔data contract over 
     expect(await peerName(h.httpsPort(), 'shop.localhost')).toBe('shop.localhost');
     expect(await peerName(h.httpsPort(), 'shop.localhost')).toBe('shop.localhost');
     expect(h.asked).toEqual(['shop.localhost']);
+  });
+
+  it("a renewed certificate drops the node's copy: the next handshake asks again and gets the new one", async () => {
+    const before = await peerSerial(h.httpsPort(), 'shop.localhost');
+    const renewed = (await issue(['shop.localhost'])).get('shop.localhost') as CertificatePem;
+    h.pems.set('shop.localhost', renewed);
+    await h.fleet.certificatesChanged('shop.localhost');
+    const after = await peerSerial(h.httpsPort(), 'shop.localhost');
+    expect(after).not.toBe(before);
+    expect(after).toBe(new X509Certificate(renewed.cert).serialNumber);
+    expect(h.asked).toEqual(['shop.localhost', 'shop.localhost']);
+    expect(await peerSerial(h.httpsPort(), 'shop.localhost')).toBe(after);
+    expect(h.asked).toHaveLength(2);
   });
 
   it('answers an HTTP-01 challenge once presented, and no longer after its clean-up', async () => {

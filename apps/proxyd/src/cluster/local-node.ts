@@ -18,7 +18,7 @@ import {
   DataPlane,
   type DataPlaneOptions,
   type HealthEvent,
-  PushedCertificateStore,
+  PulledCertificateStore,
 } from '@proxyd/proxy-core';
 import {
   createAccessLog,
@@ -37,10 +37,15 @@ export interface ProxydTelemetry {
   rollup: MinuteRollup;
 }
 
-/** How a {@link startLocalNode} node gets certificates: the manager of this process, or pushed copies (a worker). */
+/**
+ * How a {@link startLocalNode} node gets certificates: the manager of this
+ * process, or pulled from the control plane at a handshake into a bounded
+ * cache (a worker: `initial` the names served, `askUnserved` with on-demand
+ * TLS, `capacity` the contexts kept).
+ */
 export type NodeCertificates =
   | { mode: 'shared'; manager: CertificateManager }
-  | { mode: 'pushed'; initial: CertificateUpdate; supply: CertificateSupply | null };
+  | { mode: 'pulled'; initial: CertificateUpdate; supply: CertificateSupply; askUnserved: boolean; capacity: number };
 
 /** What {@link startLocalNode} needs. */
 export interface LocalNodeOptions {
@@ -116,7 +121,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
   const report = (name: string, err: Error) =>
     tlsLog.error({ name, error: err.message }, `certificate for ${name} not loaded`);
   const certificates = options.certificates;
-  let store: PushedCertificateStore | null = null;
+  let store: PulledCertificateStore | null = null;
   let challenges: ChallengeTable | null = null;
   let tls: Pick<DataPlaneOptions, 'certificates' | 'challenges' | 'alpnChallenges'> = {};
   if (certificates?.mode === 'shared') {
@@ -126,16 +131,21 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       challenges: manager,
       alpnChallenges: { contextFor: (name: string) => manager.alpnContextFor(name) },
     };
-  } else if (certificates?.mode === 'pushed') {
-    const supply = certificates.supply;
-    const pushed = new PushedCertificateStore(supply === null ? null : (name) => supply.certificateFor(name));
-    store = pushed;
-    pushed.apply(certificates.initial, report);
+  } else if (certificates?.mode === 'pulled') {
+    const { supply } = certificates;
+    const pulled = new PulledCertificateStore({
+      fetch: (name) => supply.certificateFor(name),
+      served: certificates.initial.served,
+      askUnserved: certificates.askUnserved,
+      capacity: certificates.capacity,
+      report,
+    });
+    store = pulled;
     const table = new ChallengeTable();
     challenges = table;
     for (const challenge of options.challenges) table.present(challenge);
     tls = {
-      certificates: pushed,
+      certificates: pulled,
       challenges: table,
       alpnChallenges: { contextFor: (name: string) => table.alpnContextFor(name) },
     };
@@ -161,6 +171,8 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     metrics.setUpstreamHealthSource(() => plane.upstreamHealth());
     metrics.setAnalyticsDroppedSource(() => analytics.droppedRequests());
     metrics.setDataPlaneStatsSource(() => plane.stats());
+    const pulled = store;
+    if (pulled !== null && metrics.role === 'worker') metrics.setCertificateCacheSource('worker', () => pulled.stats());
   }
   return {
     index: options.index,
@@ -176,7 +188,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       return { version: routes.version };
     },
     async certificatesChanged(update: CertificateUpdate | null) {
-      if (update !== null) store?.apply(update, report);
+      if (update !== null) store?.apply(update);
       plane.certificatesChanged();
     },
     // A shared node answers from the manager's own table, which has the challenge already.

@@ -14,7 +14,12 @@ import {
   type WorkerReady,
 } from '@proxyd/cluster';
 import type { Config, RouteSnapshot } from '@proxyd/model';
-import { ConnectionCounts, LISTENER_DEFAULTS, RateLimiter } from '@proxyd/proxy-core';
+import {
+  ConnectionCounts,
+  DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
+  LISTENER_DEFAULTS,
+  RateLimiter,
+} from '@proxyd/proxy-core';
 import type { Logging, MetricsSnapshot, ProxydMetrics, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
 import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 
@@ -47,6 +52,8 @@ export interface ServingOptions {
   /** The published route snapshot now. */
   routes(): RouteSnapshot;
   certificates: CertificateWiring | undefined;
+  /** TLS contexts each worker keeps (default {@link DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY}). */
+  workerCertCache?: number;
   stateDir: string;
   bindHost?: string;
   redirects: boolean;
@@ -104,14 +111,11 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
       ? {}
       : {
           certificates: {
-            served: () => manager.served().map(pem),
-            servedFor: (name) => {
-              const one = manager.servedFor(name);
-              return one === null ? null : pem(one);
-            },
+            names: () => manager.servedNames(),
+            // Loads an evicted certificate, obtains an on-demand one, moves a waiting managed name to the front.
             async certificateFor(name) {
               const context = await manager.contextFor(name);
-              const one = context === null ? null : manager.servedFor(name);
+              const one = context === null ? null : await manager.pemFor(name);
               return one === null ? null : pem(one);
             },
           },
@@ -213,7 +217,7 @@ async function startWorkers(
       config,
       table: join.table,
       certificates: join.certificates,
-      onDemand: config.global.on_demand_ask !== null,
+      certificateCacheCapacity: options.workerCertCache ?? DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
       challenges: join.challenges,
       secret,
       ticketKeys: ticketKeys.current,

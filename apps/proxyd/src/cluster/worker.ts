@@ -40,7 +40,15 @@ serveNodeOverIpc<WorkerInit>({
       certificates:
         init.certificates === null
           ? null
-          : { mode: 'pushed', initial: init.certificates, supply: init.onDemand ? fleet : null },
+          : {
+              mode: 'pulled',
+              initial: init.certificates,
+              supply: fleet,
+              // A name with no certificate is asked too: the primary obtains an on-demand one, or moves a
+              // managed name still waiting for its first certificate to the front (names with traffic first).
+              askUnserved: true,
+              capacity: init.certificateCacheCapacity,
+            },
       challenges: init.challenges,
       dataPlane: {
         reusePort: true,

@@ -2,9 +2,14 @@ import type { SecureContext } from 'node:tls';
 import type { CertificateStore, ChallengeResponder } from '@proxyd/proxy-core';
 import type { ChallengeType } from '../acme/challenge-solver.js';
 import type { LocalCa } from '../local-ca/local-ca.js';
-import { RENEWAL_CHECK_INTERVAL_MS } from '../schedule/renewal-window.js';
+import { DEFAULT_RENEWAL_SPREAD, RENEWAL_CHECK_INTERVAL_MS } from '../schedule/renewal-window.js';
 import type { CertificateSummary } from '../schedule/status.js';
 import type { CertificateStorage } from '../storage/storage.js';
+import {
+  CertificateCache,
+  type CertificateCacheStats,
+  DEFAULT_CERTIFICATE_CACHE_CAPACITY,
+} from './certificate-cache.js';
 import { DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 import { ChallengeTable } from './challenge-table.js';
 import {
@@ -16,14 +21,16 @@ import {
   silentLogger,
 } from './entry.js';
 import { Jobs } from './jobs.js';
-import { Maintainer } from './maintain.js';
+import { DEFAULT_ISSUANCE_CONCURRENCY, Maintainer } from './maintain.js';
 import { NameStorage } from './name-storage.js';
 import { Obtainer, type OrderResult } from './obtain.js';
 import type { OnDemandOptions } from './on-demand.js';
 import { realScheduler, type Scheduler } from './scheduler.js';
 import { type CertificateChange, OnDemandHandshakes, type ServedCertificate, ServedCertificates } from './serve.js';
+import { nameSegment } from './stored-certificate.js';
 import { summarizeEntries } from './summary.js';
 
+export type { CertificateCacheStats } from './certificate-cache.js';
 export type { CertificateLogger, ManagedAcmeIssuer, ManagedName } from './entry.js';
 export type { OrderResult } from './obtain.js';
 export type { CertificateChange, ServedCertificate } from './serve.js';
@@ -67,7 +74,34 @@ export interface CertificateManagerOptions {
    * {@link CertificateManager.reload}.
    */
   onObtained?: (name: string) => void;
+  /**
+   * Attempts (lock, storage re-read, order, store) at once: `local` for the
+   * local CA (default 16), `acme` for each ACME CA (default 2). Names wait
+   * in a queue holding nothing; a handshake moves its name to the front.
+   */
+  concurrency?: { local?: number; acme?: number };
+  /**
+   * How far renewals by the lifetime rule spread after 1/3 of the lifetime
+   * left, as a fraction of the lifetime (default 1/12: between 1/3 and 1/4
+   * left; each certificate its own time). 0 renews at exactly 1/3 left.
+   */
+  renewalSpread?: number;
+  /**
+   * Loaded certificates (PEMs and TLS context) kept in memory, least
+   * recently used out first (default 10,000, as Caddy). Every managed name
+   * stays served: an evicted one is read from storage at its next handshake.
+   */
+  cacheCapacity?: number;
 }
+
+/** A managed-name change: names to add (or whose issuer or DNS solver changed) and names to remove. */
+export interface NameChanges {
+  add: readonly ManagedName[];
+  remove: readonly string[];
+}
+
+/** Past this many new names, what storage holds is learned from one listing instead of a read per name. */
+const LIST_STORAGE_FROM = 32;
 
 /**
  * Keeps certificates for a changing set of names, never blocking traffic;
@@ -104,6 +138,9 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   readonly #maintainer: Maintainer;
   readonly #onDemand: OnDemandHandshakes | undefined;
   readonly #now: () => number;
+  readonly #storage: CertificateStorage;
+  /** Loads of stored certificates not done yet, by name (a handshake waits for its name's). */
+  readonly #loading = new Map<string, Promise<void>>();
 
   constructor(options: CertificateManagerOptions) {
     const legacyTable = options.challenges instanceof ChallengeTable ? options.challenges : undefined;
@@ -112,6 +149,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const log = options.logger ?? silentLogger;
     const checkIntervalMs = options.checkIntervalMs ?? RENEWAL_CHECK_INTERVAL_MS;
     this.#now = now;
+    this.#storage = options.storage;
+    const concurrency = {
+      local: options.concurrency?.local ?? DEFAULT_ISSUANCE_CONCURRENCY.local,
+      acme: options.concurrency?.acme ?? DEFAULT_ISSUANCE_CONCURRENCY.acme,
+    };
     this.#jobs = new Jobs({ scheduler: options.scheduler ?? realScheduler, now });
     this.#obtainer = new Obtainer({
       issuers: options.acmeIssuers ?? [],
@@ -124,8 +166,14 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       now,
       log,
       jobs: this.#jobs,
+      acmeConcurrency: concurrency.acme,
     });
-    this.#served = new ServedCertificates(this.#entries, log);
+    this.#served = new ServedCertificates(
+      this.#entries,
+      log,
+      new CertificateCache(options.cacheCapacity ?? DEFAULT_CERTIFICATE_CACHE_CAPACITY),
+      (entry) => this.#maintainer.read(entry),
+    );
     this.#maintainer = new Maintainer({
       storage: options.storage,
       names: new NameStorage({
@@ -144,6 +192,8 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       checkIntervalMs,
       lockTimeoutMs: options.lockTimeoutMs,
       onObtained: options.onObtained,
+      concurrency,
+      renewalSpread: options.renewalSpread ?? DEFAULT_RENEWAL_SPREAD,
     });
     this.#onDemand =
       options.onDemand === undefined
@@ -168,36 +218,84 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
    * goes on in the background. A name whose issuer kind changed is managed
    * anew. Names no longer in the set are no longer served or maintained
    * (their files stay), except names obtained on demand. Never rejects.
+   * O(names): a route change gives {@link updateNames} what changed instead.
    */
   async setNames(names: readonly ManagedName[]): Promise<void> {
     if (this.#jobs.closed) return;
     const wanted = new Map<string, ManagedName>();
     for (const managed of names) wanted.set(managed.name.toLowerCase(), managed);
+    const remove: string[] = [];
+    for (const [name, entry] of this.#entries) if (!wanted.has(name) && !entry.onDemand) remove.push(name);
+    await this.updateNames({ add: [...wanted.values()], remove });
+  }
+
+  /**
+   * Applies a change of the managed set: `add` as {@link setNames} takes a
+   * new name (a name already managed with the same issuer only takes its
+   * DNS solver), `remove` as a name left out of it. Resolves once the
+   * stored certificates of the added names are loaded; what storage holds
+   * is learned from one listing when many names come at once, and read a
+   * few names at a time, so the files open stay bounded at any number of
+   * names. Never rejects.
+   */
+  async updateNames(changes: NameChanges): Promise<void> {
+    if (this.#jobs.closed) return;
+    for (const name of changes.remove) {
+      const entry = this.#entries.get(name.toLowerCase());
+      if (entry !== undefined && !entry.onDemand) this.#remove(entry);
+    }
     const changed: Entry[] = [];
-    for (const [name, entry] of this.#entries) {
-      const want = wanted.get(name);
-      if (want === undefined ? entry.onDemand : want.issuer === entry.kind) {
+    const added: Entry[] = [];
+    for (const managed of changes.add) {
+      const name = managed.name.toLowerCase();
+      const entry = this.#entries.get(name);
+      if (entry !== undefined && entry.kind === managed.issuer) {
         // A DNS provider given, changed or taken away applies from the next attempt.
-        if (want !== undefined && want.dns !== entry.dns) {
-          entry.dns = want.dns;
+        if (managed.dns !== entry.dns) {
+          entry.dns = managed.dns;
           this.#obtainer.markUnsupported(entry);
           changed.push(entry);
         }
         continue;
       }
-      this.#remove(entry);
+      if (entry !== undefined) this.#remove(entry);
+      const fresh = createEntry(name, managed.issuer, false);
+      this.#entries.set(name, fresh);
+      fresh.dns = managed.dns;
+      this.#obtainer.markUnsupported(fresh);
+      added.push(fresh);
     }
-    const added: Entry[] = [];
-    for (const [name, { issuer: kind, dns }] of wanted) {
-      if (this.#entries.has(name)) continue;
-      const entry = createEntry(name, kind, false);
-      this.#entries.set(name, entry);
-      entry.dns = dns;
-      this.#obtainer.markUnsupported(entry);
-      added.push(entry);
+    for (const entry of changed) this.#maintainer.check(entry);
+    const stored = added.length >= LIST_STORAGE_FROM ? await this.#storedSegments() : null;
+    await Promise.all(
+      added.map(async (entry) => {
+        // Nothing stored under any issuer: nothing to read, the name goes to its issuer's queue.
+        if (stored === null || stored.has(nameSegment(entry.name))) {
+          const loading = this.#jobs.track(this.#maintainer.load(entry));
+          this.#loading.set(entry.name, loading);
+          try {
+            await loading;
+          } finally {
+            if (this.#loading.get(entry.name) === loading) this.#loading.delete(entry.name);
+          }
+        }
+        this.#maintainer.check(entry);
+      }),
+    );
+  }
+
+  /** The name segments with any file under `certificates/` (one listing), or null when listing failed. */
+  async #storedSegments(): Promise<Set<string> | null> {
+    try {
+      const segments = new Set<string>();
+      for (const key of await this.#storage.list('certificates')) {
+        const segment = key.split('/')[2];
+        if (segment !== undefined) segments.add(segment);
+      }
+      return segments;
+    } catch {
+      return null;
     }
-    await Promise.all(added.map((entry) => this.#jobs.track(this.#maintainer.load(entry))));
-    for (const entry of [...changed, ...added]) this.#maintainer.check(entry);
   }
 
   /**
@@ -213,7 +311,10 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   contextFor(serverName: string): SecureContext | null | Promise<SecureContext | null> {
     const name = serverName.toLowerCase();
     const served = this.#served.lookup(name);
-    if (served !== null || this.#onDemand === undefined || this.#jobs.closed) return served;
+    if (served !== null || this.#jobs.closed) return served;
+    const waiting = this.#waitingFor(name);
+    if (waiting !== null) return waiting;
+    if (this.#onDemand === undefined) return null;
     return this.#onDemand.contextFor(name);
   }
 
@@ -233,9 +334,26 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     );
   }
 
+  /**
+   * A managed name (exact, else its `*.parent`) with no certificate served
+   * yet, asked for by a handshake: a load in progress is awaited (moved to
+   * the front), a waiting attempt moves to the front of its queue (names
+   * with traffic first) and the handshake gets null now. Null when the
+   * name is not managed.
+   */
+  #waitingFor(name: string): Promise<SecureContext | null> | null {
+    const dot = name.indexOf('.');
+    const key = this.#entries.has(name) ? name : dot > 0 ? `*${name.slice(dot)}` : name;
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.current !== null) return null;
+    this.#maintainer.promote(entry);
+    const loading = this.#loading.get(key);
+    return loading === undefined ? null : loading.then(() => this.#served.lookup(name));
+  }
+
   /** Whether a certificate for `host` is served now (the data plane redirects HTTP to HTTPS only then). */
   has(host: string): boolean {
-    return this.#served.lookup(host.toLowerCase()) !== null;
+    return this.#served.has(host.toLowerCase());
   }
 
   /** The HTTP-01 answer for `token` on `host` (see {@link ChallengeTable.respond}). */
@@ -252,26 +370,38 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return this.challengeTable.alpnContextFor(serverName);
   }
 
+  /** Calls `listener` with a name whose certificate is no longer served (the name left the managed set); returns the unsubscribe function. */
+  onRemove(listener: (name: string) => void): () => void {
+    return this.#served.onRemove(listener);
+  }
+
   /** Calls `listener` whenever a certificate is installed or replaced; returns the unsubscribe function. */
   onChange(listener: (change: CertificateChange) => void): () => void {
     return this.#served.onChange(listener);
   }
 
   /**
-   * The certificates served now, one per name (exact names and `*.parent`
-   * wildcards), as PEM: what another process serving the same names (a
-   * data-plane worker) loads. Sorted by name.
+   * The names a certificate is served for now (exact names and `*.parent`
+   * wildcards), sorted: the compact index, no certificate read. What a
+   * data-plane worker needs for `has(host)`; it asks {@link pemFor} for a
+   * certificate at its first handshake.
    */
-  served(): ServedCertificate[] {
-    return this.#served.list();
+  servedNames(): string[] {
+    return this.#served.names();
   }
 
   /**
    * The certificate served for a handshake's `serverName` (its exact name,
-   * else the `*.parent` wildcard) as {@link served} lists it, or null.
+   * else the `*.parent` wildcard) as PEM, read from storage when it is not
+   * in the cache, or null when none is served.
    */
-  servedFor(serverName: string): ServedCertificate | null {
-    return this.#served.pemFor(serverName.toLowerCase());
+  async pemFor(serverName: string): Promise<ServedCertificate | null> {
+    return await this.#served.pemFor(serverName.toLowerCase());
+  }
+
+  /** Hits, misses and evictions of the loaded-certificate cache since start, and its size: the metrics. */
+  cacheStats(): CertificateCacheStats {
+    return this.#served.cacheStats();
   }
 
   /** Every managed name's summary for `GET /certificates`, sorted by name. */
@@ -304,6 +434,6 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     entry.removed = true;
     this.#jobs.clearTimer(entry);
     this.#entries.delete(entry.name);
-    this.#served.remove(entry.name);
+    this.#served.remove(entry);
   }
 }

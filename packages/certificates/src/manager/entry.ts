@@ -4,7 +4,7 @@ import type { DnsStep } from '../dns/dns01-solver.js';
 import { ariCertId } from '../schedule/ari.js';
 import type { BackoffState } from '../schedule/backoff.js';
 import type { TimerHandle } from './scheduler.js';
-import type { AriMetadata, LoadedCertificate } from './stored-certificate.js';
+import type { AriMetadata, CertificateInfo } from './stored-certificate.js';
 
 /** A name the daemon wants HTTPS for, and who should certify it. */
 export interface ManagedName {
@@ -52,7 +52,8 @@ export interface Entry {
   readonly kind: 'acme' | 'internal';
   /** Obtained at a handshake (on-demand TLS): kept when `setNames` does not list it. */
   readonly onDemand: boolean;
-  current: LoadedCertificate | null;
+  /** The served certificate as the index keeps it (its PEMs and context are in the certificate cache), or null. */
+  current: CertificateInfo | null;
   /** The CA's ARI state for `current`, or null (not asked yet, no ARI, local CA). */
   ari: AriMetadata | null;
   polling: boolean;

@@ -1,5 +1,5 @@
 /** The certificate manager's public names, re-exported by the package entry. */
-export { CertificateManager, type CertificateManagerOptions } from './certificate-manager.js';
+export { CertificateManager, type CertificateManagerOptions, type NameChanges } from './certificate-manager.js';
 export { ChallengePreference, DEFAULT_CHALLENGE_ORDER } from './challenge-preference.js';
 export { ChallengeTable } from './challenge-table.js';
 export type { CertificateLogger, ManagedAcmeIssuer, ManagedName } from './entry.js';

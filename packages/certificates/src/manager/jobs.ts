@@ -105,6 +105,11 @@ export class Jobs {
     return lock;
   }
 
+  /** When the ACME account `accountFolder` has an order slot free, epoch ms (now or earlier: free now); takes nothing. */
+  orderSlotAt(accountFolder: string): number {
+    return this.#rateLimiter.availableAt(accountFolder);
+  }
+
   /** Takes one order slot of the ACME account `accountFolder`: null when taken, else when the next one frees, epoch ms. */
   orderSlot(accountFolder: string): number | null {
     const slot = this.#rateLimiter.tryAcquire(accountFolder);

@@ -4,15 +4,23 @@ import { dnsStepOf } from '../dns/dns01-solver.js';
 import { CertificatesError } from '../errors.js';
 import { nextRenewalInfoPoll, selectAriRenewalTime } from '../schedule/ari.js';
 import { recordFailure } from '../schedule/backoff.js';
-import { type RenewalDecision, renewalDecision } from '../schedule/renewal-window.js';
+import { type RenewalDecision, renewalDecision, renewalSpreadOf } from '../schedule/renewal-window.js';
 import { validationHeldUntil } from '../schedule/validation-hold.js';
 import type { CertificateStorage, StorageLock } from '../storage/storage.js';
-import { type CertificateLogger, type Entry, messageOf, safeAriCertId } from './entry.js';
+import { type CertificateLogger, type Entry, messageOf } from './entry.js';
 import { type Jobs, RateLimited } from './jobs.js';
 import type { NameStorage } from './name-storage.js';
 import { AttemptFailed, type Obtainer } from './obtain.js';
 import type { NameMaintenance, ServedCertificates } from './serve.js';
-import type { LoadedCertificate } from './stored-certificate.js';
+import type { CertificateInfo, LoadedCertificate } from './stored-certificate.js';
+import { WorkQueue } from './work-queue.js';
+
+/** Attempts at once per issuer by default: the local CA, and each ACME CA. */
+export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 16, acme: 2 } as const;
+/** Storage reads of names (loading a stored certificate) at once. */
+export const STORAGE_READ_CONCURRENCY = 8;
+/** renewalInfo (ARI) requests at once. */
+const RENEWAL_INFO_CONCURRENCY = 4;
 
 /** After a failed renewalInfo request, ask again after this long, ms (the last known window stays in force). */
 const RENEWAL_INFO_RETRY_MS = 60 * 60 * 1000;
@@ -31,6 +39,10 @@ export interface MaintainerOptions {
   lockTimeoutMs: number | undefined;
   /** Called once a certificate this process obtained is stored (a fleet tells its other nodes). */
   onObtained?: ((name: string) => void) | undefined;
+  /** Attempts at once: for the local CA, and for each ACME CA. */
+  concurrency: { local: number; acme: number };
+  /** The lifetime rule's spread, a fraction of the lifetime (see `renewalDecision`). */
+  renewalSpread: number;
 }
 
 /**
@@ -53,6 +65,14 @@ export class Maintainer implements NameMaintenance {
   readonly #checkIntervalMs: number;
   readonly #lockTimeoutMs: number | undefined;
   readonly #onObtained: ((name: string) => void) | undefined;
+  readonly #concurrency: { local: number; acme: number };
+  readonly #renewalSpread: number;
+  /** One issuance queue per issuer (`local`, or the ACME CA an attempt starts with). */
+  readonly #queues = new Map<string, WorkQueue>();
+  /** Reads of names' stored files. */
+  readonly #reads = new WorkQueue(STORAGE_READ_CONCURRENCY);
+  /** renewalInfo requests (a restart with many ACME names does not send them all at once). */
+  readonly #polls = new WorkQueue(RENEWAL_INFO_CONCURRENCY);
 
   constructor(options: MaintainerOptions) {
     this.#storage = options.storage;
@@ -66,11 +86,46 @@ export class Maintainer implements NameMaintenance {
     this.#checkIntervalMs = options.checkIntervalMs;
     this.#lockTimeoutMs = options.lockTimeoutMs;
     this.#onObtained = options.onObtained;
+    this.#concurrency = options.concurrency;
+    this.#renewalSpread = options.renewalSpread;
   }
 
-  /** Serves the name's stored certificate and restores its state (see {@link NameStorage.load}). */
-  load(entry: Entry): Promise<void> {
-    return this.#names.load(entry);
+  /**
+   * Serves the name's stored certificate and restores its state (see
+   * {@link NameStorage.load}), a few names at a time: `urgent` (a handshake
+   * waits) goes first.
+   */
+  load(entry: Entry, urgent = false): Promise<void> {
+    return this.#reads.run(entry.name, () => (entry.removed ? Promise.resolve() : this.#names.load(entry)), urgent);
+  }
+
+  /** The name's newest stored certificate, read ahead of other reads (a handshake waits for it). */
+  async read(entry: Entry): Promise<LoadedCertificate | null> {
+    return await this.#reads.run(entry.name, async () => (await this.#names.read(entry)).certificate, true);
+  }
+
+  /** Moves a name's waiting load or attempt to the front of its queue (a handshake asked for it). */
+  promote(entry: Entry): void {
+    this.#reads.promote(entry.name);
+    this.#queueFor(entry).promote(entry.name);
+  }
+
+  /** The attempts running and waiting, and the most that ever ran at once, per issuer queue (tests, diagnostics). */
+  queues(): Record<string, { running: number; waiting: number; peak: number }> {
+    const out: Record<string, { running: number; waiting: number; peak: number }> = {};
+    for (const [id, queue] of this.#queues)
+      out[id] = { running: queue.running, waiting: queue.waiting, peak: queue.peak };
+    return out;
+  }
+
+  #queueFor(entry: Entry): WorkQueue {
+    const id = this.#obtainer.issuerIds(entry)[0] ?? entry.kind;
+    let queue = this.#queues.get(id);
+    if (queue === undefined) {
+      queue = new WorkQueue(entry.kind === 'internal' ? this.#concurrency.local : this.#concurrency.acme);
+      this.#queues.set(id, queue);
+    }
+    return queue;
   }
 
   /**
@@ -78,7 +133,12 @@ export class Maintainer implements NameMaintenance {
    * than the served (another node obtained or renewed it). Never rejects:
    * a read failure is logged once, as at load.
    */
-  async reload(entry: Entry): Promise<void> {
+  reload(entry: Entry): Promise<void> {
+    // Through the reads queue: a reload of every name (after a reconnect) reads a few at a time.
+    return this.#reads.run(entry.name, () => this.#reloadNow(entry));
+  }
+
+  async #reloadNow(entry: Entry): Promise<void> {
     if (entry.removed || entry.attempt !== null) return;
     const read = await this.#names.read(entry);
     const stored = read.certificate;
@@ -90,12 +150,13 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** The renewal decision for `certificate` of `entry` (its ARI window when it is the served one). */
-  renewal(entry: Entry, certificate: LoadedCertificate, now: number): RenewalDecision {
+  renewal(entry: Entry, certificate: Pick<CertificateInfo, 'notBefore' | 'notAfter'>, now: number): RenewalDecision {
     const ari = entry.current === certificate ? entry.ari : null;
     return renewalDecision({
       validity: { notBefore: certificate.notBefore, notAfter: certificate.notAfter },
       now,
       checkIntervalMs: this.#checkIntervalMs,
+      spread: this.#renewalSpread * renewalSpreadOf(entry.name, certificate.notBefore),
       ari:
         ari?.window && ari.selectedAt !== null
           ? { window: ari.window, certId: ari.certId, selectedAt: ari.selectedAt }
@@ -134,9 +195,18 @@ export class Maintainer implements NameMaintenance {
       return;
     }
     entry.retryOnce = false;
+    // The attempt waits for a place in its issuer's queue holding nothing (no lock, no file) until it starts.
+    const queue = this.#queueFor(entry);
+    // An on-demand name's first certificate: a handshake is waiting for it.
+    const urgent = entry.onDemand && entry.current === null;
     this.#jobs.run(
       entry,
-      () => this.#attempt(entry),
+      () =>
+        queue.run(
+          entry.name,
+          () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry)),
+          urgent,
+        ),
       () => this.check(entry),
     );
   }
@@ -149,6 +219,10 @@ export class Maintainer implements NameMaintenance {
   async #attempt(entry: Entry): Promise<void> {
     let lock: StorageLock | null = null;
     try {
+      // Over the account's order rate limit: wait for a slot without taking the lock or reading storage.
+      const account = this.#obtainer.firstAccount(entry);
+      const slotAt = account === null ? 0 : this.#jobs.orderSlotAt(account);
+      if (slotAt > this.#now()) throw new RateLimited(slotAt);
       lock = await this.#jobs.lock(this.#storage, `cert-${entry.name}`, this.#lockTimeoutMs);
       if (lock === null) return;
       if (entry.removed) return;
@@ -229,12 +303,12 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** Starts a renewalInfo request for the served certificate when one is due (RFC 9773 §4.3 polling). */
-  #pollRenewalInfoIfDue(entry: Entry, current: LoadedCertificate, now: number): void {
+  #pollRenewalInfoIfDue(entry: Entry, current: CertificateInfo, now: number): void {
     if (entry.polling) return;
     if (entry.ari !== null && (entry.ari.nextPollAt === null || entry.ari.nextPollAt > now)) return;
     const issuer = this.#obtainer.ariIssuer(entry, current);
     if (issuer?.renewalInfo === undefined) return;
-    const certId = safeAriCertId(current.certPem);
+    const certId = current.certId;
     if (certId === null) {
       entry.ari = { certId: '', window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };
       return;
@@ -245,7 +319,14 @@ export class Maintainer implements NameMaintenance {
       (async () => {
         let answer: RenewalInfoAnswer | null;
         try {
-          answer = await poll(current.certPem);
+          const asked = await this.#polls.run(entry.name, async () => {
+            // The PEM from the cache, or storage when it was evicted.
+            const loaded = await this.#served.loaded(entry);
+            if (loaded === null || entry.current !== current) return undefined;
+            return await poll(loaded.certPem);
+          });
+          if (asked === undefined) return;
+          answer = asked;
         } catch (err) {
           if (entry.current !== current) return;
           const retryAt = this.#now() + RENEWAL_INFO_RETRY_MS;
@@ -270,7 +351,7 @@ export class Maintainer implements NameMaintenance {
   }
 
   /** Keeps the CA's window; the time chosen in it is kept while the window is unchanged, so restarts do not re-pick it. */
-  #applyRenewalInfo(entry: Entry, current: LoadedCertificate, certId: string, answer: RenewalInfoAnswer | null): void {
+  #applyRenewalInfo(entry: Entry, current: CertificateInfo, certId: string, answer: RenewalInfoAnswer | null): void {
     const now = this.#now();
     if (answer === null) {
       entry.ari = { certId, window: null, selectedAt: null, nextPollAt: null, explanationUrl: null };

@@ -44,6 +44,8 @@ export function managerHarness() {
         scheduler: time,
         logger: log,
         random: () => 0,
+        // The exact 1/3 rule; the spread has its own test (issuance-queue.test.ts).
+        renewalSpread: 0,
         ...options,
       });
       manager.onChange((change) => changes.push(change));

@@ -1,5 +1,5 @@
 import type { CertificateStorage } from '../storage/storage.js';
-import { type CertificateLogger, type Entry, messageOf, safeAriCertId } from './entry.js';
+import { type CertificateLogger, type Entry, messageOf } from './entry.js';
 import type { ServedCertificates } from './serve.js';
 import {
   type CertificateMetadata,
@@ -90,7 +90,7 @@ export class NameStorage {
     if (certificate !== null) this.#served.install(entry, certificate);
     if (meta === null) return;
     entry.validationFailures = meta.validationFailures;
-    if (certificate !== null && meta.ari !== null && meta.ari.certId === safeAriCertId(certificate.certPem)) {
+    if (certificate !== null && meta.ari !== null && meta.ari.certId === entry.current?.certId) {
       entry.ari = meta.ari;
     }
     // A failure run recorded after the served certificate still applies (a restart must not hammer the CA).
@@ -104,7 +104,7 @@ export class NameStorage {
   restoreAri(entry: Entry, meta: CertificateMetadata | null): void {
     const current = entry.current;
     if (current === null || meta?.ari == null) return;
-    if (meta.ari.certId === safeAriCertId(current.certPem)) entry.ari = meta.ari;
+    if (meta.ari.certId === current.certId) entry.ari = meta.ari;
   }
 
   /** Stores a certificate just obtained, with fresh metadata (no ARI, no failures but the validation history). */

@@ -72,20 +72,20 @@ describe('CertificateManager: obtaining', () => {
       ['app.localhost', 'local', 'valid'],
     ]);
     expect(manager.orderCounts()).toEqual({ valid: 0, invalid: 0, error: 0 });
-    // What a worker process loads: each served name's PEM pair, the one in storage.
-    const served = manager.served();
-    expect(served.map((c) => c.name)).toEqual(['*.apps.internal', 'app.localhost']);
-    expect(served[1]?.cert).toBe(pem);
-    expect(
-      new X509Certificate(served[1]?.cert as string).checkPrivateKey(createPrivateKey(served[1]?.key as string)),
-    ).toBe(true);
-    expect(served[1]?.notAfter).toBe(new Date(leaf.validTo).getTime());
-    // One name's, as a handshake asks it: exact, else the wildcard.
-    expect(manager.servedFor('App.localhost')).toEqual(served[1]);
-    expect(manager.servedFor('x.apps.internal')).toEqual(served[0]);
-    expect(manager.servedFor('nope.localhost')).toBeNull();
+    // What a worker asks at a handshake: the served names (the index), then one name's PEM pair, the one in storage.
+    expect(manager.servedNames()).toEqual(['*.apps.internal', 'app.localhost']);
+    const served = await manager.pemFor('App.localhost');
+    expect(served?.name).toBe('app.localhost');
+    expect(served?.cert).toBe(pem);
+    expect(new X509Certificate(served?.cert as string).checkPrivateKey(createPrivateKey(served?.key as string))).toBe(
+      true,
+    );
+    expect(served?.notAfter).toBe(new Date(leaf.validTo).getTime());
+    // Exact, else the wildcard.
+    expect((await manager.pemFor('x.apps.internal'))?.name).toBe('*.apps.internal');
+    expect(await manager.pemFor('nope.localhost')).toBeNull();
     await manager.setNames([{ name: 'app.localhost', issuer: 'internal' }]);
-    expect(manager.served().map((c) => c.name)).toEqual(['app.localhost']);
+    expect(manager.servedNames()).toEqual(['app.localhost']);
   });
 
   it('opens the local CA lazily from a function, and says when no issuer is configured', async () => {

@@ -7,6 +7,7 @@ import { ChallengePreference } from './challenge-preference.js';
 import { type CertificateLogger, type Entry, issuerIdOf, type ManagedAcmeIssuer, messageOf } from './entry.js';
 import { type Jobs, RateLimited } from './jobs.js';
 import { LOCAL_ISSUER_ID, type LoadedCertificate } from './stored-certificate.js';
+import { WorkQueue } from './work-queue.js';
 
 /** Orders placed with ACME CAs by result: `valid` (issued), `invalid` (the CA refused: a problem document), `error` (network, TLS, timeout, other). */
 export type OrderResult = 'valid' | 'invalid' | 'error';
@@ -49,6 +50,8 @@ export interface ObtainerOptions {
   log: CertificateLogger;
   /** Where order slots are taken (the per-account rate limit). */
   jobs: Jobs;
+  /** Orders at once per ACME CA (a name that falls back to the next CA waits for a place there too). */
+  acmeConcurrency: number;
 }
 
 /**
@@ -68,6 +71,9 @@ export class Obtainer {
   readonly #log: CertificateLogger;
   readonly #jobs: Jobs;
   readonly #orders: Record<OrderResult, number> = { valid: 0, invalid: 0, error: 0 };
+  readonly #acmeConcurrency: number;
+  /** One queue per ACME CA: orders at once stay within `acmeConcurrency` with fallbacks too. */
+  readonly #caQueues = new Map<string, WorkQueue>();
 
   constructor(options: ObtainerOptions) {
     this.#issuers = options.issuers;
@@ -77,6 +83,7 @@ export class Obtainer {
     this.#now = options.now;
     this.#log = options.log;
     this.#jobs = options.jobs;
+    this.#acmeConcurrency = options.acmeConcurrency;
   }
 
   /** ACME orders placed so far, by result (a copy). */
@@ -90,8 +97,13 @@ export class Obtainer {
     return [...new Set(this.#issuers.map(issuerIdOf))];
   }
 
+  /** The ACME account an attempt for `entry` orders from first, or null (the local CA, no CA configured). */
+  firstAccount(entry: Entry): string | null {
+    return entry.kind === 'acme' ? (this.#issuers[0]?.accountFolder ?? null) : null;
+  }
+
   /** The issuer that issued `certificate` and can answer renewalInfo for it, if any. */
-  ariIssuer(entry: Entry, certificate: LoadedCertificate): ManagedAcmeIssuer | undefined {
+  ariIssuer(entry: Entry, certificate: { issuerId: string }): ManagedAcmeIssuer | undefined {
     if (entry.kind !== 'acme') return undefined;
     return this.#issuers.find((issuer) => issuerIdOf(issuer) === certificate.issuerId && issuer.renewalInfo);
   }
@@ -143,12 +155,14 @@ export class Obtainer {
         const replaces = entry.current?.issuerId === ca && entry.ari?.certId ? entry.ari.certId : undefined;
         entry.challenge = challenge;
         try {
-          const issued = await issuer.obtain([entry.name], {
-            challenge,
-            keyType: this.#keyType,
-            ...(replaces === undefined ? {} : { replaces }),
-            ...(entry.dns === undefined ? {} : { dnsSolver: entry.dns }),
-          });
+          const issued = await this.#caQueue(ca).run(entry.name, () =>
+            issuer.obtain([entry.name], {
+              challenge,
+              keyType: this.#keyType,
+              ...(replaces === undefined ? {} : { replaces }),
+              ...(entry.dns === undefined ? {} : { dnsSolver: entry.dns }),
+            }),
+          );
           this.#orders.valid += 1;
           if (challenge !== 'dns-01') this.#preference.succeeded(ca, challenge);
           return loaded(
@@ -174,6 +188,15 @@ export class Obtainer {
       }
     }
     throw new AttemptFailed(failures);
+  }
+
+  #caQueue(ca: string): WorkQueue {
+    let queue = this.#caQueues.get(ca);
+    if (queue === undefined) {
+      queue = new WorkQueue(this.#acmeConcurrency);
+      this.#caQueues.set(ca, queue);
+    }
+    return queue;
   }
 
   async #openLocalCa(): Promise<LocalCa> {

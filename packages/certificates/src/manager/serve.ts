@@ -1,6 +1,7 @@
 import type { SecureContext } from 'node:tls';
 import { CertificatesErrorCode } from '../errors.js';
-import { byName, type CertificateLogger, createEntry, type Entry, messageOf } from './entry.js';
+import type { CertificateCache, CertificateCacheStats } from './certificate-cache.js';
+import { type CertificateLogger, createEntry, type Entry, messageOf, safeAriCertId } from './entry.js';
 import type { Jobs } from './jobs.js';
 import {
   askEndpoint,
@@ -11,7 +12,7 @@ import {
   type OnDemandOptions,
   RefusalMemory,
 } from './on-demand.js';
-import type { LoadedCertificate } from './stored-certificate.js';
+import type { CertificateInfo, LoadedCertificate } from './stored-certificate.js';
 
 /** What `CertificateManager.onChange` listeners get: a certificate was installed or replaced. */
 export interface CertificateChange {
@@ -36,36 +37,90 @@ export interface ServedCertificate {
 }
 
 /**
- * The certificates served now (certmagic's `handshake.go` lookups): one
- * TLS context per name, found by SNI as the exact name or its `*.parent`
- * wildcard; installing one replaces the served context in place and tells
- * the `onChange` listeners.
+ * The certificates served now (certmagic's `handshake.go` lookups and its
+ * bounded cache): a name is served when its entry has a certificate (the
+ * compact index, `entry.current`); its PEMs and TLS context are in a
+ * bounded LRU ({@link CertificateCache}) and read from storage again on a
+ * miss, one read per name at a time. Found by SNI as the exact name or its
+ * `*.parent` wildcard; installing one replaces the served context in place
+ * and tells the `onChange` listeners.
  */
 export class ServedCertificates {
   readonly #entries: ReadonlyMap<string, Entry>;
   readonly #log: CertificateLogger;
-  readonly #contexts = new Map<string, SecureContext>();
+  readonly #cache: CertificateCache;
+  readonly #read: (entry: Entry) => Promise<LoadedCertificate | null>;
+  readonly #reading = new Map<string, Promise<LoadedCertificate | null>>();
   readonly #listeners = new Set<(change: CertificateChange) => void>();
+  readonly #removeListeners = new Set<(name: string) => void>();
 
-  constructor(entries: ReadonlyMap<string, Entry>, log: CertificateLogger) {
+  /** `read`: the entry's certificate from storage (an evicted one, at a handshake). */
+  constructor(
+    entries: ReadonlyMap<string, Entry>,
+    log: CertificateLogger,
+    cache: CertificateCache,
+    read: (entry: Entry) => Promise<LoadedCertificate | null>,
+  ) {
     this.#entries = entries;
     this.#log = log;
+    this.#cache = cache;
+    this.#read = read;
   }
 
-  /** The context served for lowercase `name`: its own, else its `*.parent` wildcard's, else null. */
-  lookup(name: string): SecureContext | null {
-    const exact = this.#contexts.get(name);
-    if (exact !== undefined) return exact;
+  /** The entry whose certificate serves lowercase `name`: its own, else its `*.parent` wildcard's, else undefined. */
+  servingEntry(name: string): Entry | undefined {
+    const exact = this.#entries.get(name);
+    if (exact?.current != null) return exact;
     const dot = name.indexOf('.');
-    return dot > 0 ? (this.#contexts.get(`*${name.slice(dot)}`) ?? null) : null;
+    const wildcard = dot > 0 ? this.#entries.get(`*${name.slice(dot)}`) : undefined;
+    return wildcard?.current != null ? wildcard : undefined;
+  }
+
+  /** Whether a certificate serves lowercase `name` (from the index: cached or not). */
+  has(name: string): boolean {
+    return this.servingEntry(name) !== undefined;
+  }
+
+  /** The context for lowercase `name`: at once when cached, a promise when it is read from storage, null when none serves it. */
+  lookup(name: string): SecureContext | null | Promise<SecureContext | null> {
+    const entry = this.servingEntry(name);
+    if (entry === undefined) return null;
+    const cached = this.#cache.get(entry.name);
+    if (cached !== undefined) return cached.context;
+    return this.loaded(entry).then((loaded) => loaded?.context ?? null);
+  }
+
+  /** The loaded certificate of a served entry: from the cache, else read from storage (shared by concurrent callers). */
+  async loaded(entry: Entry): Promise<LoadedCertificate | null> {
+    const cached = this.#cache.peek(entry.name);
+    if (cached !== undefined) return cached;
+    const reading = this.#reading.get(entry.name);
+    if (reading !== undefined) return await reading;
+    const current = entry.current;
+    const promise = (async () => {
+      try {
+        const loaded = await this.#read(entry);
+        if (loaded === null || entry.removed) return null;
+        // A renewal came meanwhile: its certificate is the one to serve.
+        if (entry.current !== current) return this.#cache.peek(entry.name) ?? loaded;
+        // Another process sharing the storage renewed it: served from now on, as an attempt would.
+        if (current !== null && loaded.notAfter > current.notAfter) this.install(entry, loaded);
+        else this.#cache.set(entry.name, loaded);
+        return loaded;
+      } finally {
+        this.#reading.delete(entry.name);
+      }
+    })();
+    this.#reading.set(entry.name, promise);
+    return await promise;
   }
 
   /** Serves `certificate` for the name (replacing the one served) and tells the listeners. */
   install(entry: Entry, certificate: LoadedCertificate): void {
     const replaced = entry.current !== null;
-    entry.current = certificate;
+    entry.current = infoOf(certificate);
     entry.ari = null;
-    this.#contexts.set(entry.name, certificate.context);
+    this.#cache.set(entry.name, certificate);
     const change = { name: entry.name, issuer: certificate.issuer, notAfter: certificate.notAfter, replaced };
     for (const listener of this.#listeners) {
       try {
@@ -76,9 +131,23 @@ export class ServedCertificates {
     }
   }
 
-  /** Stops serving `name`. */
-  remove(name: string): void {
-    this.#contexts.delete(name);
+  /** Stops serving the entry's name; the removal listeners hear of it when a certificate was served. */
+  remove(entry: Entry): void {
+    this.#cache.delete(entry.name);
+    if (entry.current === null) return;
+    for (const listener of this.#removeListeners) {
+      try {
+        listener(entry.name);
+      } catch (err) {
+        this.#log.error({ name: entry.name, error: messageOf(err) }, 'certificate removal listener threw');
+      }
+    }
+  }
+
+  /** Calls `listener` with a name no longer served (no longer managed); returns the unsubscribe function. */
+  onRemove(listener: (name: string) => void): () => void {
+    this.#removeListeners.add(listener);
+    return () => this.#removeListeners.delete(listener);
   }
 
   /** Calls `listener` whenever a certificate is installed or replaced; returns the unsubscribe function. */
@@ -87,36 +156,42 @@ export class ServedCertificates {
     return () => this.#listeners.delete(listener);
   }
 
-  /** The certificates served now, one per name, as PEM, sorted by name. */
-  list(): ServedCertificate[] {
-    const out: ServedCertificate[] = [];
-    for (const entry of this.#entries.values()) {
-      const pem = this.#pem(entry);
-      if (pem !== null) out.push(pem);
-    }
-    return out.sort(byName);
+  /** The names served now (exact and `*.parent`), sorted: the index, no certificate read. */
+  names(): string[] {
+    const out: string[] = [];
+    for (const entry of this.#entries.values()) if (entry.current !== null) out.push(entry.name);
+    return out.sort();
   }
 
   /** The certificate served for lowercase `name` (its exact name, else the `*.parent` wildcard) as PEM, or null. */
-  pemFor(name: string): ServedCertificate | null {
-    const exact = this.#entries.get(name);
-    const pem = exact === undefined ? null : this.#pem(exact);
-    if (pem !== null) return pem;
-    const dot = name.indexOf('.');
-    const wildcard = dot > 0 ? this.#entries.get(`*${name.slice(dot)}`) : undefined;
-    return wildcard === undefined ? null : this.#pem(wildcard);
+  async pemFor(name: string): Promise<ServedCertificate | null> {
+    const entry = this.servingEntry(name);
+    if (entry === undefined) return null;
+    const loaded = await this.loaded(entry);
+    if (loaded === null) return null;
+    return { name: entry.name, cert: loaded.certPem, key: loaded.keyPem, notAfter: loaded.notAfter };
   }
 
-  #pem(entry: Entry): ServedCertificate | null {
-    const current = entry.current;
-    if (current === null || this.#contexts.get(entry.name) !== current.context) return null;
-    return { name: entry.name, cert: current.certPem, key: current.keyPem, notAfter: current.notAfter };
+  /** Hits, misses and evictions of the cache. */
+  cacheStats(): CertificateCacheStats {
+    return this.#cache.stats();
   }
+}
+
+/** The index's record of a loaded certificate. */
+export function infoOf(certificate: LoadedCertificate): CertificateInfo {
+  return {
+    issuerId: certificate.issuerId,
+    issuer: certificate.issuer,
+    notBefore: certificate.notBefore,
+    notAfter: certificate.notAfter,
+    certId: safeAriCertId(certificate.certPem),
+  };
 }
 
 /** What on-demand handshakes need of maintenance: load a new name's stored certificate, then check it (start an attempt). */
 export interface NameMaintenance {
-  load(entry: Entry): Promise<void>;
+  load(entry: Entry, urgent?: boolean): Promise<void>;
   check(entry: Entry): void;
 }
 
@@ -206,10 +281,10 @@ export class OnDemandHandshakes {
       this.#entries.set(name, entry);
     }
     if (entry.current === null && entry.attempt === null) {
-      await this.#maintenance.load(entry);
+      await this.#maintenance.load(entry, true);
       this.#maintenance.check(entry);
     }
     await entry.attempt;
-    return this.#served.lookup(name);
+    return await this.#served.lookup(name);
   }
 }

@@ -62,6 +62,21 @@ export interface LoadedCertificate {
   context: SecureContext;
 }
 
+/**
+ * What the manager keeps of a name's served certificate at all times (the
+ * compact index): enough to decide renewal, report status and match ARI
+ * state. The PEMs and TLS context live in the bounded certificate cache and
+ * are read from storage again after an eviction.
+ */
+export interface CertificateInfo {
+  issuerId: string;
+  issuer: string;
+  notBefore: number;
+  notAfter: number;
+  /** The RFC 9773 cert ID, or null when the certificate has none. */
+  certId: string | null;
+}
+
 /** What is stored for a name under one issuer. */
 export type StoredCertificate =
   | { state: 'missing' }

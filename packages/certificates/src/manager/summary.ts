@@ -1,11 +1,11 @@
 import type { RenewalDecision } from '../schedule/renewal-window.js';
 import { type CertificateSummary, summarizeCertificate } from '../schedule/status.js';
 import { byName, type Entry } from './entry.js';
-import type { LoadedCertificate } from './stored-certificate.js';
+import type { CertificateInfo } from './stored-certificate.js';
 
 /** What a summary needs of maintenance: the renewal decision and the hold of a name. */
 export interface RenewalView {
-  renewal(entry: Entry, certificate: LoadedCertificate, now: number): RenewalDecision;
+  renewal(entry: Entry, certificate: Pick<CertificateInfo, 'notBefore' | 'notAfter'>, now: number): RenewalDecision;
   heldUntil(entry: Entry, now: number): number | null;
 }
 

@@ -113,8 +113,15 @@ describe('issue 20: CertifiedNames costs what changed', () => {
     const next = [...first.filter((r) => r.domain !== 'r1.example.com' && r.domain !== 'r3.example.com')];
     next.push(added, plain, onDemand);
     const change = published(first, next, [added, plain, onDemand], ['r1.example.com']);
+    expect(names.takeChanges().add).toHaveLength(5000);
     expect(names.update(change.snapshot)).toBe(true);
     expect(change.reads()).toBe(0);
+    // The manager gets what changed (issue 30): one name added, two no longer certified, nothing else.
+    expect(names.takeChanges()).toEqual({
+      add: [{ name: 'new.example.com', issuer: 'acme' }],
+      remove: ['r1.example.com', 'r3.example.com'],
+    });
+    expect(names.takeChanges()).toEqual({ add: [], remove: [] });
     // Sorted, not `arrayContaining`: that compares 5,000 × 5,000 pairs (~35 s on a loaded 2-core machine).
     const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
     expect(names.names().sort(byName)).toEqual(managedNames(next, global).sort(byName));

@@ -11,7 +11,13 @@ import {
 import { AcmeIssuer, type ChallengeSolver } from '../acme/index.js';
 import { createDns01Solver, type DnsChallengeSettings } from '../dns/index.js';
 import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
-import { type CertificateLogger, CertificateManager, ChallengeTable, type ManagedName } from '../manager/index.js';
+import {
+  type CertificateLogger,
+  CertificateManager,
+  ChallengeTable,
+  type ManagedName,
+  type NameChanges,
+} from '../manager/index.js';
 import type { CertificateSummary } from '../schedule/index.js';
 import { FileStorage } from '../storage/file-storage.js';
 import type { CertificateStorage } from '../storage/storage.js';
@@ -92,6 +98,8 @@ export class CertifiedNames {
   readonly #names = new Map<string, { issuer: ManagedName['issuer']; dns: string | null }>();
   /** Lowercase domain → route, for routes with `tls { on_demand }` that want a managed certificate. */
   readonly #onDemand = new Map<string, RouteSpec>();
+  /** Names added, changed or removed since the last {@link takeChanges}. */
+  readonly #touched = new Set<string>();
 
   /** `solverFor` builds the DNS-01 solver of a site's settings (the daemon's; absent: names carry no solver). */
   constructor(global: GlobalOptions, solverFor?: (settings: DnsChallengeSettings) => ChallengeSolver) {
@@ -110,12 +118,16 @@ export class CertifiedNames {
     if (changes !== null) {
       for (const domain of changes.removed) {
         this.#onDemand.delete(domain);
-        if (this.#names.delete(domain)) changed = true;
+        if (this.#names.delete(domain)) {
+          this.#touched.add(domain);
+          changed = true;
+        }
       }
       for (const route of changes.upserted) if (this.#take(route)) changed = true;
       return changed;
     }
     changed = this.#names.size > 0;
+    for (const name of this.#names.keys()) this.#touched.add(name);
     this.#names.clear();
     this.#onDemand.clear();
     for (const route of routes) if (this.#take(route)) changed = true;
@@ -124,15 +136,34 @@ export class CertifiedNames {
 
   /** The names to certify and who certifies each. */
   names(): ManagedName[] {
-    return [...this.#names].map(([name, { issuer, dns }]) => {
-      if (dns === null || this.#solverFor === undefined) return { name, issuer };
-      let solver = this.#solvers.get(dns);
-      if (solver === undefined) {
-        solver = this.#solverFor(JSON.parse(dns) as DnsChallengeSettings);
-        this.#solvers.set(dns, solver);
-      }
-      return { name, issuer, dns: solver };
-    });
+    return [...this.#names].map(([name, known]) => this.#managed(name, known));
+  }
+
+  /**
+   * What changed in {@link names} since the last call (all of it at the
+   * first): names added or whose issuer or DNS settings changed, and names
+   * removed. O(changed names).
+   */
+  takeChanges(): NameChanges {
+    const add: ManagedName[] = [];
+    const remove: string[] = [];
+    for (const name of this.#touched) {
+      const known = this.#names.get(name);
+      if (known === undefined) remove.push(name);
+      else add.push(this.#managed(name, known));
+    }
+    this.#touched.clear();
+    return { add, remove };
+  }
+
+  #managed(name: string, { issuer, dns }: { issuer: ManagedName['issuer']; dns: string | null }): ManagedName {
+    if (dns === null || this.#solverFor === undefined) return { name, issuer };
+    let solver = this.#solvers.get(dns);
+    if (solver === undefined) {
+      solver = this.#solverFor(JSON.parse(dns) as DnsChallengeSettings);
+      this.#solvers.set(dns, solver);
+    }
+    return { name, issuer, dns: solver };
   }
 
   /** Who certifies `name` on demand (see {@link onDemandIssuer}), or null. */
@@ -151,12 +182,17 @@ export class CertifiedNames {
     if (certificate === 'on_demand') this.#onDemand.set(domain, route);
     else this.#onDemand.delete(domain);
     const issuer = certificate === 'managed' ? issuerFor(route, domain, this.#global) : null;
-    if (issuer === null) return this.#names.delete(domain);
+    if (issuer === null) {
+      if (!this.#names.delete(domain)) return false;
+      this.#touched.add(domain);
+      return true;
+    }
     const settings = issuer === 'acme' ? dnsSettingsFor(route, this.#global) : null;
     const dns = settings === null ? null : JSON.stringify(settings);
     const known = this.#names.get(domain);
     if (known?.issuer === issuer && known.dns === dns) return false;
     this.#names.set(domain, { issuer, dns });
+    this.#touched.add(domain);
     return true;
   }
 }
@@ -182,6 +218,8 @@ export interface CertificateWiringOptions {
   challengeTable?: ChallengeTable;
   /** Called once a certificate this process obtained is stored (the manager's `onObtained`). */
   onObtained?: (name: string) => void;
+  /** Loaded certificates the manager keeps in memory (`PROXY_CERT_CACHE`; default 10,000). */
+  cacheCapacity?: number;
 }
 
 /**
@@ -232,13 +270,14 @@ export async function createCertificateWiring(
     keyType: global.key_type === 'rsa2048' ? 'rsa' : 'ecdsa',
     logger: options.logger,
     ...(options.onObtained === undefined ? {} : { onObtained: options.onObtained }),
+    ...(options.cacheCapacity === undefined ? {} : { cacheCapacity: options.cacheCapacity }),
   });
   return {
     manager,
     setRoutes(next) {
-      // The manager's setNames takes the whole set (O(names)): called only when a managed name changed.
+      // Only what changed reaches the manager: a route write costs O(changed names), not O(names).
       if (!certified.update(next)) return Promise.resolve();
-      return manager.setNames(certified.names());
+      return manager.updateNames(certified.takeChanges());
     },
     status: () => manager.status(),
     // An order already sent finishes in the background (its certificate is stored); shutdown does not wait for it.

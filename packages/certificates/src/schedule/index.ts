@@ -25,6 +25,7 @@ export {
   type OrderRateLimiterOptions,
 } from './order-rate-limiter.js';
 export {
+  DEFAULT_RENEWAL_SPREAD,
   type LifetimeRenewalTimes,
   lifetimeRenewalTimes,
   RENEWAL_CHECK_INTERVAL_MS,
@@ -32,6 +33,7 @@ export {
   type RenewalInput,
   type RenewalReason,
   renewalDecision,
+  renewalSpreadOf,
   type Validity,
 } from './renewal-window.js';
 export { parseRetryAfter } from './retry-after.js';

@@ -71,12 +71,38 @@ export interface RenewalInput {
   now: number;
   /** The interval between maintenance checks, ms (default {@link RENEWAL_CHECK_INTERVAL_MS}). */
   checkIntervalMs?: number;
+  /**
+   * How much later than 1/3 of the lifetime left the lifetime rule fires,
+   * as a fraction of the lifetime (default 0; never past the 1/20 rule):
+   * the manager gives each certificate its own, so certificates issued
+   * together do not all renew at once.
+   */
+  spread?: number;
+}
+
+/** The lifetime spread the manager uses by default: renewals between 1/3 and 1/4 of the lifetime left. */
+export const DEFAULT_RENEWAL_SPREAD = 1 / 12;
+
+/**
+ * A certificate's own place in the renewal spread, in [0, 1): a hash of its
+ * name and notBefore, so it is the same after a restart and differs between
+ * certificates issued at the same time.
+ */
+export function renewalSpreadOf(name: string, notBefore: number): number {
+  let hash = 0x811c9dc5;
+  const text = `${name}|${notBefore}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash / 2 ** 32;
 }
 
 /**
  * Decides whether a certificate is due for renewal.
  *
- * Without ARI: due at {@link LifetimeRenewalTimes.renewAt}. With ARI: due at
+ * Without ARI: due at {@link LifetimeRenewalTimes.renewAt}, later by
+ * `spread` of the lifetime when given. With ARI: due at
  * the time {@link selectAriRenewalTime} picks in the CA's window (earlier or
  * later than the lifetime rule, as the CA asks; a window wholly in the past
  * means now), and — as RFC 9773 §4.2 says — already when that time falls
@@ -98,6 +124,8 @@ export function renewalDecision(input: RenewalInput): RenewalDecision {
       ? { renew: ariDue || forced, dueAt: selected, reason: 'ari', expired }
       : { renew: forced, dueAt: forceAt, reason: 'force', expired };
   }
-  // renewAt ≤ forceAt always (1/3 of a lifetime is never less than 1/20 of it).
-  return { renew: now >= renewAt || expired, dueAt: renewAt, reason: 'lifetime', expired };
+  // renewAt ≤ forceAt always (1/3 of a lifetime is never less than 1/20 of it); the spread keeps it so.
+  const lifetime = Math.max(0, validity.notAfter - validity.notBefore);
+  const spreadAt = Math.min(forceAt, renewAt + Math.floor(Math.max(0, input.spread ?? 0) * lifetime));
+  return { renew: now >= spreadAt || expired, dueAt: spreadAt, reason: 'lifetime', expired };
 }

@@ -1,44 +1,45 @@
-import type { CertificatePem, CertificateUpdate } from './node.js';
+import type { CertificateUpdate } from './node.js';
 
 /**
- * The fleet's side of pushed certificates: what `pushed` nodes were sent,
- * and the update that brings them to `served` (the manager's certificates
- * now).
+ * The fleet's side of certificates for nodes that pull them: the names
+ * served or no longer served since the last update, gathered into one
+ * {@link CertificateUpdate} (a burst of installs — 10,000 names loaded at
+ * start — is one message per node, not one per name). Names only: a node
+ * asks for a certificate at its first handshake.
  */
 export class CertificateSync {
-  readonly #sent = new Map<string, string>();
+  #served = new Set<string>();
+  #unserved = new Set<string>();
 
-  /**
-   * Everything for a node that starts now. Not recorded: nodes already
-   * running may be behind, and the next {@link diff} brings them up (a
-   * certificate the new node already has is sent again and kept as it is).
-   */
-  all(served: readonly CertificatePem[]): CertificateUpdate {
-    return { set: served.map(({ name, cert, key }) => ({ name, cert, key })), drop: [] };
+  /** `name` got a certificate, or a new one (a node's copy is stale). */
+  served(name: string): void {
+    this.#unserved.delete(name);
+    this.#served.add(name);
   }
 
-  /** One certificate installed or replaced ({@link diff} for that name alone); null when nodes have it. */
-  one(pem: CertificatePem): CertificateUpdate | null {
-    if (this.#sent.get(pem.name) === pem.cert) return null;
-    this.#sent.set(pem.name, pem.cert);
-    return { set: [{ name: pem.name, cert: pem.cert, key: pem.key }], drop: [] };
+  /** `name` is no longer served. */
+  unserved(name: string): void {
+    this.#served.delete(name);
+    this.#unserved.add(name);
   }
 
-  /** The changes since the last call; null when there are none. */
-  diff(served: readonly CertificatePem[]): CertificateUpdate | null {
-    const set: CertificatePem[] = [];
-    const names = new Set<string>();
-    for (const { name, cert, key } of served) {
-      names.add(name);
-      if (this.#sent.get(name) !== cert) set.push({ name, cert, key });
-    }
-    const drop = [...this.#sent.keys()].filter((name) => !names.has(name));
-    this.#record(served);
-    return set.length === 0 && drop.length === 0 ? null : { set, drop };
+  /** An update a node did not take, to send again: a name changed since (pending now) keeps its newer change. */
+  requeue(update: CertificateUpdate): void {
+    for (const name of update.served) if (!this.#unserved.has(name)) this.#served.add(name);
+    for (const name of update.unserved) if (!this.#served.has(name)) this.#unserved.add(name);
   }
 
-  #record(served: readonly CertificatePem[]): void {
-    this.#sent.clear();
-    for (const { name, cert } of served) this.#sent.set(name, cert);
+  /** What changed since the last call, or null when nothing did. */
+  take(): CertificateUpdate | null {
+    if (this.#served.size === 0 && this.#unserved.size === 0) return null;
+    const update = { served: [...this.#served], unserved: [...this.#unserved] };
+    this.#served = new Set();
+    this.#unserved = new Set();
+    return update;
+  }
+
+  /** What a node that starts now is given: every name served, no certificate. */
+  static join(names: readonly string[]): CertificateUpdate {
+    return { served: [...names], unserved: [] };
   }
 }

@@ -1,11 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { defaultReverseProxy, emptySite, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
 import { ConnectionCounts, RateLimiter } from '@proxyd/proxy-core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Channel } from '../channel.js';
 import { CONNECTIONS_ACQUIRE, RemoteConnectionCounter, serveConnectionCounts } from '../ipc/connection-counts.js';
 import { RATE_LIMIT_ADMIT, RemoteRateLimits } from '../ipc/rate-limits.js';
 import { CertificateSync } from './certificate-sync.js';
+import { Fleet } from './fleet.js';
+import type { CertificateUpdate, DataPlaneNode } from './node.js';
 import { RateLimitAuthority } from './rate-limits.js';
 import { NodeRoutes, RoutePublisher } from './route-tables.js';
 
@@ -24,18 +26,46 @@ function channelPair(): [Channel, Channel] {
   return [new Channel(a), new Channel(b)];
 }
 
-describe('certificates pushed to nodes', () => {
-  it('CertificateSync sends what changed and drops what is gone', () => {
-    const pem = (name: string, cert: string) => ({ name, cert: `cert ${cert}`, key: `key ${cert}` });
-    const [a, b, b2] = [pem('a.localhost', '1'), pem('b.localhost', '2'), pem('b.localhost', '3')];
+describe('certificates for nodes that pull them', () => {
+  it('CertificateSync gathers the names served and unserved since the last update, the last word winning', () => {
     const sync = new CertificateSync();
-    expect(sync.all([a])).toEqual({ set: [a], drop: [] });
-    // `all` is for a node that starts: the running ones still get everything at the next diff.
-    expect(sync.diff([a])).toEqual({ set: [a], drop: [] });
-    expect(sync.diff([a])).toBeNull();
-    expect(sync.diff([a, b])).toEqual({ set: [b], drop: [] });
-    expect(sync.one(b)).toBeNull();
-    expect(sync.diff([b2])).toEqual({ set: [b2], drop: ['a.localhost'] });
+    expect(sync.take()).toBeNull();
+    sync.served('a.localhost');
+    sync.served('b.localhost');
+    sync.unserved('b.localhost');
+    sync.served('a.localhost');
+    expect(sync.take()).toEqual({ served: ['a.localhost'], unserved: ['b.localhost'] });
+    expect(sync.take()).toBeNull();
+    expect(CertificateSync.join(['a.localhost'])).toEqual({ served: ['a.localhost'], unserved: [] });
+    // An update a node did not take goes again, but a name changed since keeps its newer change.
+    sync.unserved('a.localhost');
+    sync.requeue({ served: ['a.localhost', 'c.localhost'], unserved: [] });
+    expect(sync.take()).toEqual({ served: ['c.localhost'], unserved: ['a.localhost'] });
+  });
+
+  it('the fleet sends one update per turn, and sends the names again to a node that did not take it', async () => {
+    const got: CertificateUpdate[] = [];
+    let failures = 1;
+    const node = {
+      index: 0,
+      certificateMode: 'pulled',
+      async certificatesChanged(update: CertificateUpdate) {
+        if (failures-- > 0) throw new Error('certificates: no answer within 5000 ms');
+        got.push(update);
+      },
+    } as unknown as DataPlaneNode;
+    const errors: string[] = [];
+    const fleet = new Fleet({
+      routes: () => ({ routes: [], version: 1, changes: null }),
+      certificates: { names: () => [], certificateFor: async () => null },
+      onError: (what) => errors.push(what),
+    });
+    fleet.attach({ nodes: [node], stop: async () => {} });
+    await Promise.all([fleet.certificatesChanged('a.localhost'), fleet.certificatesChanged('b.localhost', true)]);
+    expect(errors).toEqual(['certificates not sent']);
+    await vi.waitFor(() => expect(got).toEqual([{ served: ['a.localhost'], unserved: ['b.localhost'] }]), {
+      timeout: 5000,
+    });
   });
 });
 

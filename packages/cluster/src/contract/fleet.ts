@@ -13,13 +13,14 @@ import type {
 import { type Limiter, RateLimitAuthority } from './rate-limits.js';
 import { RoutePublisher, type RouteUpdate } from './route-tables.js';
 
+/** After an update a node did not take, the names are sent again this much later, ms. */
+const CERTIFICATES_RETRY_MS = 1000;
+
 /** Where the fleet reads the certificates it supplies: the certificate manager. */
 export interface CertificateSource {
-  /** Every certificate served now (what a `pushed` node holds). */
-  served(): CertificatePem[];
-  /** The certificate of one installed name; null when it has none, undefined when the source cannot tell. */
-  servedFor(name: string): CertificatePem | null | undefined;
-  /** A name a node has no certificate for: checked, obtained or loaded; null when it will not be served. */
+  /** The names served now (exact and `*.parent`): what a `pulled` node starts with. No certificate is read. */
+  names(): string[];
+  /** A name a node has no certificate for: loaded, checked or obtained; null when it will not be served. */
   certificateFor(name: string): Promise<CertificatePem | null>;
 }
 
@@ -54,7 +55,7 @@ export interface NodeSet<T extends Telemetry = Telemetry> {
 /** What a node that starts now is given: the table as one compact snapshot, certificates, challenges. */
 export interface NodeJoin {
   routes: RouteUpdate & { kind: 'full' };
-  /** Every certificate served (for a `pushed` node); null without certificates. */
+  /** The names served (for a `pulled` node; no certificate); null without certificates. */
   certificates: CertificateUpdate | null;
   challenges: Challenge[];
 }
@@ -73,6 +74,8 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   readonly #options: FleetOptions;
   readonly #publisher = new RoutePublisher();
   readonly #sync = new CertificateSync();
+  /** The update being gathered for the nodes (sent at the next turn), or null. */
+  #sending: Promise<void> | null = null;
   readonly #presented = new Map<string, Challenge>();
   readonly #rateLimits: RateLimitAuthority | null;
   #set: NodeSet<T> | null = null;
@@ -97,7 +100,7 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
     const source = this.#options.certificates;
     return {
       routes: this.#publisher.full(this.#options.routes()),
-      certificates: source === undefined ? null : this.#sync.all(source.served()),
+      certificates: source === undefined ? null : CertificateSync.join(source.names()),
       challenges: [...this.#presented.values()],
     };
   }
@@ -124,26 +127,40 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   }
 
   /**
-   * Certificates changed in the manager: `name` was installed, or (no
-   * name) some may be gone. A `shared` node looks again; a `pushed` node
-   * gets what changed since the last push.
+   * Certificates changed in the manager: `name` was installed or renewed,
+   * or (`removed`) is no longer served; no name: some may be gone or come (a
+   * `shared` node looks again). A `pulled` node gets the names, gathered
+   * over one turn into one update (a burst of installs is one message per
+   * node); resolves once every node took it.
    */
-  async certificatesChanged(name?: string): Promise<void> {
-    const source = this.#options.certificates;
-    const nodes = this.nodes;
-    let update: CertificateUpdate | null | undefined;
-    if (source !== undefined && nodes.some((node) => node.certificateMode === 'pushed')) {
-      const one = name === undefined ? undefined : source.servedFor(name);
-      // One installed certificate: that one only (not a pass over every name served).
-      update = one === undefined ? this.#sync.diff(source.served()) : one === null ? null : this.#sync.one(one);
+  async certificatesChanged(name?: string, removed = false): Promise<void> {
+    if (name !== undefined) {
+      if (removed) this.#sync.unserved(name);
+      else this.#sync.served(name);
     }
+    this.#sending ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#sendCertificates());
+    await this.#sending;
+  }
+
+  async #sendCertificates(): Promise<void> {
+    this.#sending = null;
+    const update = this.#sync.take();
+    let failed = false;
     await Promise.all(
-      nodes.map(async (node) => {
+      this.nodes.map(async (node) => {
         if (node.certificateMode === 'shared') return await node.certificatesChanged(null);
-        if (update === null || update === undefined) return;
-        await node.certificatesChanged(update).catch((err: unknown) => this.#report('certificates not sent', err));
+        if (update === null) return;
+        await node.certificatesChanged(update).catch((err: unknown) => {
+          failed = true;
+          this.#report('certificates not sent', err);
+        });
       }),
     );
+    if (!failed || update === null) return;
+    // A node that did not take it (busy past the timeout) would keep a stale index: the names go again
+    // a second later (to every node: taking a name twice only drops a copy).
+    this.#sync.requeue(update);
+    setTimeout(() => void this.certificatesChanged(), CERTIFICATES_RETRY_MS).unref();
   }
 
   /** Starts answering `challenge` on every node; resolves once each does (the CA may then check). */

@@ -16,10 +16,15 @@ export interface CertificatePem {
   key: string;
 }
 
-/** Certificates installed or replaced, and names no longer served (a push to a node that holds copies). */
+/**
+ * What changed of the certificates, for a node that pulls them: names
+ * (exact or `*.parent`) now served — installed or renewed, so a copy the
+ * node holds is stale — and names no longer served. Names only: the node
+ * asks {@link CertificateSupply.certificateFor} at a handshake.
+ */
 export interface CertificateUpdate {
-  set: CertificatePem[];
-  drop: string[];
+  served: string[];
+  unserved: string[];
 }
 
 /**
@@ -64,19 +69,18 @@ export interface NodeStats {
  * How a node gets certificates:
  * - `shared`: it reads the control plane's own store (same process; no copy
  *   travels, {@link DataPlaneNode.certificatesChanged} only says "look again");
- * - `pushed`: it holds copies of every certificate served, sent as
- *   {@link CertificateUpdate}s, and asks {@link CertificateSupply} for a name
- *   it does not hold (on-demand TLS).
- * A node that holds a bounded cache and pulls on every miss (many names)
- * is a third mode that the same calls carry: `certificatesChanged` with
- * only `drop` invalidates, `certificateFor` fills.
+ * - `pulled`: it knows the names served (given at its start, then
+ *   {@link CertificateUpdate}s) and holds a bounded cache of certificates,
+ *   filled at a handshake by {@link CertificateSupply.certificateFor}; an
+ *   update drops what it names.
  */
-export type CertificateMode = 'shared' | 'pushed';
+export type CertificateMode = 'shared' | 'pulled';
 
 /**
- * The port a node calls on an SNI miss: the control plane checks the name
- * (on-demand `ask`), obtains or loads its certificate, and answers it, or
- * null when it will not serve it.
+ * The port a node calls on an SNI miss: the control plane answers the
+ * name's certificate (read from storage when not in its cache), checks and
+ * obtains an on-demand name (`ask`), moves a managed name still waiting for
+ * its first certificate to the front of its queue, or answers null.
  */
 export interface CertificateSupply {
   certificateFor(name: string): Promise<CertificatePem | null>;
@@ -111,7 +115,7 @@ export interface DataPlaneNode<T extends Telemetry = Telemetry> {
    * (`needsSnapshot`), and the fleet sends the snapshot.
    */
   applyRoutes(update: RouteUpdate): Promise<RouteAck>;
-  /** Certificates changed: the update (a `pushed` node), or null (a `shared` node looks again). */
+  /** Certificates changed: the update (a `pulled` node), or null (a `shared` node looks again). */
   certificatesChanged(update: CertificateUpdate | null): Promise<void>;
   /** Starts answering an ACME challenge; resolves once it does. */
   presentChallenge(challenge: Challenge): Promise<void>;

@@ -17,10 +17,10 @@ export interface WorkerInit {
   config: Config;
   /** The route table now, one compact snapshot (`RouteUpdate` of kind `full`), serialised once for every worker. */
   table: Uint8Array;
-  /** The certificates the primary's manager serves (absent with `auto_https off`). */
+  /** The names the primary's manager serves, no certificate: the worker asks at a handshake (null with `auto_https off`). */
   certificates: CertificateUpdate | null;
-  /** Whether a name the worker has no certificate for is asked of the primary (on-demand TLS). */
-  onDemand: boolean;
+  /** TLS contexts the worker keeps (least recently used out first). */
+  certificateCacheCapacity: number;
   /** ACME challenges presented now (a worker may start during an order). */
   challenges: Challenge[];
   /** HMAC key of `under_attack` clearance cookies: one for every worker, so a cookie is valid on all. */
@@ -76,8 +76,8 @@ export const ToWorker = {
 
 /** Requests workers send the primary. */
 export const ToPrimary = {
-  /** A server name: the primary's manager checks and obtains it (on-demand TLS); answers a `CertificatePem` or null. */
-  onDemandCertificate: 'certificates.on-demand',
+  /** A server name the worker has no certificate for: the primary's manager answers a `CertificatePem` or null (`certificateFor`). */
+  certificate: 'certificates.for',
   /** (one way) A `HealthEvent` this worker saw (worker 0's probes, anyone's passive failures): passed to the others. */
   health: 'health',
   /** A `SiteLogBatch` of sites' access lines for the primary to write (one way; a request when a drain flushes, answered once handed to the files). */

@@ -8,7 +8,7 @@ import { decodeRouteUpdate } from './route-encoding.js';
 
 /** A worker's way to its fleet (the `FleetPort` seen from a node across IPC). */
 export interface FleetLink {
-  /** Asks the control plane for a name's certificate on an SNI miss (on-demand TLS); null: not served. */
+  /** Asks the control plane for a name's certificate on an SNI miss (`FleetPort.certificateFor`); null: not served. */
   certificateFor(name: string): Promise<CertificatePem | null>;
   /** What this node saw of an upstream, for the other nodes. */
   reportHealth(event: HealthEvent): void;
@@ -39,7 +39,7 @@ export function serveNodeOverIpc<I>(handlers: WorkerNodeHandlers<I>): void {
     async init(init, channel) {
       const rateLimits = new RemoteRateLimits(channel);
       const link: FleetLink = {
-        certificateFor: (name) => channel.request<CertificatePem | null>(ToPrimary.onDemandCertificate, name, 30_000),
+        certificateFor: (name) => channel.request<CertificatePem | null>(ToPrimary.certificate, name, 30_000),
         reportHealth: (event) => channel.notify(ToPrimary.health, event),
         rateLimitCounter: (limit) => rateLimits.counter(limit),
         connectionCounter: new RemoteConnectionCounter(channel),

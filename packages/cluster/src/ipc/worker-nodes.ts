@@ -75,7 +75,7 @@ export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
       channel.handle<HealthEvent>(ToPrimary.health, (event) => fleet.reportHealth(index, event));
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => fleet.admitRateLimited(batch));
       serveConnectionCounts(channel, index, fleet);
-      channel.handle<string>(ToPrimary.onDemandCertificate, (name) => fleet.certificateFor(name));
+      channel.handle<string>(ToPrimary.certificate, (name) => fleet.certificateFor(name));
       options.setup?.(channel, index);
     },
     ...(options.onReady === undefined ? {} : { onReady: options.onReady }),
@@ -91,7 +91,7 @@ export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
 
 /** A node that is a worker process: each call a request on its channel. */
 class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
-  readonly certificateMode = 'pushed';
+  readonly certificateMode = 'pulled';
   readonly #pool: () => WorkerPool | null;
   readonly index: number;
 
