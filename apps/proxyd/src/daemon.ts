@@ -1,7 +1,8 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import { createCertificateWiring, DEFAULT_CERT_DIR } from '@proxyd/certificates';
+import type { CertificateWiring } from '@proxyd/certificates';
+import { DEFAULT_CERT_DIR } from '@proxyd/certificates/file-storage';
 import type { Fleet } from '@proxyd/cluster';
 import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
@@ -13,7 +14,7 @@ import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@p
 import type { Logger } from 'pino';
 import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
-import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
+import type { DashboardListener } from './dashboard.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -134,14 +135,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Challenges the manager presents reach every node of the fleet (started below).
   let fleetOf: Fleet | null = null;
   const challenges = config.global.auto_https !== 'off' ? fleetChallengeTable(() => fleetOf) : undefined;
-  const certificates =
-    config.global.auto_https === 'off'
-      ? undefined
-      : await createCertificateWiring(config, {
-          certDir,
-          logger: tlsLog,
-          ...(challenges === undefined ? {} : { challengeTable: challenges }),
-        });
+  // What only some configs use is loaded when they do (issue 32): the certificate manager (its local CA
+  // and ACME client) with automatic HTTPS, the dashboard with a `dashboard` listener.
+  let certificates: CertificateWiring | undefined;
+  if (config.global.auto_https !== 'off') {
+    const { createCertificateWiring } = await import('@proxyd/certificates');
+    certificates = await createCertificateWiring(config, {
+      certDir,
+      logger: tlsLog,
+      ...(challenges === undefined ? {} : { challengeTable: challenges }),
+    });
+  }
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
   const redirects = autoHttpsRedirects(config.global.auto_https);
@@ -259,6 +263,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let dashboardListener: DashboardListener | null = null;
   if (config.global.dashboard !== undefined) {
     try {
+      const { DASHBOARD_TARGET, startDashboardListener } = await import('./dashboard.js');
       dashboardListener = await startDashboardListener({
         dashboard: config.global.dashboard,
         history: history?.store ?? null,

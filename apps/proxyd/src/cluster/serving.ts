@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AnalyticsSnapshot, type MinuteRollup, mergeAnalyticsStates } from '@proxyd/analytics';
-import { type CertificateWiring, ChallengeTable } from '@proxyd/certificates';
+import type { CertificateWiring } from '@proxyd/certificates';
+import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import {
   type CertificatePem,
   Fleet,
