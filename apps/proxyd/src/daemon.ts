@@ -48,6 +48,12 @@ export interface DaemonOptions {
    * plane only, and N forked workers serve (`cluster/serving.ts`).
    */
   workers?: number;
+  /**
+   * `--spare-worker` (default false): with workers, one more worker process
+   * started and idle, which takes a crashed worker's place in ~20 ms instead
+   * of a Node start. It costs ~30 MB (bench/memory), so it is asked for.
+   */
+  spareWorker?: boolean;
   logger: Logger;
   /** Per-target loggers; default: children of `logger`. */
   logging?: Logging;
@@ -156,6 +162,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // The data plane: one fleet of nodes (this process, or N workers); the daemon talks only to it.
   const serving = await startServing({
     count: workerCount,
+    spare: options.spareWorker === true,
     config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
     routes: () => store.snapshot,
     certificates,

@@ -105,6 +105,7 @@ const program = buildProgram(version, {
       ...(options.certDir === undefined ? {} : { certDir: options.certDir }),
       // One data-plane worker per CPU this process may use, unless told otherwise.
       workers: options.workers ?? availableParallelism(),
+      spareWorker: options.spareWorker === true,
     });
     if (options.config === undefined && daemon.routeCount() === 0) {
       process.stderr.write(nothingToServe(options, `${daemon.adminAddress.host}:${daemon.adminAddress.port}`));
