@@ -5,7 +5,7 @@
 //   pnpm build && node bench/memory/run.mjs      (or: pnpm bench memory)
 //   ONLY="proxyd,caddy" node bench/memory/run.mjs
 //   PROXYD_ARGS="--spare" node bench/memory/run.mjs        extra flags for both proxyd targets
-//   PROXYD_NODE_OPTIONS="--max-semi-space-size=1" node bench/memory/run.mjs
+//   PROXYD_NODE_ARGS="--max-semi-space-size=1" node bench/memory/run.mjs   Node flags for proxyd (its workers inherit them)
 //
 // Needs the built daemon, wrk, nginx (the upstream) and caddy. Each target
 // runs alone (started, measured, stopped before the next), so no two
@@ -28,6 +28,7 @@ const IDLE_MS = Number(process.env.IDLE_MS ?? 3000);
 const LOAD_S = Number(process.env.LOAD_S ?? 10);
 const ONLY = process.env.ONLY?.split(',');
 const PROXYD_ARGS = (process.env.PROXYD_ARGS ?? '').split(' ').filter(Boolean);
+const NODE_ARGS = (process.env.PROXYD_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const HOST = 'bench.local';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -116,6 +117,7 @@ function wrk(port) {
       `Host: ${HOST}`,
       `http://127.0.0.1:${port}/small`,
     ]);
+    p.removeAllListeners('exit'); // the session's "exited early" report: wrk is meant to end
     p.on('exit', (code) => {
       const out = p.output();
       if (code !== 0) return reject(new Error(`wrk exited ${code}:\n${out}`));
@@ -181,8 +183,7 @@ async function proxyd(name, workers) {
   const args = ['run', '--config', file, '--state-dir', `${conf}-state`, '--cert-dir', `${conf}-certs`, '--no-docker'];
   if (workers !== null) args.push('--workers', String(workers));
   const env = { PROXY_ADMIN_TOKEN: 'bench-token-bench-token-bench-token' };
-  if (process.env.PROXYD_NODE_OPTIONS) env.NODE_OPTIONS = process.env.PROXYD_NODE_OPTIONS;
-  const child = run.start(name, process.execPath, [PROXYD, ...args, ...PROXYD_ARGS], env);
+  const child = run.start(name, process.execPath, [...NODE_ARGS, PROXYD, ...args, ...PROXYD_ARGS], env);
   // Which child serves: "worker N serving" names its pid (the pool's spare, if any, never says it).
   const roles = new Map();
   let partial = '';
@@ -224,7 +225,7 @@ for (const [name, startTarget] of TARGETS) {
 }
 
 console.log(
-  `\nNode ${process.version}, ${availableParallelism()} CPUs; PSS / USS in MB over the process tree; idle ${IDLE_MS} ms after the first answer, after load: right after wrk -t1 -c50 -d${LOAD_S}s${PROXYD_ARGS.length ? `; proxyd ${PROXYD_ARGS.join(' ')}` : ''}${process.env.PROXYD_NODE_OPTIONS ? `; NODE_OPTIONS=${process.env.PROXYD_NODE_OPTIONS}` : ''}\n`,
+  `\nNode ${process.version}, ${availableParallelism()} CPUs; PSS / USS in MB over the process tree; idle ${IDLE_MS} ms after the first answer, after load: right after wrk -t1 -c50 -d${LOAD_S}s${PROXYD_ARGS.length ? `; proxyd ${PROXYD_ARGS.join(' ')}` : ''}${NODE_ARGS.length ? `; node ${NODE_ARGS.join(' ')}` : ''}\n`,
 );
 console.log(
   '| target | processes | PSS idle | PSS after load | USS idle | USS after load | largest process idle / after load (PSS) |',
