@@ -72,6 +72,19 @@ function tree(pid) {
   return out;
 }
 
+/** CPU seconds (user + system) used so far by each live process of the tree. */
+function treeCpu(pid) {
+  const m = new Map();
+  for (const p of tree(pid)) {
+    try {
+      const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      m.set(p, (Number(f[11]) + Number(f[12])) / 100);
+    } catch {}
+  }
+  return m;
+}
+
 /** Every process of the target's tree with its role and memory. */
 function reading(target) {
   const procs = [];
@@ -121,7 +134,10 @@ function wrk(port) {
     p.on('exit', (code) => {
       const out = p.output();
       if (code !== 0) return reject(new Error(`wrk exited ${code}:\n${out}`));
-      resolve(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN));
+      resolve({
+        rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
+        requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN),
+      });
     });
   });
 }
@@ -213,10 +229,15 @@ for (const [name, startTarget] of TARGETS) {
   await waitFor(name, target.port, target.child);
   await sleep(IDLE_MS);
   const idle = reading(target);
-  const rps = await wrk(target.port);
+  const before = treeCpu(target.child.pid);
+  const { rps, requests } = await wrk(target.port);
+  const after = treeCpu(target.child.pid);
   const loaded = reading(target);
+  let cpu = 0;
+  for (const [p, t] of after) cpu += t - (before.get(p) ?? t);
+  const cpuUs = (cpu * 1e6) / requests;
   await stop(target.child);
-  results.push({ name, idle, loaded, rps });
+  results.push({ name, idle, loaded, rps, cpuUs });
   const per = (r) =>
     r.procs.map((p) => `${p.role === 'root' ? 'primary' : p.role} ${fmt(p.pss)}/${fmt(p.uss)}`).join(', ');
   console.log(
@@ -235,7 +256,7 @@ for (const { name, idle, loaded } of results) {
   const roles = idle.procs.map((p) => (p.role === 'root' ? 'primary' : p.role.replace(/ \d+$/, ''))).join('+');
   const big = (r) => Math.max(...r.procs.map((p) => p.pss));
   console.log(
-    `| ${name} | ${idle.procs.length > 1 ? roles : '1'} | ${fmt(idle.pss)} | ${fmt(loaded.pss)} | ${fmt(idle.uss)} | ${fmt(loaded.uss)} | ${fmt(big(idle))} / ${fmt(big(loaded))} |`,
+    `| ${name} | ${idle.procs.length > 1 ? roles : '1'} | ${fmt(idle.pss)} | ${fmt(loaded.pss)} | ${fmt(idle.uss)} | ${fmt(loaded.uss)} | ${fmt(big(idle))} / ${fmt(big(loaded))} | ${fmt(cpuUs)} |`,
   );
 }
 await run.shutdown(0);
