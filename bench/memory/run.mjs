@@ -241,7 +241,7 @@ for (const [name, startTarget] of TARGETS) {
   const per = (r) =>
     r.procs.map((p) => `${p.role === 'root' ? 'primary' : p.role} ${fmt(p.pss)}/${fmt(p.uss)}`).join(', ');
   console.log(
-    `${name}: idle ${fmt(idle.pss)} MB PSS (${per(idle)}); after load ${fmt(loaded.pss)} (${per(loaded)}); ${Math.round(rps)} req/s`,
+    `${name}: idle ${fmt(idle.pss)} MB PSS (${per(idle)}); after load ${fmt(loaded.pss)} (${per(loaded)}); ${Math.round(rps)} req/s, ${fmt(cpuUs)} µs CPU a request`,
   );
 }
 
@@ -249,10 +249,10 @@ console.log(
   `\nNode ${process.version}, ${availableParallelism()} CPUs; PSS / USS in MB over the process tree; idle ${IDLE_MS} ms after the first answer, after load: right after wrk -t1 -c50 -d${LOAD_S}s${PROXYD_ARGS.length ? `; proxyd ${PROXYD_ARGS.join(' ')}` : ''}${NODE_ARGS.length ? `; node ${NODE_ARGS.join(' ')}` : ''}\n`,
 );
 console.log(
-  '| target | processes | PSS idle | PSS after load | USS idle | USS after load | largest process idle / after load (PSS) |',
+  '| target | processes | PSS idle | PSS after load | USS idle | USS after load | largest process idle / after load (PSS) | CPU µs/request |',
 );
-console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
-for (const { name, idle, loaded } of results) {
+console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const { name, idle, loaded, cpuUs } of results) {
   const roles = idle.procs.map((p) => (p.role === 'root' ? 'primary' : p.role.replace(/ \d+$/, ''))).join('+');
   const big = (r) => Math.max(...r.procs.map((p) => p.pss));
   console.log(
