@@ -93,6 +93,8 @@ describe('modules loaded by the built daemon (issue 32)', () => {
         const modules = byPid.get(pid) ?? [];
         expect(modules.some((url) => url.endsWith('/cluster/worker.js'))).toBe(true);
         expect(loaded(modules), `worker ${pid}`).toEqual([]);
+        // Forked with a capped young generation (V8 sizes it at start; src/heap-tuning.ts).
+        expect(modules[0]).toContain('--max-semi-space-size=2');
       }
       // The primary and its two workers, and no third, idle, spare worker (`--spare-worker` asks for one).
       expect([...byPid.keys()].sort()).toEqual([running.child.pid, ...workers].sort());
