@@ -23,7 +23,8 @@ import { fileURLToPath } from 'node:url';
 import { benchSession } from '../lib/session.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
+// PROXYD_MAIN: another build of the daemon, e.g. the npm package's bundle (dist/npm/dist/main.js).
+const PROXYD = process.env.PROXYD_MAIN ?? path.join(root, 'apps/proxyd/dist/main.js');
 const IDLE_MS = Number(process.env.IDLE_MS ?? 3000);
 const LOAD_S = Number(process.env.LOAD_S ?? 10);
 const ONLY = process.env.ONLY?.split(',');
