@@ -65,6 +65,8 @@ const allowed: Record<string, string[]> = {
     '@proxyd/certificates/challenge-table',
     // The light entry `proxyd trust` loads (the local CA and the trust stores, no ACME client).
     '@proxyd/certificates/trust',
+    // The light entry for the certificate directory's default (the manager loads with automatic HTTPS only).
+    '@proxyd/certificates/file-storage',
     '@proxyd/cluster',
     '@proxyd/docker-source',
     '@proxyd/admin-api',
@@ -73,6 +75,10 @@ const allowed: Record<string, string[]> = {
     '@proxyd/telemetry',
   ],
 };
+// The model's entry without schemas (no typebox, issue 32) is allowed wherever the model is.
+for (const entries of Object.values(allowed))
+  if (entries.includes('@proxyd/model')) entries.push('@proxyd/model/rules');
+
 // Packages from outside the workspace (node: built-ins included) a package's shipped sources may import,
 // where DESIGN.md's table pins them down.
 const allowedExternal: Record<string, string[]> = {

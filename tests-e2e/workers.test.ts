@@ -79,7 +79,7 @@ describe('two data-plane workers', () => {
       res.end('sick');
     });
     proxyd = await startProxyd({
-      args: ['--workers', '2'],
+      args: ['--workers', '2', '--spare-worker'],
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN, PROXY_LOG: 'info,proxy::access=info' },
       sites: `http://plain.localhost {
 \treverse_proxy 127.0.0.1:${upstream.port}

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
-import { createCertificateWiring, DEFAULT_CERT_DIR, openRedisStorage } from '@proxyd/certificates';
+import type { CertificateWiring } from '@proxyd/certificates';
+import { DEFAULT_CERT_DIR } from '@proxyd/certificates/file-storage';
 import type { Fleet } from '@proxyd/cluster';
 import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
@@ -11,10 +12,9 @@ import { ensureStateDir, RouteStore, resolveStateDir } from '@proxyd/route-store
 import type { Logging } from '@proxyd/telemetry';
 import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
-import { redisFleetWiring } from './cluster/redis-fleet.js';
 import { fleetChallengeTable, startServing } from './cluster/serving.js';
 import { splitHostPort, startControlPlane } from './control-plane.js';
-import { DASHBOARD_TARGET, type DashboardListener, startDashboardListener } from './dashboard.js';
+import type { DashboardListener } from './dashboard.js';
 import { type MetricsListener, startMetricsListener } from './metrics-listener.js';
 
 export { loadProxyfile } from '@proxyd/proxyfile';
@@ -52,6 +52,12 @@ export interface DaemonOptions {
    * plane only, and N forked workers serve (`cluster/serving.ts`).
    */
   workers?: number;
+  /**
+   * `--spare-worker` (default false): with workers, one more worker process
+   * started and idle, which takes a crashed worker's place in ~20 ms instead
+   * of a Node start. It costs ~30 MB (bench/memory), so it is asked for.
+   */
+  spareWorker?: boolean;
   logger: Logger;
   /** Per-target loggers; default: children of `logger`. */
   logging?: Logging;
@@ -143,9 +149,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const sharedStorage =
     config.global.storage === undefined || config.global.auto_https === 'off'
       ? undefined
-      : await openRedisStorage(config.global.storage);
+      : await (await import('@proxyd/certificates')).openRedisStorage(config.global.storage);
   // With Redis, this daemon is one node of a fleet: challenges, new certificates and ticket keys reach every node.
-  const redisFleet = sharedStorage && redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
+  const redisFleet =
+    sharedStorage && (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
   const challenges =
     config.global.auto_https === 'off' ? undefined : (redisFleet?.table ?? fleetChallengeTable(() => fleetOf));
   const unwatchStorage = sharedStorage?.onStateChange(({ reachable, error }) => {
@@ -156,17 +163,20 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         `storage redis: unreachable (${error ?? 'connection closed'}); serving the certificates held, issuance waits`,
       );
   });
-  const certificates =
-    config.global.auto_https === 'off'
-      ? undefined
-      : await createCertificateWiring(config, {
-          certDir,
-          logger: tlsLog,
-          ...(challenges === undefined ? {} : { challengeTable: challenges }),
-          ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
-          ...(redisFleet === undefined ? {} : { onObtained: (name: string) => redisFleet.obtained(name) }),
-          ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
-        });
+  // What only some configs use is loaded when they do (issue 32): the certificate manager (its local CA
+  // and ACME client) with automatic HTTPS, the dashboard with a `dashboard` listener.
+  let certificates: CertificateWiring | undefined;
+  if (config.global.auto_https !== 'off') {
+    const { createCertificateWiring } = await import('@proxyd/certificates');
+    certificates = await createCertificateWiring(config, {
+      certDir,
+      logger: tlsLog,
+      ...(challenges === undefined ? {} : { challengeTable: challenges }),
+      ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
+      ...(redisFleet === undefined ? {} : { onObtained: (name: string) => redisFleet.obtained(name) }),
+      ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
+    });
+  }
   const manager = certificates?.manager;
   // Caddy's `auto_https off` and `disable_redirects`: sites stay reachable over plain HTTP.
   const redirects = autoHttpsRedirects(config.global.auto_https);
@@ -177,6 +187,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // The data plane: one fleet of nodes (this process, or N workers); the daemon talks only to it.
   const serving = await startServing({
     count: workerCount,
+    spare: options.spareWorker === true,
     config: workerCount > 1 ? await withResolvedPorts(config, options.bindHost) : config,
     routes: () => store.snapshot,
     certificates,
@@ -301,6 +312,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let dashboardListener: DashboardListener | null = null;
   if (config.global.dashboard !== undefined) {
     try {
+      const { DASHBOARD_TARGET, startDashboardListener } = await import('./dashboard.js');
       dashboardListener = await startDashboardListener({
         dashboard: config.global.dashboard,
         history: history?.store ?? null,

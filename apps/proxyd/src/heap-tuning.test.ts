@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { tuneHeapForStreaming } from './heap-tuning.js';
+import { releaseStartupMemory, tuneHeapForStreaming, workerExecArgv } from './heap-tuning.js';
 
 /**
  * A child process allocates 500 MB of short-lived 64 KiB Buffers (as socket
@@ -44,5 +44,49 @@ describe('heap tuning for streamed bodies (issue 14: Node 24 reclaimed socket Bu
   it("leaves an operator's own choice alone", () => {
     expect(tuneHeapForStreaming(['--scavenger-max-new-space-capacity-mb=16'], '')).toBe(false);
     expect(tuneHeapForStreaming([], '--scavenger_max_new_space_capacity_mb=4')).toBe(false);
+  });
+});
+
+/** The young generation's size (MB) of a child started with `args`, after 200 MB of short-lived objects. */
+function newSpaceMb(args: readonly string[], release = false): number {
+  const script = `
+    import v8 from 'node:v8';
+    import { releaseStartupMemory } from ${JSON.stringify(new URL('./heap-tuning.ts', import.meta.url).href)};
+    const keep = [];
+    for (let i = 0; i < 2e6; i++) { const o = { a: i, b: 'x' + i }; if (i % 1000 === 0) keep.push(o); }
+    ${release ? 'releaseStartupMemory();' : ''}
+    const space = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+    process.stdout.write(String(space.space_size / 1048576));
+  `;
+  const out = execFileSync(process.execPath, [...args, '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  return Number(out);
+}
+
+describe('the young generation of a worker (issue 32: memory after load)', () => {
+  it('a worker is forked with a capped young generation: 4 MB where Node 24 grows it to 16', () => {
+    const args = workerExecArgv([], '');
+    expect(newSpaceMb(args)).toBeLessThanOrEqual(4);
+    expect(newSpaceMb([])).toBeGreaterThan(8);
+  });
+
+  it("keeps this process's flags and leaves an operator's own size alone", () => {
+    expect(workerExecArgv(['--enable-source-maps'], '')).toEqual(['--enable-source-maps', '--max-semi-space-size=2']);
+    expect(workerExecArgv(['--max-semi-space-size=8'], '')).toEqual(['--max-semi-space-size=8']);
+    expect(workerExecArgv([], '--max_semi_space_size=4')).toEqual([]);
+  });
+});
+
+describe('what starting took goes back (issue 32: an idle primary kept a 32 MB young generation)', () => {
+  it('after releaseStartupMemory the young generation is back to its smallest', () => {
+    expect(newSpaceMb([])).toBeGreaterThan(8);
+    expect(newSpaceMb([], true)).toBeLessThanOrEqual(2);
+  });
+
+  it('can run more than once in one process', () => {
+    releaseStartupMemory();
+    releaseStartupMemory();
   });
 });

@@ -3,7 +3,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, runDemo, UsageError } from '@proxyd/cli';
 import { createLogging, type Logging } from '@proxyd/telemetry';
-import { tuneHeapForStreaming } from './heap-tuning.js';
+import { releaseStartupMemory, tuneHeapForStreaming } from './heap-tuning.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -107,10 +107,13 @@ const program = buildProgram(version, {
       ...(options.workerCertCache === undefined ? {} : { workerCertCache: options.workerCertCache }),
       // One data-plane worker per CPU this process may use, unless told otherwise.
       workers: options.workers ?? availableParallelism(),
+      spareWorker: options.spareWorker === true,
     });
     if (options.config === undefined && daemon.routeCount() === 0) {
       process.stderr.write(nothingToServe(options, `${daemon.adminAddress.host}:${daemon.adminAddress.port}`));
     }
+    // Started: what loading the control plane took goes back (~25 MB of an idle primary, issue 32).
+    releaseStartupMemory();
     const watch =
       options.watch && options.config !== undefined && daemon.reload
         ? watchProxyfile({

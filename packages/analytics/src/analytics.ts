@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import { REQUEST_EVENTS_KEY } from '@proxyd/model';
+import { REQUEST_EVENTS_KEY } from '@proxyd/model/rules';
 import type { DataPlaneHooks, RequestContext, RequestRecord } from '@proxyd/proxy-core';
 import type { AnalyticsState } from './analytics-state.js';
 import {

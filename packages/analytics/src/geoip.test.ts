@@ -196,6 +196,28 @@ describe('GeoIP country lookup', () => {
     });
   }
 
+  it('keeps no copy of the file for IPv4 (issue 32): it is read again at the first IPv6 address', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'geoip-'));
+    try {
+      const file = path.join(dir, 'country.mmdb');
+      await writeFile(file, readFileSync(defaultGeoipPath()));
+      const lookup = await openCountryLookup(file);
+      const at = (ip: string) => lookup(ip, hashString(ip));
+      // Gone after the open: IPv4 answers from the flattened ranges alone.
+      await rm(file);
+      expect(at('8.8.8.8')).toBe('US');
+      expect(at('2a00:1450:4001::1')).toBeNull();
+      // Another lookup, the file back: once read at its first IPv6 address, the file may go.
+      await writeFile(file, readFileSync(defaultGeoipPath()));
+      const again = await openCountryLookup(file);
+      expect(again('2a00:1450:4001::1', hashString('2a00:1450:4001::1'))).toBe('DE');
+      await rm(file);
+      expect(again('2a00:1450:4001::2', hashString('2a00:1450:4001::2'))).toBe('DE');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('an unreadable database fails with ANALYTICS_GEOIP_UNREADABLE', async () => {
     await expect(openCountryLookup('/nonexistent.mmdb')).rejects.toBeInstanceOf(AnalyticsError);
     await expect(openCountryLookup(new URL('../package.json', import.meta.url).pathname)).rejects.toMatchObject({

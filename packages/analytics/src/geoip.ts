@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -276,37 +277,56 @@ function dottedQuad(address: number): string {
  * answers repeat visitors first. A database that is not flattened (more than
  * `maxFlattenRecords`, default {@link MAX_FLATTEN_RECORDS}, distinct records:
  * e.g. a City database given as `geoip_db`) answers IPv4 through `reader.get`
- * too (~0.7 µs a lookup instead of ~0.2).
+ * too (~0.7 µs a lookup instead of ~0.2). A flattened database is not kept
+ * in memory: the file is read again, once, at the first address the ranges
+ * cannot answer (an IPv6 visitor), so an IPv4-only site never holds it
+ * (8 MB a process for the embedded one; issue 32). Gone by then, IPv6
+ * addresses get no country.
  */
 export async function openCountryLookup(
   file: string = defaultGeoipPath(),
   options: { maxFlattenRecords?: number } = {},
 ): Promise<CountryLookup> {
-  let reader: Reader<Response>;
+  const records = new Map<number, unknown>();
+  const cache = {
+    get: (offset: number) => records.get(offset),
+    set: (offset: number, value: unknown) => {
+      if (records.size >= RECORD_CACHE_LIMIT) records.clear();
+      records.set(offset, value);
+    },
+  };
+  let reader: Reader<Response> | null;
   let ipv4: IPv4Countries | null;
   try {
-    const records = new Map<number, unknown>();
-    const cache = {
-      get: (offset: number) => records.get(offset),
-      set: (offset: number, value: unknown) => {
-        if (records.size >= RECORD_CACHE_LIMIT) records.clear();
-        records.set(offset, value);
-      },
-    };
     const db = await readFile(file);
-    reader = new Reader<Response>(db, { cache });
-    const { nodeCount, recordSize, ipVersion } = reader.metadata;
+    const opened = new Reader<Response>(db, { cache });
+    const { nodeCount, recordSize, ipVersion } = opened.metadata;
     ipv4 = ipv4Countries(
       db,
       nodeCount,
       recordSize,
       ipVersion,
-      (address) => decodeWith(reader, dottedQuad(address)),
+      (address) => decodeWith(opened, dottedQuad(address)),
       options.maxFlattenRecords ?? MAX_FLATTEN_RECORDS,
     );
+    // Flattened, the IPv4 ranges need nothing of the file: it (8 MB for the embedded database, per
+    // process) is read again at the first address they cannot answer (IPv6), never on an IPv4-only site.
+    reader = ipv4 === null ? opened : null;
   } catch (err) {
     throw new AnalyticsError('ANALYTICS_GEOIP_UNREADABLE', `${file}: ${(err as Error).message}`);
   }
+  let unreadable = false;
+  const readerNow = (): Reader<Response> | null => {
+    if (reader !== null || unreadable) return reader;
+    try {
+      // Once per process, synchronously (~5 ms for 8 MB): the lookup is on the request path.
+      reader = new Reader<Response>(readFileSync(file), { cache });
+    } catch {
+      // The file went away since the start: IPv6 visitors get no country, as private addresses do.
+      unreadable = true;
+    }
+    return reader;
+  };
   // The cache serves `reader.get` only: the flattened ranges answer about as fast as
   // a cache hit, and caching their IPs would keep a string alive per request (GC work).
   const ips: Array<string | undefined> = new Array(CACHE_SLOTS).fill(undefined);
@@ -318,7 +338,8 @@ export async function openCountryLookup(
     }
     const slot = ipHash & (CACHE_SLOTS - 1);
     if (ips[slot] === ip) return countries[slot] as string | null;
-    const country = decodeWith(reader, ip);
+    const open = readerNow();
+    const country = open === null ? null : decodeWith(open, ip);
     ips[slot] = ip;
     countries[slot] = country;
     return country;

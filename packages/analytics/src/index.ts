@@ -53,7 +53,8 @@ export {
 } from './rollup.js';
 export { loadScriptAsset, SCRIPT_PATH, type ScriptAsset } from './script-asset.js';
 export { type LoadedSecret, loadSecretFile, SECRET_BYTES, SECRET_FILE_NAME } from './secret-file.js';
-export { type AnalyticsSnapshot, AnalyticsSnapshotSchema } from './snapshot.js';
+// The schema is its own entry (`@proxyd/analytics/schema`): `typebox` stays out of the data plane (issue 32).
+export type { AnalyticsSnapshot } from './snapshot.js';
 export { SpaceSaving, type TopItem, type TopListState } from './space-saving.js';
 export { BeaconTokens, TOKEN_VALID_WINDOWS, TOKEN_WINDOW_MS } from './token.js';
 export { classifyUserAgent, type DeviceClass, UserAgentCache, type UserAgentInfo } from './user-agent.js';

@@ -1,4 +1,5 @@
-import { STATS_DIMENSIONS, type StatsDimension } from '@proxyd/model';
+import type { StatsDimension } from '@proxyd/model';
+import { STATS_DIMENSIONS } from '@proxyd/model/rules';
 import { HyperLogLog } from './hyperloglog.js';
 
 /**

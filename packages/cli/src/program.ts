@@ -40,6 +40,8 @@ export interface RunOptions {
   certCache?: number;
   /** TLS contexts each worker keeps (env `PROXY_WORKER_CERT_CACHE`); absent: 10,000. */
   workerCertCache?: number;
+  /** `--spare-worker`: with workers, keep one more started worker to replace a crashed one at once. */
+  spareWorker?: boolean;
   /** `--watch`: reload when the Proxyfile (or a file it imports) changes. */
   watch?: boolean;
   /** `--pidfile <path>`: write the process id there once started; removed on a clean exit. */
@@ -119,6 +121,7 @@ export function buildProgram(version: string, daemon: DaemonCommands, options: P
     )
     .option('--cert-dir <dir>', 'certificate storage directory (env PROXY_CERT_DIR, default /etc/proxy/certs)')
     .option('--workers <n>', 'data-plane worker processes (env PROXY_WORKERS; 1: this process serves)')
+    .option('--spare-worker', 'with workers, keep one started spare that replaces a crashed worker at once')
     .option('--watch', 'reload when the Proxyfile or a file it imports changes (debounced, 5 s apart at most)')
     .option('--envfile <path>', 'load KEY=VALUE lines into the environment first (PROXY_*, {$VAR}); set ones win')
     .option('--pidfile <path>', 'write the process id to this file once started (removed on exit)')

@@ -1,6 +1,5 @@
 import type { GlobalOptions, RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
-import { DockerodeRuntime } from './runtime/dockerode-runtime.js';
 import { resolveDockerHost } from './runtime/socket.js';
 import { DOCKER_LOG_TARGET, type DockerLogger, DockerSource } from './watcher.js';
 
@@ -126,6 +125,8 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
       checkShadowed();
     },
   };
+  // dockerode (with ssh2, gRPC and protobufjs: ~200 modules, ~10 MB) loads only once a runtime answers (issue 32).
+  const { DockerodeRuntime } = await import('./runtime/dockerode-runtime.js');
   const runtime = new DockerodeRuntime({ host: resolved.host });
   const source = new DockerSource({
     runtime,

@@ -19,7 +19,8 @@ export {
 } from './labels.js';
 export { chooseAddress, type NetworkChoice, type NetworkChoiceInput, type NetworkRule } from './network.js';
 export { DOCKER_SOURCE_TAG, inRotation, type PoolRoute, poolRoute } from './pools.js';
-export { DockerodeRuntime, type DockerodeRuntimeOptions } from './runtime/dockerode-runtime.js';
+// The client itself is not exported: the discovery loads it only when a runtime answers.
+export type { DockerodeRuntimeOptions } from './runtime/dockerode-runtime.js';
 export { DEFAULT_MAX_LINE_BYTES, LineSplitter, type SplitLines } from './runtime/event-lines.js';
 export { parseEvent } from './runtime/events.js';
 export {

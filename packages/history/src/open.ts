@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, renameSync, rmSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { HistoryError } from './errors.js';
 import { prepareSchema, SCHEMA_VERSION } from './schema.js';
 import { DEFAULT_MAX_BYTES, DEFAULT_RETENTION, HistoryStore } from './store.js';
@@ -46,10 +46,12 @@ export async function openHistory(options: HistoryOptions): Promise<HistoryStore
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   checkOptions(retention, maxBytes);
   const now = options.now ?? Date.now;
+  // node:sqlite loads with the first database: a daemon with `history off` never loads it (issue 32).
+  const { DatabaseSync } = await import('node:sqlite');
   let setAside: SetAside | null = null;
   let db: DatabaseSync;
   try {
-    db = openChecked(options.file);
+    db = openChecked(DatabaseSync, options.file);
   } catch (err) {
     const reason = (err as Error).message;
     const copy = `${options.file}.corrupt-${now()}`;
@@ -60,7 +62,7 @@ export async function openHistory(options: HistoryOptions): Promise<HistoryStore
       `history database failed its check (${reason}): moved aside to ${copy}, starting a new one`,
     );
     try {
-      db = openChecked(options.file);
+      db = openChecked(DatabaseSync, options.file);
     } catch (again) {
       throw new HistoryError('HISTORY_UNREADABLE', `${options.file}: ${(again as Error).message}`, { cause: again });
     }
@@ -72,8 +74,8 @@ export async function openHistory(options: HistoryOptions): Promise<HistoryStore
   return store;
 }
 
-function openChecked(file: string): DatabaseSync {
-  const db = new DatabaseSync(file, { timeout: 5000 });
+function openChecked(Database: typeof DatabaseSync, file: string): DatabaseSync {
+  const db = new Database(file, { timeout: 5000 });
   try {
     const before = prepareSchema(db);
     if (before !== 0 && before !== SCHEMA_VERSION)

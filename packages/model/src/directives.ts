@@ -1,5 +1,6 @@
 /** The site directives whose settings are plain values: `redir`, `basic_auth`, `cache`, `encode`, `under_attack`. */
 import { type Static, Type } from 'typebox';
+import { UNDER_ATTACK_MAX_DIFFICULTY } from './limits.js';
 import { MatcherName } from './matchers.js';
 
 /**
@@ -73,15 +74,6 @@ export const EncodeConfig = Type.Object(
   { additionalProperties: false },
 );
 export type EncodeConfig = Static<typeof EncodeConfig>;
-
-/**
- * Highest `under_attack` difficulty: 20 leading zero bits, about a million
- * hashes (~13 s at the ~80 k hashes/s measured in headless Chromium on a
- * loaded 2-core machine, WebCrypto or the pure-JS fallback alike). Each bit
- * doubles the work: 24 would be ~3.5 minutes, near the 5-minute lifetime of
- * a challenge, and more on a phone (proxy-core README, `under_attack`).
- */
-export const UNDER_ATTACK_MAX_DIFFICULTY = 20;
 
 /** `under_attack [on|off]` with an optional difficulty. */
 export const UnderAttack = Type.Object(

@@ -10,23 +10,7 @@
  */
 
 export { BindAddress, Port, SiteAddress, UpstreamAddress } from './addresses.js';
-export {
-  type AutoHttpsDecision,
-  type AutoHttpsOptions,
-  autoHttpsFor,
-  autoHttpsObtainsCertificates,
-  autoHttpsRedirects,
-  isHttpsSite,
-} from './auto-https.js';
-export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
 export { Config } from './config.js';
-export {
-  DEFAULTS,
-  defaultGlobalOptions,
-  defaultHistoryOptions,
-  defaultReverseProxy,
-  emptySite,
-} from './defaults.js';
 export {
   BasicAuth,
   CacheConfig,
@@ -35,7 +19,6 @@ export {
   EncodeConfig,
   Encoding,
   Redirect,
-  UNDER_ATTACK_MAX_DIFFICULTY,
   UnderAttack,
 } from './directives.js';
 export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
@@ -60,20 +43,8 @@ export {
   RegexpMatch,
   RequestMatcher,
 } from './matchers.js';
-export {
-  hasRequestPlaceholder,
-  PLACEHOLDER_PATTERN,
-  type PlaceholderRef,
-  PREFIXED_PLACEHOLDERS,
-  type PrefixedPlaceholder,
-  REMAINDER_PLACEHOLDER,
-  REQUEST_PLACEHOLDERS,
-  type RequestPlaceholder,
-  requestPlaceholder,
-} from './placeholders.js';
-export { REQUEST_EVENTS_KEY, RequestEvent, type RequestRecord } from './request-events.js';
-export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
 export { RouteOrigin, RouteSpec } from './routes.js';
+export * from './rules.js';
 export {
   CopyHeader,
   ErrorHandleBlock,
@@ -85,40 +56,5 @@ export {
   UriOp,
 } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
-export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
-export {
-  DEFAULT_STATS_RANGE_MS,
-  MAX_STATS_LIMIT,
-  MAX_STATS_POINTS,
-  MAX_STATS_RANGE_MS,
-  parseStatsDimension,
-  parseStatsDomain,
-  parseStatsInterval,
-  parseStatsLimit,
-  parseStatsRange,
-  parseStatsTime,
-  STATS_DIMENSIONS,
-  STATS_INTERVAL_MS,
-  STATS_INTERVALS,
-  type StatsDimension,
-  type StatsInterval,
-  type StatsQueryValue,
-  type StatsRange,
-  statsBucketCount,
-} from './stats-query.js';
 export { RedisStorageConfig, RedisTlsOptions } from './storage-options.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';
-export {
-  type HostPort,
-  MAX_DOMAIN_BYTES,
-  MAX_LABEL_BYTES,
-  type Parsed,
-  parseBindAddress,
-  parseDomain,
-  parseHeaderName,
-  parseHost,
-  parseHostName,
-  parseHostPort,
-  parsePort,
-  parseRate,
-} from './values.js';

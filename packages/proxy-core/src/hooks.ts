@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import { RequestEvent, type RequestRecord, type Site } from '@proxyd/model';
+import type { RequestRecord, Site } from '@proxyd/model';
+import { RequestEvent } from '@proxyd/model/rules';
 import { kEvents } from './slots.js';
 
 // The request record and its event bits are the model's (the data plane hands them to telemetry and

@@ -1,12 +1,5 @@
-import {
-  changesFrom,
-  isCatchAllDomain,
-  isHttpsSite,
-  type ReverseProxyHandler,
-  type RouteSnapshot,
-  type RouteSpec,
-  type Site,
-} from '@proxyd/model';
+import type { ReverseProxyHandler, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
+import { changesFrom, isCatchAllDomain, isHttpsSite } from '@proxyd/model/rules';
 import type { CompiledSite } from './pipeline.js';
 
 /** Compiles a Site into its request handler (once per Site object). */

@@ -31,7 +31,7 @@ export interface ExchangeSlot {
  * `RequestRecord.events` when the response closes: the model's
  * `REQUEST_EVENTS_KEY`, under which `@proxyd/analytics` marks its beacons too.
  */
-export { REQUEST_EVENTS_KEY as kEvents } from '@proxyd/model';
+export { REQUEST_EVENTS_KEY as kEvents } from '@proxyd/model/rules';
 
 /**
  * The captures of the regexp matchers (`path_regexp`, `header_regexp`) that

@@ -1,4 +1,5 @@
-import { RequestEvent, type RequestRecord } from '@proxyd/model';
+import type { RequestRecord } from '@proxyd/model';
+import { RequestEvent } from '@proxyd/model/rules';
 import type { Registry } from 'prom-client';
 
 /** Status classes, in label order; `other` is a client that left before a status. */

@@ -1,7 +1,7 @@
 import { flushCompileCache } from 'node:module';
 import { decodeRouteUpdate, serveNodeOverIpc, ToPrimary, type WorkerInit, type WorkerReady } from '@proxyd/cluster';
 import { createLogging, createMetrics } from '@proxyd/telemetry';
-import { tuneHeapForStreaming } from '../heap-tuning.js';
+import { releaseStartupMemory, tuneHeapForStreaming } from '../heap-tuning.js';
 import { startLocalNode } from './local-node.js';
 
 // A data-plane worker of a multi-core daemon (`--workers N`, N > 1): forked
@@ -65,6 +65,8 @@ serveNodeOverIpc<WorkerInit>({
     });
     // The modules this worker compiled, for the next worker's start (NODE_COMPILE_CACHE, set by the primary).
     flushCompileCache();
+    // What starting took goes back before the first request (issue 32).
+    releaseStartupMemory();
     const ready: WorkerReady = { http: node.plane.httpAddress.port, https: node.plane.httpsAddress?.port ?? null };
     return { node, ready };
   },

@@ -1,4 +1,5 @@
-import { AnalyticsCollector, AnalyticsSnapshotSchema } from '@proxyd/analytics';
+import { AnalyticsCollector } from '@proxyd/analytics';
+import { AnalyticsSnapshotSchema } from '@proxyd/analytics/schema';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { AUTH, memoryAnalytics, sampleSnapshot, testApp } from '../memory-ports.test-helpers.js';

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Authorization, crypto as acmeCrypto, Client, type Order } from 'acme-client';
+import type { Authorization, Client, Order } from 'acme-client';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import { ariCertId, parseRenewalInfo, type RenewalInfo } from '../schedule/ari.js';
 import type { CertificateStorage } from '../storage/storage.js';
@@ -10,6 +10,17 @@ import type { ChallengeSolver, ChallengeType, PresentedChallenge } from './chall
 import { type PollAnswer, pollUntilSettled } from './poll.js';
 import { AcmeProblemError, acmeProblemOf, formatProblem, parseProblem, retryBadNonceOnce } from './problem.js';
 import { type AcmeResponse, AcmeTransport } from './transport.js';
+
+/**
+ * acme-client, loaded at the first order or account: with about 150
+ * modules of its own (axios, node-forge, asn1) it costs a daemon that
+ * never talks to a CA ~10 MB (issue 32).
+ */
+let acmeClient: Promise<typeof import('acme-client')> | undefined;
+const loadAcmeClient = () => {
+  acmeClient ??= import('acme-client');
+  return acmeClient;
+};
 
 /** Options of {@link AcmeIssuer}. */
 export interface AcmeIssuerOptions {
@@ -236,6 +247,7 @@ export class AcmeIssuer {
     let settled = await this.#poll(api, order.url, what, deadline);
     if (settled.status !== 'ready' && settled.status !== 'valid') throw orderFailed(what, settled.value);
 
+    const { crypto: acmeCrypto } = await loadAcmeClient();
     const key =
       keyType === 'rsa' ? await acmeCrypto.createPrivateRsaKey(2048) : await acmeCrypto.createPrivateEcdsaKey('P-256');
     const [, csr] = await acmeCrypto.createCsr({ altNames: names }, key);
@@ -320,6 +332,7 @@ export class AcmeIssuer {
     // acme-client's key authorization for dns-01 is already the record's digest.
     if (type === 'dns-01') return { type, identifier, wildcard: authz.wildcard === true, token, keyAuthorization };
     // An ECDSA key: acme-client would generate RSA 2048 for each challenge certificate.
+    const { crypto: acmeCrypto } = await loadAcmeClient();
     const [key, cert] = await acmeCrypto.createAlpnCertificate(
       authz,
       keyAuthorization,
@@ -418,14 +431,15 @@ export class AcmeIssuer {
 
   async #loadOrRegister(): Promise<Client> {
     const stored = await this.#loadStored();
-    if (stored !== null) return this.#newClient(stored.key, stored.account.url);
+    if (stored !== null) return await this.#newClient(stored.key, stored.account.url);
     const lock = await this.#options.storage.lock(this.accountFolder);
     try {
       // Another process may have registered while this one waited for the lock.
       const again = await this.#loadStored();
-      if (again !== null) return this.#newClient(again.key, again.account.url);
+      if (again !== null) return await this.#newClient(again.key, again.account.url);
       const existingKey = await loadText(this.#options.storage, `${this.accountFolder}/account.key`);
-      const key = existingKey ?? (await acmeCrypto.createPrivateEcdsaKey('P-256')).toString('utf8');
+      const key =
+        existingKey ?? (await (await loadAcmeClient()).crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
       if (existingKey === null) {
         await this.#options.storage.store(`${this.accountFolder}/account.key`, key, { secret: true });
       }
@@ -465,7 +479,7 @@ export class AcmeIssuer {
   async #register(key: string, lock: boolean): Promise<Client> {
     const held = lock ? await this.#options.storage.lock(this.accountFolder) : undefined;
     try {
-      const client = this.#newClient(key, undefined);
+      const client = await this.#newClient(key, undefined);
       const email = this.#options.email;
       await this.#step(() =>
         client.createAccount({
@@ -486,7 +500,8 @@ export class AcmeIssuer {
     }
   }
 
-  #newClient(key: string, accountUrl: string | undefined): Client {
+  async #newClient(key: string, accountUrl: string | undefined): Promise<Client> {
+    const { Client } = await loadAcmeClient();
     const eab = this.#options.externalAccountBinding;
     const client = new Client({
       directoryUrl: this.#options.directoryUrl,

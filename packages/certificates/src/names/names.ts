@@ -1,13 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import {
-  autoHttpsFor,
-  autoHttpsObtainsCertificates,
-  type Config,
-  changesFrom,
-  type GlobalOptions,
-  type RouteSnapshot,
-  type RouteSpec,
-} from '@proxyd/model';
+import type { Config, GlobalOptions, RouteSnapshot, RouteSpec } from '@proxyd/model';
+import { autoHttpsFor, autoHttpsObtainsCertificates, changesFrom } from '@proxyd/model/rules';
 import { AcmeIssuer, type ChallengeSolver } from '../acme/index.js';
 import { createDns01Solver, type DnsChallengeSettings } from '../dns/index.js';
 import { isLocalName, LocalCa } from '../local-ca/local-ca.js';

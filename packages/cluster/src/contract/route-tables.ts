@@ -1,4 +1,5 @@
-import { changesFrom, type RouteChanges, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
+import type { RouteChanges, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
+import { changesFrom } from '@proxyd/model/rules';
 
 /**
  * Site identity across the IPC boundary. The data plane reuses a compiled

@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type Config,
-  changesFrom,
-  isHttpsSite,
-  type RouteChanges,
-  type RouteSnapshot,
-  type RouteSpec,
-} from '@proxyd/model';
+import type { Config, RouteChanges, RouteSnapshot, RouteSpec } from '@proxyd/model';
+import { changesFrom, isHttpsSite } from '@proxyd/model/rules';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import { type ConnectionCounter, type ListenerLimits, listenerLimitsOf } from '../connection-limits.js';

@@ -1,4 +1,5 @@
-import { addressDomain, type RouteSpec } from '@proxyd/model';
+import type { RouteSpec } from '@proxyd/model';
+import { addressDomain } from '@proxyd/model/rules';
 
 /** A port a site names in its address (`http://intranet.example.com:8080`), other than http_port / https_port. */
 export interface SitePort {

@@ -1,11 +1,6 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
-import {
-  PLACEHOLDER_PATTERN,
-  type PlaceholderRef,
-  REMAINDER_PLACEHOLDER,
-  type RequestPlaceholder,
-  requestPlaceholder,
-} from '@proxyd/model';
+import type { PlaceholderRef, RequestPlaceholder } from '@proxyd/model';
+import { PLACEHOLDER_PATTERN, REMAINDER_PLACEHOLDER, requestPlaceholder } from '@proxyd/model/rules';
 import type { RequestContext } from '../hooks.js';
 import { type ErrorSlot, kError } from '../slots.js';
 import type { PathPattern } from './path-pattern.js';

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/model';
+import { UNDER_ATTACK_MAX_DIFFICULTY } from '@proxyd/model/rules';
 import { markRequest, type RequestContext, RequestEvent } from '../hooks.js';
 import { challengePage } from './challenge-page.js';
 import type { HeaderEdit } from './header-plan.js';
