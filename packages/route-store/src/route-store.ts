@@ -12,7 +12,8 @@ import { StoreError, StoreErrorCode } from './errors.js';
 import { type Declarations, type DeclaredOrigin, fallbackRoute, mayTake, ORIGINS } from './precedence.js';
 import { routeHash } from './route-hash.js';
 import type { RouteSink } from './sink.js';
-import { BATCH_ROUTES, type RecoveredState, recordLine, StateFile } from './state-file.js';
+import { SortedDomains } from './sorted-domains.js';
+import { type RecoveredState, recordLine, StateFile } from './state-file.js';
 import { StateLines } from './state-lines.js';
 
 /**
@@ -103,6 +104,9 @@ export class RouteStore implements RouteSink {
   readonly #dense: RouteSpec[] = [];
   readonly #denseDomains: string[] = [];
   readonly #slots = new Map<string, number>();
+  /** Every published domain in order, and the admin list of one version (built at most once per version). */
+  readonly #sorted = new SortedDomains();
+  #listed: { version: number; views: AdminRouteView[] } | null = null;
   #counts: Record<RouteOrigin, number> = { proxyfile: 0, labels: 0, api: 0 };
   #version = 0;
   /** The last published snapshot. */
@@ -111,6 +115,8 @@ export class RouteStore implements RouteSink {
   #pending: Op[] = [];
   #flushing: Promise<void> | null = null;
   #closed = false;
+  /** A compaction of the state file's journal running in the background, if any. */
+  #compacting: Promise<void> | null = null;
   readonly #file: StateFile | null;
   /** The state file's lines in its order (kept only with a state file). */
   readonly #lines: StateLines;
@@ -178,9 +184,18 @@ export class RouteStore implements RouteSink {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Every route in the admin representation, sorted by domain. */
-  list(): AdminRouteView[] {
-    return this.#routes.map(toAdminRoute).sort(compareDomain);
+  /**
+   * Every route in the admin representation, sorted by domain: the same
+   * array until the next write (built once per version from the domains
+   * kept in order, never sorted; each route's view built once).
+   */
+  list(): readonly AdminRouteView[] {
+    if (this.#listed?.version !== this.#version) {
+      const table = this.#index.table;
+      const views = this.#sorted.ordered.map((domain) => viewOf(table.get(domain) as RouteSpec));
+      this.#listed = { version: this.#version, views };
+    }
+    return this.#listed.views;
   }
 
   /** Number of routes per origin in the published table (O(1)). */
@@ -260,10 +275,12 @@ export class RouteStore implements RouteSink {
     });
   }
 
-  /** Waits for queued writes, then refuses new ones. */
+  /** Waits for queued writes (and a compaction in flight), then refuses new ones. */
   async close(): Promise<void> {
     this.#closed = true;
     while (this.#flushing) await this.#flushing;
+    await this.#compacting;
+    await this.#file?.close();
   }
 
   #enqueue<T>(apply: (draft: Draft) => T): Promise<T> {
@@ -304,15 +321,16 @@ export class RouteStore implements RouteSink {
           continue;
         }
         if (this.#file && draft.apiChanged) {
-          this.#syncLines(draft.touched());
+          const { puts, deleted } = this.#syncLines(draft.touched());
           try {
-            await this.#file.writeBatches(this.#lines.batches(BATCH_ROUTES));
+            await this.#file.append(puts, deleted);
           } catch (err) {
             draft.undo();
             this.#syncLines(draft.touched());
             for (const op of batch) op.reject(err);
             continue;
           }
+          this.#compactWhenDue(this.#file);
         }
         this.#declared = draft.declared;
         const { upserted, removed } = draft.changes();
@@ -328,13 +346,42 @@ export class RouteStore implements RouteSink {
     }
   }
 
-  /** Brings the state file's lines of these domains in line with the table. */
-  #syncLines(domains: Iterable<string>): void {
+  /**
+   * Brings the state file's lines of these domains in line with the table;
+   * returns what the journal gets: the lines of the API routes among them,
+   * the other domains as deleted.
+   */
+  #syncLines(domains: Iterable<string>): { puts: Buffer[]; deleted: string[] } {
+    const puts: Buffer[] = [];
+    const deleted: string[] = [];
     for (const domain of domains) {
       const spec = this.#index.table.get(domain);
-      if (spec?.origin === 'api') this.#lines.set(domain, lineOf(spec));
-      else this.#lines.delete(domain);
+      if (spec?.origin === 'api') {
+        const line = lineOf(spec);
+        this.#lines.set(domain, line);
+        puts.push(line);
+      } else {
+        this.#lines.delete(domain);
+        deleted.push(domain);
+      }
     }
+    return { puts, deleted };
+  }
+
+  /**
+   * Folds the journal into the state file in the background once it has
+   * outgrown the file: the lines now are the table as of the journal's
+   * length now (called right after an append, before the next).
+   */
+  #compactWhenDue(file: StateFile): void {
+    if (this.#compacting !== null || !file.wantsCompaction) return;
+    this.#compacting = file
+      .compact(this.#lines.all())
+      // A failed compaction loses nothing (the journal keeps every write); the next write tries again.
+      .catch(() => {})
+      .finally(() => {
+        this.#compacting = null;
+      });
   }
 
   /**
@@ -354,6 +401,7 @@ export class RouteStore implements RouteSink {
       const at = slots.get(domain);
       if (at === undefined) continue;
       slots.delete(domain);
+      this.#sorted.delete(domain);
       const last = dense.pop() as RouteSpec;
       const lastDomain = domains.pop() as string;
       if (at < dense.length) {
@@ -370,6 +418,7 @@ export class RouteStore implements RouteSink {
         slots.set(domain, dense.length);
         dense.push(spec);
         domains.push(domain);
+        this.#sorted.add(domain);
       }
     }
     const base = this.#routes;
@@ -392,6 +441,18 @@ export class RouteStore implements RouteSink {
     }
     return waits.length === 0 ? undefined : Promise.allSettled(waits);
   }
+}
+
+/** Each route's admin view, built once per RouteSpec object (frozen: shared by every list). */
+const VIEWS = new WeakMap<RouteSpec, AdminRouteView>();
+
+function viewOf(spec: RouteSpec): AdminRouteView {
+  let view = VIEWS.get(spec);
+  if (view === undefined) {
+    view = Object.freeze(toAdminRoute(spec));
+    VIEWS.set(spec, view);
+  }
+  return view;
 }
 
 /** Each API route's state-file line, computed once per RouteSpec object. */
@@ -420,8 +481,4 @@ function removeDomain(draft: Draft, domain: string): boolean {
 
 function byDomain(routes: readonly RouteSpec[]): Map<string, RouteSpec> {
   return new Map(routes.map((r) => [r.domain.toLowerCase(), r]));
-}
-
-function compareDomain(a: { domain: string }, b: { domain: string }): number {
-  return a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0;
 }
