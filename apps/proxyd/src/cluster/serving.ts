@@ -13,7 +13,7 @@ import {
   type WorkerInit,
   type WorkerReady,
 } from '@proxyd/cluster';
-import type { Config, RouteSnapshot } from '@proxyd/model';
+import { type Config, changesFrom, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
 import { ConnectionCounts, LISTENER_DEFAULTS, RateLimiter } from '@proxyd/proxy-core';
 import type { Logging, MetricsSnapshot, ProxydMetrics, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
 import { type ProxydTelemetry, startLocalNode } from './local-node.js';
@@ -127,7 +127,24 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
   });
   const set = workers ? await startWorkers(options, fleet) : await startHere(options, fleet);
   fleet.attach(set);
-  let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
+  // The domains whose site caches, kept per change: a route write does not walk the table.
+  const cached = new Set<string>();
+  let cachedOf: readonly RouteSpec[] = [];
+  const followCache = (snapshot: RouteSnapshot) => {
+    const changes = changesFrom(cachedOf, snapshot);
+    if (changes === null) {
+      cached.clear();
+      for (const route of snapshot.routes) if (route.site.cache !== null) cached.add(route.domain.toLowerCase());
+    } else {
+      for (const domain of changes.removed) cached.delete(domain);
+      for (const route of changes.upserted) {
+        if (route.site.cache !== null) cached.add(route.domain.toLowerCase());
+        else cached.delete(route.domain.toLowerCase());
+      }
+    }
+    cachedOf = snapshot.routes;
+  };
+  followCache(options.routes());
   return {
     fleet,
     httpAddress: set.httpAddress,
@@ -141,13 +158,13 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
     },
     cache: {
       get enabled() {
-        return cacheEnabled;
+        return cached.size > 0;
       },
       purge: (key) => fleet.purge(key),
     },
     metricsSnapshots: () => fleet.metrics(),
     setRoutes(snapshot) {
-      cacheEnabled = snapshot.routes.some((r) => r.site.cache !== null);
+      followCache(snapshot);
       return fleet.publishRoutes(snapshot);
     },
   };
