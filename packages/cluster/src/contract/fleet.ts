@@ -124,6 +124,8 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
    */
   async publishRoutes(snapshot: RouteSnapshot): Promise<void> {
     const update = this.#publisher.next(snapshot);
+    // The nodes joined with this table or a newer one (at start, the store's first publication).
+    if (update === null) return;
     const pending = new Set<number>();
     const all = Promise.all(
       this.nodes.map(async (node) => {

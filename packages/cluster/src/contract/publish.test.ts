@@ -4,6 +4,13 @@ import { Fleet } from './fleet.js';
 import type { DataPlaneNode, RouteAck } from './node.js';
 import { NodeRoutes, RoutePublisher, type RouteUpdate } from './route-tables.js';
 
+/** What the publisher sends for `snapshot` (a test sends only new versions: never null). */
+function sent(publisher: RoutePublisher, snapshot: RouteSnapshot): RouteUpdate {
+  const message = publisher.next(snapshot);
+  if (message === null) throw new Error(`version ${snapshot.version} is not new`);
+  return message;
+}
+
 function route(domain: string, port: number): RouteSpec {
   const site = emptySite([{ scheme: null, host: domain, port: null }]);
   site.handler = defaultReverseProxy([{ host: '127.0.0.1', port }]);
@@ -40,13 +47,13 @@ describe('issue 30: a node applies a route change in O(changes)', () => {
     const node = new NodeRoutes();
     // In process, no clone: the node holds the watched objects themselves.
     const v1: RouteSnapshot = { routes: table.routes, version: 1, changes: null };
-    const first = node.apply(publisher.next(v1));
+    const first = node.apply(sent(publisher, v1));
     expect(first?.routes).toHaveLength(N);
     const before = table.reads();
     const v2 = published(v1, [route('new.test', 1), route('s7.test', 2)], ['s9.test']);
     const readsOfPublished = table.reads() - before;
     const after = table.reads();
-    const second = node.apply(publisher.next(v2));
+    const second = node.apply(sent(publisher, v2));
     // Reading every route once would be N reads; the replaced and removed routes cost a few.
     expect(table.reads() - after).toBeLessThan(20);
     expect(readsOfPublished).toBeGreaterThan(0); // the helper above walks the table (the test's store), the node does not
@@ -124,6 +131,16 @@ describe('issue 30: a write never waits on a node that stalls', () => {
     // Changes only: no whole table was sent to the slow node for being slow.
     expect(slow.seen.map((u) => `${u.kind} ${u.version}`)).toEqual(['changes 2', 'changes 3']);
     expect(fast.seen.map((u) => `${u.kind} ${u.version}`)).toEqual(['changes 2', 'changes 3']);
+  });
+
+  it('the table the nodes joined with is not sent again (the store publishes it once they started)', async () => {
+    const current: RouteSnapshot = { routes: [route('a.test', 1)], version: 1, changes: null };
+    const fleet = new Fleet({ routes: () => current });
+    const joined = node(0, false);
+    fleet.attach({ nodes: [joined] as unknown as DataPlaneNode[], stop: async () => {} });
+    fleet.join();
+    await fleet.publishRoutes(current);
+    expect(joined.seen).toEqual([]);
   });
 
   it('a node that missed a version gets the newest table', async () => {

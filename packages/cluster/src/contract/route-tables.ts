@@ -52,9 +52,14 @@ export class RoutePublisher {
   #lastVersion = 0;
   #full: { routes: readonly RouteSpec[]; message: RouteUpdate & { kind: 'full' } } | null = null;
 
-  /** The message that brings a worker that has the last table sent to the snapshot's. */
-  next(snapshot: RouteSnapshot): RouteUpdate {
+  /**
+   * The message that brings a worker that has the last table sent to the
+   * snapshot's; null when that table is the snapshot's or newer (the nodes
+   * joined with it: the store's first publication after they started).
+   */
+  next(snapshot: RouteSnapshot): RouteUpdate | null {
     const { version } = snapshot;
+    if (this.#lastSent !== null && version <= this.#lastVersion) return null;
     const base = this.#lastSent;
     this.#lastSent = snapshot.routes;
     this.#lastVersion = version;
