@@ -26,10 +26,10 @@ export const MAX_ROUTES = 100_000;
 
 /**
  * Gets every published table. A listener that returns a promise (a
- * Gets every published table. A listener that returns a promise (a
- * multi-core daemon's, resolved once every worker swapped) holds the write
- * that published until it settles: writes resolve once the data plane
- * serves them. Its rejection is the listener's to report; the write stands.
+ * multi-core daemon's, resolved once every worker swapped or after the
+ * fleet's bound on a slow worker) holds the write that published until it
+ * settles: writes resolve once the data plane serves them. Its rejection is
+ * the listener's to report; the write stands.
  */
 export type RouteListener = (snapshot: RouteSnapshot) => unknown;
 
@@ -85,16 +85,17 @@ interface Op {
  *   would rebuild).
  *
  * Writes are serialised and group-committed: the writes queued while one
- * file write is in flight are applied together and persisted with one
- * atomic write. A write's promise resolves only after the state file is
- * durable and the new table is published; on a persistence failure it
- * rejects and nothing of its batch is applied.
+ * journal write is in flight are applied together and persisted with one
+ * journal line. A write's promise resolves only after that line is durable
+ * and the new table is published; on a persistence failure it rejects and
+ * nothing of its batch is applied.
  *
  * Every write costs in proportion to what it changes, not to the table
  * (indexes by origin and by `source`, the published array patched in
- * place), except the state file, which is rewritten whole — in batches, so
- * the event loop keeps running — with every write of API routes. A write
- * that would take the table past `maxRoutes` is refused (`STORE_ROUTE_LIMIT`).
+ * place, one journal line per batch, the domains kept in order for
+ * `list()`); the journal is folded into the state file in the background
+ * once it outgrows it. A write that would take the table past `maxRoutes`
+ * is refused (`STORE_ROUTE_LIMIT`).
  */
 export class RouteStore implements RouteSink {
   readonly #index = new RouteIndex();
