@@ -1,7 +1,7 @@
 import { hasNonAscii, MAX_DOMAIN_BYTES, nonAsciiProblem } from '../domain.js';
 import type { Endpoint } from '../endpoint.js';
 import { AdminError } from '../errors.js';
-import { type DomainParams, RouteDeleted } from '../schemas.js';
+import { DomainParams, RouteDeleted } from '../schemas.js';
 
 /**
  * A path whose domain segment is empty but followed by another `/`
@@ -23,12 +23,12 @@ export const deleteRoute: Endpoint = {
     'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414; a character outside ASCII is 400 invalid domain (so U+212A KELVIN SIGN never lowercases to "k"). Answers once the change is durable (one line of the route journal) and every data-plane worker routes it; a worker that has not confirmed within 2 s applies it in order when it catches up, and the answer does not wait for it (the change is saved). Audit action route_delete.',
   auth: true,
   params: DomainParams,
-  responses: { 200: description: 'Deleted', schema: RouteDeleted },
+  responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
   errors: {
     400: 'missing domain (empty segment), invalid domain (a character outside ASCII), invalid URL (malformed percent-encoding), invalid JSON (an invalid Content-Type header)',
     404: 'route not found',
     414: 'domain segment too long (over 253 bytes)',
-    500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe). Never because a worker is slow',
+    500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
   },
   handler: (ctx) => async (request) => {
     const raw = (request.params as DomainParams).domain;
