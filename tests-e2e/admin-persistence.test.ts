@@ -10,6 +10,31 @@ const WORKERS = 4;
 /** Below the admin API's global limit of 60 requests per minute, counting the GET after each restart. */
 const POSTS_PER_ROUND = 50;
 
+type SavedRoute = { domain: string; upstream: string; tls: boolean; source: string | null };
+
+/**
+ * What the state directory holds, read as the route store documents it: `routes.json` (absent before
+ * the first start that folds a journal), then each complete line of `routes.json.journal` in order (a
+ * last line without its newline is a write that never returned; issue 30). Domain → upstream.
+ */
+async function savedRoutes(stateDir: string): Promise<Map<string, string>> {
+  const saved = new Map<string, string>();
+  const read = (name: string) => readFile(path.join(stateDir, name), 'utf8').catch(() => null);
+  const text = await read('routes.json');
+  if (text !== null) {
+    const file = JSON.parse(text) as { format: string; routes: SavedRoute[] };
+    expect(file.format).toBe('proxyd-routes/1');
+    for (const r of file.routes) saved.set(r.domain, r.upstream);
+  }
+  const journal = (await read('routes.json.journal')) ?? '';
+  for (const line of journal.split('\n').slice(0, -1)) {
+    const batch = JSON.parse(line) as { put: SavedRoute[]; delete: string[] };
+    for (const domain of batch.delete) saved.delete(domain);
+    for (const r of batch.put) saved.set(r.domain, r.upstream);
+  }
+  return saved;
+}
+
 describe('persistence: kill -9 during a stream of POST /routes loses no acknowledged route', () => {
   let stateDir: string;
   let proxyd: RunningProxyd | undefined;
@@ -66,12 +91,7 @@ describe('persistence: kill -9 during a stream of POST /routes loses no acknowle
       await running.stop();
       proxyd = undefined;
 
-      const file = JSON.parse(await readFile(path.join(stateDir, 'routes.json'), 'utf8')) as {
-        format: string;
-        routes: Array<{ domain: string; upstream: string; tls: boolean; source: string | null }>;
-      };
-      expect(file.format).toBe('proxyd-routes/1');
-      const saved = new Map(file.routes.map((r) => [r.domain, r.upstream]));
+      const saved = await savedRoutes(stateDir);
       for (const [domain, upstream] of acknowledged) expect(saved.get(domain), domain).toBe(upstream);
     }
     // The last restart: every acknowledged route is served, no temp file or corrupt copy is left.

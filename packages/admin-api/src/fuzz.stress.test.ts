@@ -488,7 +488,7 @@ function viaSocket(socketPath: string) {
 
 /** The port's routes, sorted by domain, in the admin representation. */
 const listed = (store: RouteStorePort) =>
-  store.list().sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+  [...store.list()].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
 
 const statuses = new Map<number, number>();
 const exact = new Map<string, number>();

@@ -24,7 +24,9 @@ export class MemoryRouteStore implements RouteStorePort {
   writes = 0;
 
   list(): AdminRoute[] {
-    return [...this.table.values()].map((r) => ({ ...r }));
+    return [...this.table.values()]
+      .map((r) => ({ ...r }))
+      .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
   }
 
   async upsert(route: { domain: string; upstream: string; tls: boolean; source: string | null }): Promise<AdminRoute> {

@@ -44,7 +44,8 @@ export interface SnapshotResult {
  * rejection is an internal error (500).
  */
 export interface RouteStorePort {
-  list(): AdminRoute[];
+  /** Every route, sorted by domain (code-unit order); the endpoint does not sort it again. */
+  list(): readonly AdminRoute[];
   upsert(route: RouteWrite): Promise<AdminRoute>;
   /** Resolves false when no route has that domain. */
   remove(domain: string): Promise<boolean>;

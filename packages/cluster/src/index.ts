@@ -7,6 +7,7 @@ export {
   type FleetOptions,
   type NodeJoin,
   type NodeSet,
+  ROUTE_ACK_WAIT_MS,
 } from './contract/fleet.js';
 export type {
   CertificateMode,

@@ -61,7 +61,7 @@ export class Draft {
   readonly #before = new Map<string, RouteSpec | undefined>();
   readonly #declaredBefore: Declarations;
   declared: Declarations;
-  /** Whether an API route was added, replaced or removed (the state file must be rewritten). */
+  /** Whether an API route was added, replaced or removed (the state file's journal gets a line). */
   apiChanged = false;
 
   constructor(index: RouteIndex, declared: Declarations) {

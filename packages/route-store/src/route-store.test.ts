@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -180,13 +180,14 @@ describe('RouteStore', () => {
     await store.upsert({ domain: 'a.test', upstream: 'h:1', tls: true, source: null });
     await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'b.test', upstream: '[::1]:2', tls: false }] });
     await store.close();
+    const again = await open([proxyfileRoute('file.test', 1)]);
+    expect(domains(again)).toEqual(['a.test=h:1/null', 'b.test=[::1]:2/ctl', 'file.test=127.0.0.1:1/null']);
+    // The open folded the journal into the file.
     const file = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as { routes: unknown[] };
     expect(file.routes).toEqual([
       { domain: 'a.test', upstream: 'h:1', tls: true, source: null },
       { domain: 'b.test', upstream: '[::1]:2', tls: false, source: 'ctl' },
     ]);
-    const again = await open([proxyfileRoute('file.test', 1)]);
-    expect(domains(again)).toEqual(['a.test=h:1/null', 'b.test=[::1]:2/ctl', 'file.test=127.0.0.1:1/null']);
   });
 
   it('loses no write among many concurrent ones (group commit)', async () => {
@@ -395,8 +396,15 @@ describe('RouteStore', () => {
     it('a failed state-file write puts the table, the file order and the publications back', async () => {
       const store = await open([proxyfileRoute('file.test', 1)]);
       await store.upsert({ domain: 'b.test', upstream: 'h:1', tls: false, source: null });
-      // The next temp file's name is a link into a missing directory: that write fails (and removes the link).
-      await symlink(path.join(dir, 'missing', 'x'), path.join(dir, `routes.json.tmp-${process.pid}-1`));
+      // The journal's name is taken by a directory (and the open journal is closed): the next appends fail.
+      await store.close();
+      const reopened = await open([proxyfileRoute('file.test', 1)]);
+      await mkdir(path.join(dir, 'routes.json.journal'));
+      await writeFile(path.join(dir, 'routes.json.journal', 'x'), '');
+      await failedWrites(reopened);
+    });
+
+    async function failedWrites(store: RouteStore): Promise<void> {
       const seen: RouteSnapshot[] = [];
       store.subscribe((snapshot) => seen.push(snapshot));
       const failed = [
@@ -407,16 +415,17 @@ describe('RouteStore', () => {
       for (const write of failed) await expect(write).rejects.toMatchObject({ code: 'STORE_PERSIST_FAILED' });
       expect(domains(store)).toEqual(['b.test=h:1/null', 'file.test=127.0.0.1:1/null']);
       expect(seen).toHaveLength(1);
+      await rm(path.join(dir, 'routes.json.journal'), { recursive: true });
       await store.upsert({ domain: 'c.test', upstream: 'h:4', tls: false, source: null });
-      const content = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as { routes: unknown[] };
-      expect(content.routes).toEqual([
+      const content = await new StateFile(path.join(dir, 'routes.json')).load();
+      expect(content.records).toEqual([
         { domain: 'b.test', upstream: 'h:1', tls: false, source: null },
         { domain: 'c.test', upstream: 'h:4', tls: false, source: null },
       ]);
       const last = seen.at(-1);
       expect(last?.changes?.base.deref()).toBe(seen[0]?.routes);
       expect(last?.changes?.upserted.map((r) => r.domain)).toEqual(['c.test']);
-    });
+    }
 
     it('keeps the state file sorted by domain whatever the order of writes', async () => {
       const store = await open();
@@ -425,6 +434,8 @@ describe('RouteStore', () => {
         await store.upsert({ domain: `${name}.test`, upstream: 'h:1', tls: false, source: null });
       await store.remove('x.test');
       await store.applySnapshot({ source: 'ctl', routes: [{ domain: 'k.test', upstream: 'h:2', tls: true }] });
+      await store.close();
+      await open();
       const content = JSON.parse(await readFile(path.join(dir, 'routes.json'), 'utf8')) as {
         routes: { domain: string }[];
       };

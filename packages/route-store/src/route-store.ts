@@ -12,7 +12,8 @@ import { StoreError, StoreErrorCode } from './errors.js';
 import { type Declarations, type DeclaredOrigin, fallbackRoute, mayTake, ORIGINS } from './precedence.js';
 import { routeHash } from './route-hash.js';
 import type { RouteSink } from './sink.js';
-import { BATCH_ROUTES, type RecoveredState, recordLine, StateFile } from './state-file.js';
+import { SortedDomains } from './sorted-domains.js';
+import { type RecoveredState, recordLine, StateFile } from './state-file.js';
 import { StateLines } from './state-lines.js';
 
 /**
@@ -25,10 +26,10 @@ export const MAX_ROUTES = 100_000;
 
 /**
  * Gets every published table. A listener that returns a promise (a
- * Gets every published table. A listener that returns a promise (a
- * multi-core daemon's, resolved once every worker swapped) holds the write
- * that published until it settles: writes resolve once the data plane
- * serves them. Its rejection is the listener's to report; the write stands.
+ * multi-core daemon's, resolved once every worker swapped or after the
+ * fleet's bound on a slow worker) holds the write that published until it
+ * settles: writes resolve once the data plane serves them. Its rejection is
+ * the listener's to report; the write stands.
  */
 export type RouteListener = (snapshot: RouteSnapshot) => unknown;
 
@@ -84,16 +85,17 @@ interface Op {
  *   would rebuild).
  *
  * Writes are serialised and group-committed: the writes queued while one
- * file write is in flight are applied together and persisted with one
- * atomic write. A write's promise resolves only after the state file is
- * durable and the new table is published; on a persistence failure it
- * rejects and nothing of its batch is applied.
+ * journal write is in flight are applied together and persisted with one
+ * journal line. A write's promise resolves only after that line is durable
+ * and the new table is published; on a persistence failure it rejects and
+ * nothing of its batch is applied.
  *
  * Every write costs in proportion to what it changes, not to the table
  * (indexes by origin and by `source`, the published array patched in
- * place), except the state file, which is rewritten whole — in batches, so
- * the event loop keeps running — with every write of API routes. A write
- * that would take the table past `maxRoutes` is refused (`STORE_ROUTE_LIMIT`).
+ * place, one journal line per batch, the domains kept in order for
+ * `list()`); the journal is folded into the state file in the background
+ * once it outgrows it. A write that would take the table past `maxRoutes`
+ * is refused (`STORE_ROUTE_LIMIT`).
  */
 export class RouteStore implements RouteSink {
   readonly #index = new RouteIndex();
@@ -103,6 +105,9 @@ export class RouteStore implements RouteSink {
   readonly #dense: RouteSpec[] = [];
   readonly #denseDomains: string[] = [];
   readonly #slots = new Map<string, number>();
+  /** Every published domain in order, and the admin list of one version (built at most once per version). */
+  readonly #sorted = new SortedDomains();
+  #listed: { version: number; views: AdminRouteView[] } | null = null;
   #counts: Record<RouteOrigin, number> = { proxyfile: 0, labels: 0, api: 0 };
   #version = 0;
   /** The last published snapshot. */
@@ -111,6 +116,8 @@ export class RouteStore implements RouteSink {
   #pending: Op[] = [];
   #flushing: Promise<void> | null = null;
   #closed = false;
+  /** A compaction of the state file's journal running in the background, if any. */
+  #compacting: Promise<void> | null = null;
   readonly #file: StateFile | null;
   /** The state file's lines in its order (kept only with a state file). */
   readonly #lines: StateLines;
@@ -178,9 +185,18 @@ export class RouteStore implements RouteSink {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Every route in the admin representation, sorted by domain. */
-  list(): AdminRouteView[] {
-    return this.#routes.map(toAdminRoute).sort(compareDomain);
+  /**
+   * Every route in the admin representation, sorted by domain: the same
+   * array until the next write (built once per version from the domains
+   * kept in order, never sorted; each route's view built once).
+   */
+  list(): readonly AdminRouteView[] {
+    if (this.#listed?.version !== this.#version) {
+      const table = this.#index.table;
+      const views = this.#sorted.ordered.map((domain) => viewOf(table.get(domain) as RouteSpec));
+      this.#listed = { version: this.#version, views };
+    }
+    return this.#listed.views;
   }
 
   /** Number of routes per origin in the published table (O(1)). */
@@ -260,10 +276,12 @@ export class RouteStore implements RouteSink {
     });
   }
 
-  /** Waits for queued writes, then refuses new ones. */
+  /** Waits for queued writes (and a compaction in flight), then refuses new ones. */
   async close(): Promise<void> {
     this.#closed = true;
     while (this.#flushing) await this.#flushing;
+    await this.#compacting;
+    await this.#file?.close();
   }
 
   #enqueue<T>(apply: (draft: Draft) => T): Promise<T> {
@@ -304,15 +322,16 @@ export class RouteStore implements RouteSink {
           continue;
         }
         if (this.#file && draft.apiChanged) {
-          this.#syncLines(draft.touched());
+          const { puts, deleted } = this.#syncLines(draft.touched());
           try {
-            await this.#file.writeBatches(this.#lines.batches(BATCH_ROUTES));
+            await this.#file.append(puts, deleted);
           } catch (err) {
             draft.undo();
             this.#syncLines(draft.touched());
             for (const op of batch) op.reject(err);
             continue;
           }
+          this.#compactWhenDue(this.#file);
         }
         this.#declared = draft.declared;
         const { upserted, removed } = draft.changes();
@@ -328,13 +347,42 @@ export class RouteStore implements RouteSink {
     }
   }
 
-  /** Brings the state file's lines of these domains in line with the table. */
-  #syncLines(domains: Iterable<string>): void {
+  /**
+   * Brings the state file's lines of these domains in line with the table;
+   * returns what the journal gets: the lines of the API routes among them,
+   * the other domains as deleted.
+   */
+  #syncLines(domains: Iterable<string>): { puts: Buffer[]; deleted: string[] } {
+    const puts: Buffer[] = [];
+    const deleted: string[] = [];
     for (const domain of domains) {
       const spec = this.#index.table.get(domain);
-      if (spec?.origin === 'api') this.#lines.set(domain, lineOf(spec));
-      else this.#lines.delete(domain);
+      if (spec?.origin === 'api') {
+        const line = lineOf(spec);
+        this.#lines.set(domain, line);
+        puts.push(line);
+      } else {
+        this.#lines.delete(domain);
+        deleted.push(domain);
+      }
     }
+    return { puts, deleted };
+  }
+
+  /**
+   * Folds the journal into the state file in the background once it has
+   * outgrown the file: the lines now are the table as of the journal's
+   * length now (called right after an append, before the next).
+   */
+  #compactWhenDue(file: StateFile): void {
+    if (this.#compacting !== null || !file.wantsCompaction) return;
+    this.#compacting = file
+      .compact(this.#lines.all())
+      // A failed compaction loses nothing (the journal keeps every write); the next write tries again.
+      .catch(() => {})
+      .finally(() => {
+        this.#compacting = null;
+      });
   }
 
   /**
@@ -354,6 +402,7 @@ export class RouteStore implements RouteSink {
       const at = slots.get(domain);
       if (at === undefined) continue;
       slots.delete(domain);
+      this.#sorted.delete(domain);
       const last = dense.pop() as RouteSpec;
       const lastDomain = domains.pop() as string;
       if (at < dense.length) {
@@ -370,6 +419,7 @@ export class RouteStore implements RouteSink {
         slots.set(domain, dense.length);
         dense.push(spec);
         domains.push(domain);
+        this.#sorted.add(domain);
       }
     }
     const base = this.#routes;
@@ -392,6 +442,18 @@ export class RouteStore implements RouteSink {
     }
     return waits.length === 0 ? undefined : Promise.allSettled(waits);
   }
+}
+
+/** Each route's admin view, built once per RouteSpec object (frozen: shared by every list). */
+const VIEWS = new WeakMap<RouteSpec, AdminRouteView>();
+
+function viewOf(spec: RouteSpec): AdminRouteView {
+  let view = VIEWS.get(spec);
+  if (view === undefined) {
+    view = Object.freeze(toAdminRoute(spec));
+    VIEWS.set(spec, view);
+  }
+  return view;
 }
 
 /** Each API route's state-file line, computed once per RouteSpec object. */
@@ -420,8 +482,4 @@ function removeDomain(draft: Draft, domain: string): boolean {
 
 function byDomain(routes: readonly RouteSpec[]): Map<string, RouteSpec> {
   return new Map(routes.map((r) => [r.domain.toLowerCase(), r]));
-}
-
-function compareDomain(a: { domain: string }, b: { domain: string }): number {
-  return a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0;
 }

@@ -1,11 +1,12 @@
 import { constants } from 'node:fs';
-import { copyFile, type FileHandle, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { copyFile, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDomain, parseHostPort } from '@proxyd/model';
 import { type Static, Type } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
 import type { ApiRouteRecord } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
+import { JournalWriter, journalLine, parseJournal, syncDirectory, writeAll } from './journal.js';
 
 /** The format tag of the state file; bumped on an incompatible change. */
 export const STATE_FORMAT = 'proxyd-routes/1';
@@ -50,6 +51,13 @@ const REASON_PROBLEMS = 3;
  */
 export const BATCH_ROUTES = 1000;
 
+/**
+ * The journal is folded into the state file (in the background) once it is
+ * longer than the file and than this: a compaction costs O(file) every
+ * O(file) bytes of writes, so O(1) per write on average.
+ */
+export const COMPACT_MIN_BYTES = 1024 * 1024;
+
 const SEPARATOR = Buffer.from(',\n');
 
 /** The state file's text of one route (a line of the file). */
@@ -80,18 +88,53 @@ export interface RecoveredState {
 }
 
 /**
- * The routes file in the state directory. Writes are atomic and durable:
- * a temp file beside it is written and fsynced, renamed over the file, and
- * the directory fsynced, so a crash at any moment leaves either the old or
- * the new complete file. The file is one JSON document with one route per
+ * The routes file in the state directory and its journal. A write of the
+ * store appends one line to the journal (`<file>.journal`, see
+ * `journal.ts`) and fdatasyncs it: O(what changed). The file itself is
+ * replaced atomically (a temp file beside it written and fsynced, renamed
+ * over it, the directory fsynced: a crash leaves the old or the new
+ * complete file) at start when a journal is left, and by a compaction once
+ * the journal outgrows it. The file is one JSON document with one route per
  * line, written chunk by chunk.
  */
 export class StateFile {
   readonly path: string;
+  readonly journal: JournalWriter;
   #seq = 0;
+  /** The state file's size as last written or read (what the journal is compared with). */
+  #fileBytes = 0;
 
   constructor(filePath: string) {
     this.path = filePath;
+    this.journal = new JournalWriter(`${filePath}.journal`);
+  }
+
+  /** Appends one batch (the state-file lines of the routes set, the domains deleted); resolves once durable. */
+  append(puts: readonly Buffer[], deleted: readonly string[]): Promise<void> {
+    return this.journal.append(journalLine(puts, deleted));
+  }
+
+  /** Whether the journal has outgrown the file ({@link COMPACT_MIN_BYTES}). */
+  get wantsCompaction(): boolean {
+    return this.journal.bytes > Math.max(COMPACT_MIN_BYTES, this.#fileBytes);
+  }
+
+  /**
+   * Folds the journal into the file: `lines` (every route's line, in file
+   * order) are the table as of the journal's length now, which is where the
+   * journal is then cut (the lines appended meanwhile are kept).
+   */
+  async compact(lines: readonly Buffer[]): Promise<void> {
+    const cut = this.journal.bytes;
+    const batches: Buffer[][] = [];
+    for (let at = 0; at < lines.length; at += BATCH_ROUTES) batches.push(lines.slice(at, at + BATCH_ROUTES));
+    await this.writeBatches(batches);
+    await this.journal.rotate(cut);
+  }
+
+  /** Waits for a journal write in flight and closes the journal. */
+  close(): Promise<void> {
+    return this.journal.close();
   }
 
   /**
@@ -114,6 +157,73 @@ export class StateFile {
    */
   async load(): Promise<{ records: ApiRouteRecord[]; recovered: RecoveredState | null }> {
     await this.#removeTempFiles();
+    const loaded = await this.#loadFile();
+    return await this.#replayJournal(loaded.records, loaded.recovered);
+  }
+
+  /**
+   * Replays the journal over the file's `records` (see `journal.ts`): each
+   * complete line in order; a last line cut short (a crash mid-append) was
+   * never acknowledged and is left out. A line or route that is unusable
+   * is left out and reported; the journal as it was is copied to
+   * `<journal>.corrupt-<time>`. The result is written as the new file and
+   * the journal removed, so the store starts with an empty journal.
+   */
+  async #replayJournal(
+    records: ApiRouteRecord[],
+    recovered: RecoveredState | null,
+  ): Promise<{ records: ApiRouteRecord[]; recovered: RecoveredState | null }> {
+    const journalPath = this.journal.path;
+    let text: string;
+    try {
+      text = await readFile(journalPath, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records, recovered };
+      throw new StoreError(StoreErrorCode.LOAD_FAILED, `cannot read ${journalPath}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    if (text === '') return { records, recovered };
+    const parsed = parseJournal(text);
+    routeChecker ??= Compile(StateFileRoute);
+    const checker = routeChecker;
+    const merged = new Map(records.map((record) => [record.domain, record]));
+    const problems = [...parsed.problems];
+    const none = new Set<string>();
+    for (const [at, batch] of parsed.batches.entries()) {
+      for (const domain of batch.delete) {
+        if (typeof domain === 'string') merged.delete(domain);
+        else problems.push(`batch ${at + 1}: a deleted domain that is not a string`);
+      }
+      for (const route of batch.put) {
+        const problem = routeProblem(checker, route, none);
+        if (problem === null) merged.set((route as ApiRouteRecord).domain, route as ApiRouteRecord);
+        else problems.push(`batch ${at + 1}: ${problem}`);
+      }
+    }
+    const result = [...merged.values()].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+    let journalRecovered = recovered;
+    if (problems.length > 0) {
+      const copy = `${journalPath}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      await copyFile(journalPath, copy, constants.COPYFILE_EXCL);
+      const shown = problems.slice(0, REASON_PROBLEMS).join('; ');
+      const more =
+        problems.length > REASON_PROBLEMS ? `; and ${problems.length - REASON_PROBLEMS} more (see the copy)` : '';
+      const reason = `journal: ${problems.length} unusable entr${problems.length === 1 ? 'y' : 'ies'} left out: ${shown}${more}`;
+      journalRecovered =
+        recovered === null
+          ? { reason, copy, kept: result.length, rejected: [] }
+          : { ...recovered, reason: `${recovered.reason}; ${reason}`, kept: result.length };
+    }
+    // Folded into the file: a crash before the journal is removed replays it again over the new file, to the same table.
+    await this.write(result);
+    await rm(journalPath, { force: true });
+    await syncDirectory(journalPath);
+    return { records: result, recovered: journalRecovered };
+  }
+
+  /** The file's routes (see {@link load}), without the journal. */
+  async #loadFile(): Promise<{ records: ApiRouteRecord[]; recovered: RecoveredState | null }> {
     let text: string;
     try {
       text = await readFile(this.path, 'utf8');
@@ -123,6 +233,7 @@ export class StateFile {
         cause: err,
       });
     }
+    this.#fileBytes = Buffer.byteLength(text);
     const checked = validate(text);
     if (typeof checked === 'string') {
       const copy = this.#copyName();
@@ -166,6 +277,7 @@ export class StateFile {
     const tmp = `${this.path}.tmp-${process.pid}-${this.#seq++}`;
     try {
       const file = await open(tmp, 'w', 0o600);
+      let bytes = 0;
       try {
         let head = Buffer.from(`{"format":${JSON.stringify(STATE_FORMAT)},"routes":[\n`);
         for (const batch of batches) {
@@ -175,20 +287,19 @@ export class StateFile {
             buffers.push(line);
           }
           await writeAll(file, buffers);
+          for (const buffer of buffers) bytes += buffer.length;
           head = SEPARATOR;
         }
-        await writeAll(file, [head === SEPARATOR ? Buffer.from('\n]}\n') : Buffer.concat([head, Buffer.from(']}\n')])]);
+        const tail = head === SEPARATOR ? Buffer.from('\n]}\n') : Buffer.concat([head, Buffer.from(']}\n')]);
+        await writeAll(file, [tail]);
+        bytes += tail.length;
         await file.sync();
       } finally {
         await file.close();
       }
       await rename(tmp, this.path);
-      const dir = await open(path.dirname(this.path), 'r');
-      try {
-        await dir.sync();
-      } finally {
-        await dir.close();
-      }
+      await syncDirectory(this.path);
+      this.#fileBytes = bytes;
     } catch (err) {
       await rm(tmp, { force: true });
       throw new StoreError(StoreErrorCode.PERSIST_FAILED, `cannot write ${this.path}: ${(err as Error).message}`, {
@@ -207,19 +318,6 @@ export class StateFile {
       return;
     }
     await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => rm(path.join(dir, n), { force: true })));
-  }
-}
-
-/** Writes all of `buffers` at the file's position (one `writev` unless it is cut short). */
-async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
-  let rest = buffers;
-  while (rest.length > 0) {
-    let { bytesWritten } = await file.writev(rest);
-    let at = 0;
-    while (at < rest.length && bytesWritten >= (rest[at] as Buffer).length)
-      bytesWritten -= (rest[at++] as Buffer).length;
-    rest = rest.slice(at);
-    if (bytesWritten > 0) rest[0] = (rest[0] as Buffer).subarray(bytesWritten);
   }
 }
 

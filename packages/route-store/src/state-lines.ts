@@ -41,9 +41,9 @@ export class StateLines {
     this.#lines.splice(at, 1);
   }
 
-  /** The lines in order, `size` per batch (what a writer hands one `writev`). */
-  *batches(size: number): Generator<readonly Buffer[]> {
-    for (let at = 0; at < this.#lines.length; at += size) yield this.#lines.slice(at, at + size);
+  /** A copy of the lines in order (one copy of an array of references: what a compaction writes). */
+  all(): Buffer[] {
+    return this.#lines.slice();
   }
 
   /** The index of the first domain not below `domain`. */

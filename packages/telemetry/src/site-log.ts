@@ -76,6 +76,16 @@ export class SiteLogRecorder {
     this.#byDomain = next;
   }
 
+  /** Follows a change of the route table (the routes added or replaced, the domains removed): O(changes). */
+  applyChanges(upserted: readonly RouteSpec[], removed: readonly string[]): void {
+    for (const domain of removed) this.#byDomain.delete(domain);
+    for (const route of upserted) {
+      const key = route.site.log === null ? null : siteLogKey(route.site.log.output);
+      if (key !== null) this.#byDomain.set(route.domain, key);
+      else this.#byDomain.delete(route.domain);
+    }
+  }
+
   /** The `DataPlaneHooks.onRequest` hook (bound). */
   readonly onRequest = (record: RequestRecord): void => {
     if (record.domain === null || this.#byDomain.size === 0) return;

@@ -182,7 +182,9 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       if (routes.missed(update)) return { version: routes.version, needsSnapshot: true };
       const next = routes.apply(update);
       if (next !== null) {
-        siteLog.setRoutes(next.routes);
+        // Changes cost what they change (NodeRoutes gives them whenever it applied a delta).
+        if (next.changes === null) siteLog.setRoutes(next.routes);
+        else siteLog.applyChanges(next.changes.upserted, next.changes.removed);
         plane.setRoutes(next);
       }
       return { version: routes.version };

@@ -14,7 +14,7 @@ import {
   type WorkerInit,
   type WorkerReady,
 } from '@proxyd/cluster';
-import type { Config, RouteSnapshot } from '@proxyd/model';
+import { type Config, changesFrom, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
 import {
   ConnectionCounts,
   DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
@@ -139,7 +139,24 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
   const ticketKeys: { current: Buffer } = { current: randomBytes(48) };
   const set = workers ? await startWorkers(options, fleet, ticketKeys) : await startHere(options, fleet);
   fleet.attach(set);
-  let cacheEnabled = options.routes().routes.some((r) => r.site.cache !== null);
+  // The domains whose site caches, kept per change: a route write does not walk the table.
+  const cached = new Set<string>();
+  let cachedOf: readonly RouteSpec[] = [];
+  const followCache = (snapshot: RouteSnapshot) => {
+    const changes = changesFrom(cachedOf, snapshot);
+    if (changes === null) {
+      cached.clear();
+      for (const route of snapshot.routes) if (route.site.cache !== null) cached.add(route.domain.toLowerCase());
+    } else {
+      for (const domain of changes.removed) cached.delete(domain);
+      for (const route of changes.upserted) {
+        if (route.site.cache !== null) cached.add(route.domain.toLowerCase());
+        else cached.delete(route.domain.toLowerCase());
+      }
+    }
+    cachedOf = snapshot.routes;
+  };
+  followCache(options.routes());
   return {
     fleet,
     httpAddress: set.httpAddress,
@@ -153,13 +170,13 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
     },
     cache: {
       get enabled() {
-        return cacheEnabled;
+        return cached.size > 0;
       },
       purge: (key) => fleet.purge(key),
     },
     metricsSnapshots: () => fleet.metrics(),
     setRoutes(snapshot) {
-      cacheEnabled = snapshot.routes.some((r) => r.site.cache !== null);
+      followCache(snapshot);
       return fleet.publishRoutes(snapshot);
     },
     setTicketKeys(keys) {

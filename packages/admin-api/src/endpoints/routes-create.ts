@@ -13,7 +13,7 @@ export const createRoute: Endpoint = {
   operationId: 'createRoute',
   summary: 'Add or replace a route',
   description:
-    'Adds a route, or replaces the route with the same domain (compared case-insensitively) whoever owned it. Answers once the route is persisted and routed. Audit action route_add.',
+    'Adds a route, or replaces the route with the same domain (compared case-insensitively) whoever owned it. Answers once the change is durable (one line of the route journal) and every data-plane worker routes it; a worker that has not confirmed within 2 s applies it in order when it catches up, and the answer does not wait for it (the change is saved). Audit action route_add.',
   auth: true,
   body: RouteCreate,
   responses: { 201: { description: 'Created or replaced', schema: Route } },
@@ -21,7 +21,7 @@ export const createRoute: Endpoint = {
     400: 'invalid JSON, invalid domain, invalid upstream address or invalid source',
     409: 'route limit reached: the table is full (100,000 routes); replacing a route is still accepted',
     413: 'request body too large (over 64 KB)',
-    500: 'internal error: the route store failed to write',
+    500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
   },
   handler: (ctx) => async (request, reply) => {
     const body = request.body as RouteCreate;

@@ -20,7 +20,7 @@ export const deleteRoute: Endpoint = {
   operationId: 'deleteRoute',
   summary: 'Delete a route',
   description:
-    'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414; a character outside ASCII is 400 invalid domain (so U+212A KELVIN SIGN never lowercases to "k"). Audit action route_delete.',
+    'Removes the route of a domain (matched case-insensitively). An empty segment (/routes/, /routes//) is 400 missing domain. The segment is percent-decoded, then measured in UTF-8 bytes before any lowercasing: over 253 bytes is 414; a character outside ASCII is 400 invalid domain (so U+212A KELVIN SIGN never lowercases to "k"). Answers once the change is durable (one line of the route journal) and every data-plane worker routes it; a worker that has not confirmed within 2 s applies it in order when it catches up, and the answer does not wait for it (the change is saved). Audit action route_delete.',
   auth: true,
   params: DomainParams,
   responses: { 200: { description: 'Deleted', schema: RouteDeleted } },
@@ -28,7 +28,7 @@ export const deleteRoute: Endpoint = {
     400: 'missing domain (empty segment), invalid domain (a character outside ASCII), invalid URL (malformed percent-encoding), invalid JSON (an invalid Content-Type header)',
     404: 'route not found',
     414: 'domain segment too long (over 253 bytes)',
-    500: 'internal error: the route store failed to write',
+    500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
   },
   handler: (ctx) => async (request) => {
     const raw = (request.params as DomainParams).domain;

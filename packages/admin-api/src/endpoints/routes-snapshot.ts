@@ -15,7 +15,7 @@ export const putSnapshot: Endpoint = {
   operationId: 'putRouteSnapshot',
   summary: 'Reconcile the routes of one source',
   description:
-    'Writes every listed route with owner source and removes the routes source owned that are absent from the list; routes of other sources are untouched. The whole list is validated before anything changes. Audit action routes_snapshot, resource the source.',
+    'Writes every listed route with owner source and removes the routes source owned that are absent from the list; routes of other sources are untouched. The whole list is validated before anything changes. Answers once the change is durable (one line of the route journal) and every data-plane worker routes it; a worker that has not confirmed within 2 s applies it in order when it catches up, and the answer does not wait for it (the change is saved). Audit action routes_snapshot, resource the source.',
   auth: true,
   body: SnapshotRequest,
   responses: { 200: { description: 'Reconciled', schema: SnapshotResponse } },
@@ -23,7 +23,7 @@ export const putSnapshot: Endpoint = {
     400: 'invalid JSON, invalid source, invalid domain, invalid upstream address or duplicate domain',
     409: 'route limit reached: the snapshot would take the table past its limit (100,000 routes); nothing of it was applied',
     413: 'request body too large (over 64 KB)',
-    500: 'internal error: the route store failed to write',
+    500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
   },
   handler: (ctx) => async (request) => {
     const body = request.body as SnapshotRequest;

@@ -9,7 +9,14 @@ import { CertificateSync } from './certificate-sync.js';
 import { Fleet } from './fleet.js';
 import type { CertificateUpdate, DataPlaneNode } from './node.js';
 import { RateLimitAuthority } from './rate-limits.js';
-import { NodeRoutes, RoutePublisher } from './route-tables.js';
+import { NodeRoutes, RoutePublisher, type RouteUpdate } from './route-tables.js';
+
+/** What the publisher sends for `snapshot` (a test sends only new versions: never null). */
+function sent(publisher: RoutePublisher, snapshot: RouteSnapshot): RouteUpdate {
+  const message = publisher.next(snapshot);
+  if (message === null) throw new Error(`version ${snapshot.version} is not new`);
+  return message;
+}
 
 /** Two channels wired back to back in this process (what fork's IPC does between processes). */
 function channelPair(): [Channel, Channel] {
@@ -167,11 +174,11 @@ describe('route tables sent to workers', () => {
     const a = route('a.test', 1);
     const b = route('b.test', 2);
     const v1 = whole([a, b], 1);
-    const first = worker.apply(send(publisher.next(v1)));
+    const first = worker.apply(send(sent(publisher, v1)));
     expect(first?.routes.map((r) => r.domain)).toEqual(['a.test', 'b.test']);
     // An admin write replaces b.test and adds c.test: the message carries those two only.
     const v2 = published(v1, [route('b.test', 3), route('c.test', 4)], []);
-    const message = publisher.next(v2);
+    const message = sent(publisher, v2);
     expect(message.kind).toBe('changes');
     expect(message.kind === 'changes' && message.upserted.map((r) => r.domain)).toEqual(['b.test', 'c.test']);
     const second = worker.apply(send(message));
@@ -183,7 +190,7 @@ describe('route tables sent to workers', () => {
     expect(second?.changes?.upserted.map((r) => r.domain)).toEqual(['b.test', 'c.test']);
     // A removal.
     const v3 = published(v2, [], ['a.test']);
-    const third = worker.apply(send(publisher.next(v3)));
+    const third = worker.apply(send(sent(publisher, v3)));
     expect(third?.routes.map((r) => r.domain).sort()).toEqual(['b.test', 'c.test']);
   });
 
@@ -191,9 +198,9 @@ describe('route tables sent to workers', () => {
     const publisher = new RoutePublisher();
     const worker = new NodeRoutes();
     const v1 = whole([route('a.test', 1)], 1);
-    const first = worker.apply(send(publisher.next(v1)));
+    const first = worker.apply(send(sent(publisher, v1)));
     const reloaded = [route('a.test', 1)];
-    const message = publisher.next(whole(reloaded, 2));
+    const message = sent(publisher, whole(reloaded, 2));
     expect(message.kind).toBe('full');
     const second = worker.apply(send(message));
     expect(second?.routes[0]?.site).not.toBe(first?.routes[0]?.site);
@@ -207,12 +214,12 @@ describe('route tables sent to workers', () => {
     const publisher = new RoutePublisher();
     const worker = new NodeRoutes();
     const v1 = whole([route('a.test', 1)], 1);
-    worker.apply(send(publisher.next(v1)));
+    worker.apply(send(sent(publisher, v1)));
     expect(worker.apply(send(publisher.full(v1)))).toBeNull();
     const v2 = published(v1, [route('b.test', 2)], []);
-    publisher.next(v2); // lost on its way to this worker
+    sent(publisher, v2); // lost on its way to this worker
     const v3 = published(v2, [route('c.test', 3)], []);
-    expect(() => worker.apply(send(publisher.next(v3)))).toThrow('route table 3 does not follow 1');
+    expect(() => worker.apply(send(sent(publisher, v3)))).toThrow('route table 3 does not follow 1');
     const full = worker.apply(send(publisher.full(v3)));
     expect(full?.routes.map((r) => r.domain).sort()).toEqual(['a.test', 'b.test', 'c.test']);
   });

@@ -43,7 +43,17 @@ export interface FleetOptions {
   connections?: ConnectionCountsLike;
   /** A broadcast that did not reach every node (logged by the daemon; the fleet goes on). */
   onError?: (what: string, error: Error) => void;
+  /**
+   * How long {@link Fleet.publishRoutes} waits for every node to confirm a
+   * route change before it resolves anyway (default
+   * {@link ROUTE_ACK_WAIT_MS}): a slow node keeps the change and applies it
+   * in order; the write it came from is durable and answered.
+   */
+  routeAckWaitMs?: number;
 }
+
+/** The default {@link FleetOptions.routeAckWaitMs}: a route write waits this long for a slow node. */
+export const ROUTE_ACK_WAIT_MS = 2000;
 
 /** The nodes of a fleet as one transport runs them, and how that transport stops them. */
 export interface NodeSet<T extends Telemetry = Telemetry> {
@@ -108,22 +118,45 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   /**
    * Publishes a route snapshot: the changes to every node (a compact
    * snapshot when the changes do not apply to what was sent last), and the
-   * snapshot to a node that answers it missed a version or that refused the
-   * changes. Resolves once every node acknowledged; failures are reported
-   * to `onError`, never thrown (the route store has committed).
+   * newest snapshot to a node that answers it missed a version. Resolves
+   * once every node acknowledged, or after `routeAckWaitMs` with the nodes
+   * that did not reported (`onError`): a slow node is not sent anything
+   * more for it (its transport delivers the changes in order, and it
+   * applies them when it gets there). Never rejects: the route store has
+   * committed, and its write answers.
    */
   async publishRoutes(snapshot: RouteSnapshot): Promise<void> {
     const update = this.#publisher.next(snapshot);
-    await Promise.all(
+    // The nodes joined with this table or a newer one (at start, the store's first publication).
+    if (update === null) return;
+    const pending = new Set<number>();
+    const all = Promise.all(
       this.nodes.map(async (node) => {
+        pending.add(node.index);
         try {
-          const ack = await node.applyRoutes(update).catch(() => ({ version: 0, needsSnapshot: true as const }));
-          if (ack.needsSnapshot === true) await node.applyRoutes(this.#publisher.full(snapshot));
+          const ack = await node.applyRoutes(update);
+          // The newest table (built once per version): the changes published meanwhile are then behind it.
+          if (ack.needsSnapshot === true) await node.applyRoutes(this.#publisher.full(this.#options.routes()));
         } catch (err) {
           this.#report(`route table ${snapshot.version} not published to node ${node.index}`, err);
+        } finally {
+          pending.delete(node.index);
         }
       }),
     );
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.#options.routeAckWaitMs ?? ROUTE_ACK_WAIT_MS;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), waitMs);
+    });
+    const outcome = await Promise.race([all, late]);
+    clearTimeout(timer);
+    if (outcome === 'late' && pending.size > 0) {
+      this.#report(
+        `route table ${snapshot.version}: node ${[...pending].join(', ')} did not confirm within ${waitMs} ms`,
+        new Error('the change is durable and queued for it; it serves it once it catches up'),
+      );
+    }
   }
 
   /**

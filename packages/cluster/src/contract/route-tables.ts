@@ -53,9 +53,14 @@ export class RoutePublisher {
   #lastVersion = 0;
   #full: { routes: readonly RouteSpec[]; message: RouteUpdate & { kind: 'full' } } | null = null;
 
-  /** The message that brings a worker that has the last table sent to the snapshot's. */
-  next(snapshot: RouteSnapshot): RouteUpdate {
+  /**
+   * The message that brings a worker that has the last table sent to the
+   * snapshot's; null when that table is the snapshot's or newer (the nodes
+   * joined with it: the store's first publication after they started).
+   */
+  next(snapshot: RouteSnapshot): RouteUpdate | null {
     const { version } = snapshot;
+    if (this.#lastSent !== null && version <= this.#lastVersion) return null;
     const base = this.#lastSent;
     this.#lastSent = snapshot.routes;
     this.#lastVersion = version;
@@ -99,6 +104,9 @@ export class RoutePublisher {
  */
 export class NodeRoutes {
   #routes: readonly RouteSpec[] = [];
+  /** The routes held, patched per change (`#routes` is its published copy), and each domain's position. */
+  readonly #dense: RouteSpec[] = [];
+  readonly #slots = new Map<string, number>();
   #version = 0;
   /** Site number → the object and how many routes use it. */
   readonly #sites = new Map<number, { site: Site; routes: number }>();
@@ -115,7 +123,12 @@ export class NodeRoutes {
     return message.kind === 'changes' && message.version > this.#version + 1;
   }
 
-  /** The table after `message`, or null when the message is not newer than what this node has. */
+  /**
+   * The table after `message`, or null when the message is not newer than
+   * what this node has. Changes cost what they change (the routes held are
+   * patched in place by position) plus one copy of the array of references
+   * for the snapshot handed on; a whole table costs its size.
+   */
   apply(message: RouteUpdate): RouteSnapshot | null {
     if (message.version <= this.#version) return null;
     if (message.kind === 'full') {
@@ -123,25 +136,55 @@ export class NodeRoutes {
       const previous = new Map(this.#sites);
       this.#sites.clear();
       this.#domainSite.clear();
-      this.#routes = message.routes.map((route, i) =>
-        this.#take(route, message.siteIds[i] as number, previous.get(message.siteIds[i] as number)?.site),
-      );
+      this.#slots.clear();
+      this.#dense.length = 0;
+      for (const [i, route] of message.routes.entries()) {
+        const id = message.siteIds[i] as number;
+        this.#slots.set(route.domain.toLowerCase(), i);
+        this.#dense.push(this.#take(route, id, previous.get(id)?.site));
+      }
+      this.#routes = this.#dense.slice();
       return { routes: this.#routes, version: message.version, changes: null };
     }
     if (message.version !== this.#version + 1) {
       // A change was missed (its broadcast failed here): the fleet sends the whole table next.
       throw new Error(`route table ${message.version} does not follow ${this.#version}: the whole table is needed`);
     }
-    const gone = new Set(message.removed);
-    for (const route of message.upserted) gone.add(route.domain.toLowerCase());
-    for (const domain of gone) this.#release(domain);
-    const upserted = message.upserted.map((route, i) => this.#take(route, message.siteIds[i] as number, undefined));
+    for (const domain of message.removed) {
+      this.#release(domain);
+      this.#remove(domain);
+    }
+    const upserted = message.upserted.map((route, i) => {
+      const domain = route.domain.toLowerCase();
+      this.#release(domain);
+      const taken = this.#take(route, message.siteIds[i] as number, undefined);
+      const at = this.#slots.get(domain);
+      if (at === undefined) {
+        this.#slots.set(domain, this.#dense.length);
+        this.#dense.push(taken);
+      } else {
+        this.#dense[at] = taken;
+      }
+      return taken;
+    });
     const base = this.#routes;
-    const routes = base.filter((route) => !gone.has(route.domain.toLowerCase())).concat(upserted);
+    const routes = this.#dense.slice();
     const changes: RouteChanges = { base: new WeakRef(base), upserted, removed: message.removed };
     this.#routes = routes;
     this.#version = message.version;
     return { routes, version: message.version, changes };
+  }
+
+  /** Takes `domain`'s route out of the dense array: the last one moves into its place. */
+  #remove(domain: string): void {
+    const at = this.#slots.get(domain);
+    if (at === undefined) return;
+    this.#slots.delete(domain);
+    const last = this.#dense.pop() as RouteSpec;
+    if (at < this.#dense.length) {
+      this.#dense[at] = last;
+      this.#slots.set(last.domain.toLowerCase(), at);
+    }
   }
 
   #take(route: RouteSpec, id: number, previous: Site | undefined): RouteSpec {

@@ -89,6 +89,13 @@ export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
   return { ...set, pool: started };
 }
 
+/**
+ * How long a worker may take to confirm a route change before it is
+ * reported: as long as a worker may take to start (a hang, not a slow
+ * machine). The fleet answers the write long before (`routeAckWaitMs`).
+ */
+const ROUTE_TIMEOUT_MS = 60_000;
+
 /** A node that is a worker process: each call a request on its channel. */
 class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
   readonly certificateMode = 'pulled';
@@ -101,8 +108,10 @@ class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
   }
 
   async applyRoutes(update: RouteUpdate): Promise<RouteAck> {
-    // A worker being replaced starts from the fleet's table of now: nothing to send it.
-    return (await this.#change<RouteAck>(ToWorker.routes, encodeRouteUpdate(update))) ?? { version: update.version };
+    // A worker being replaced starts from the fleet's table of now: nothing to send it. A slow one gets
+    // the changes in order and applies them when it gets there (the fleet does not wait that long).
+    const ack = await this.#change<RouteAck>(ToWorker.routes, encodeRouteUpdate(update), ROUTE_TIMEOUT_MS);
+    return ack ?? { version: update.version };
   }
 
   async certificatesChanged(update: CertificateUpdate | null): Promise<void> {
@@ -167,11 +176,11 @@ class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
    * away (its replacement starts from the fleet's state of now); rejects
    * with an error a live worker answered, or a timeout.
    */
-  async #change<A>(type: string, body: unknown): Promise<A | undefined> {
+  async #change<A>(type: string, body: unknown, timeoutMs = 5000): Promise<A | undefined> {
     const channel = this.#pool()?.channel(this.index);
     if (channel === null || channel === undefined) return undefined;
     try {
-      return await channel.request<A>(type, body, 5000);
+      return await channel.request<A>(type, body, timeoutMs);
     } catch (err) {
       if ((err as { code?: string }).code === 'CLOSED' || this.#pool()?.channel(this.index) !== channel)
         return undefined;

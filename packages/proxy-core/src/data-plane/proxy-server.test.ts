@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
 import { Transform } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
 import { get, onCleanup, proxy, site, until, upstream, wait } from '../loopback.test-helpers.js';
 import { ProxyServer } from './proxy-server.js';
@@ -483,5 +483,28 @@ describe('Host lines (RFC 9112 §3.2)', () => {
     expect(one.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
     const old = await raw(port, 'GET / HTTP/1.0\r\n\r\n');
     expect(old.split('\r\n')[0]).toBe('HTTP/1.1 404 Not Found');
+  });
+});
+
+describe('issue 30: a route change costs what it changes', () => {
+  it('replacing a route closes only its pool: the pools of the other routes are not walked', async () => {
+    const up = await upstream((_q, s) => s.end('x'));
+    const routes = Array.from({ length: 200 }, (_, i) => site(`s${i}.test`, [up.port]));
+    const { server, port } = await proxy(routes);
+    // Traffic compiles a pool per route it reaches.
+    for (let i = 0; i < 5; i++) expect((await get(port, `s${i}.test`)).status).toBe(200);
+    const retain = vi.spyOn(server.forwarder, 'retain');
+    const release = vi.spyOn(server.forwarder, 'release');
+    const replaced = site('s1.test', [up.port]);
+    const next = [...routes.filter((r) => r.domain !== 's1.test'), replaced];
+    server.setRoutes({
+      routes: next,
+      version: 2,
+      changes: { base: new WeakRef(routes), upserted: [replaced], removed: [] },
+    });
+    expect(retain).not.toHaveBeenCalled();
+    expect(release.mock.calls.map(([handlers]) => [...handlers])).toEqual([[routes[1]?.site.handler]]);
+    expect((await get(port, 's0.test')).status).toBe(200);
+    expect((await get(port, 's1.test')).status).toBe(200);
   });
 });

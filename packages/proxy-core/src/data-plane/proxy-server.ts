@@ -473,8 +473,13 @@ export class ProxyServer {
    */
   #retain(change?: TableChange): void {
     const table = this.#table;
-    if (change === undefined || change.droppedSites.some((site) => proxyHandlers(site).length > 0)) {
+    if (change === undefined) {
       this.#forwarder.retain(table.handlers());
+    } else if (change.droppedSites.length > 0) {
+      // Only the dropped sites' handlers can be gone (a route write replaces one site): O(changes).
+      const kept = table.handlers();
+      const gone = change.droppedSites.flatMap((site) => proxyHandlers(site)).filter((h) => !kept.has(h));
+      this.#forwarder.release(gone);
     }
     if (
       change === undefined ||

@@ -158,9 +158,19 @@ export class HttpForwarder implements Forwarder {
     return this.#agents.socketCount();
   }
 
+  /** Closes the pools of these handlers (gone from the table): what a route change dropped, O(changes). */
+  release(handlers: Iterable<ReverseProxyHandler>): void {
+    for (const handler of handlers) {
+      const compiled = this.#handlers.get(handler);
+      if (compiled === undefined) continue;
+      compiled.pool.close();
+      this.#handlers.delete(handler);
+    }
+  }
+
   /**
    * Keeps the pools of these handlers and closes the others (their health
-   * checks stop). Called on every route-table swap.
+   * checks stop). Called when the whole table is replaced.
    */
   retain(handlers: ReadonlySet<ReverseProxyHandler>): void {
     for (const [handler, compiled] of this.#handlers) {
