@@ -56,5 +56,5 @@ export {
   UriOp,
 } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
-export { RedisStorageConfig, RedisTlsOptions } from './storage-options.js';
+export { RedisStorageConfig, RedisTlsOptions, redisStorageDefaults } from './storage-options.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';

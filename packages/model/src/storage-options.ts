@@ -58,3 +58,22 @@ export const RedisStorageConfig = Type.Object(
   { additionalProperties: false },
 );
 export type RedisStorageConfig = Static<typeof RedisStorageConfig>;
+
+/** A `storage redis` block with nothing set: every field at its default (the Proxyfile parser starts from it). */
+export function redisStorageDefaults(): RedisStorageConfig {
+  return {
+    backend: 'redis',
+    url: null,
+    sentinels: [],
+    master_name: null,
+    db: 0,
+    username: null,
+    password: null,
+    password_file: null,
+    sentinel_password: null,
+    sentinel_password_file: null,
+    tls: null,
+    key_prefix: 'proxyd',
+    encryption_key_file: null,
+  };
+}

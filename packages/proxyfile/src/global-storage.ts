@@ -1,4 +1,10 @@
-import { type GlobalOptions, parseHostPort, type RedisStorageConfig, type RedisTlsOptions } from '@proxyd/model';
+import {
+  type GlobalOptions,
+  parseHostPort,
+  type RedisStorageConfig,
+  type RedisTlsOptions,
+  redisStorageDefaults,
+} from '@proxyd/model';
 import type { Dispenser } from './dispenser.js';
 import { ProxyfileErrorCode } from './errors.js';
 import { blockValue, type Seen } from './global-lines.js';
@@ -58,21 +64,7 @@ export function readStorage(d: Dispenser, g: GlobalOptions): void {
         : '';
     throw d.unexpected(backend, `a storage backend: redis${hint}`, ProxyfileErrorCode.INVALID_VALUE);
   }
-  const storage: RedisStorageConfig = {
-    backend: 'redis',
-    url: null,
-    sentinels: [],
-    master_name: null,
-    db: 0,
-    username: null,
-    password: null,
-    password_file: null,
-    sentinel_password: null,
-    sentinel_password_file: null,
-    tls: null,
-    key_prefix: 'proxyd',
-    encryption_key_file: null,
-  };
+  const storage: RedisStorageConfig = redisStorageDefaults();
   const urlToken = d.nextArg();
   let tlsScheme = false;
   if (urlToken !== null) {

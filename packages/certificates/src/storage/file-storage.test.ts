@@ -193,40 +193,6 @@ describe('FileStorage: keys', () => {
 });
 
 describe('FileStorage: list', () => {
-  it('lists every key under a prefix, recursively and sorted, without locks or temp files', async () => {
-    const storage = new FileStorage(root);
-    for (const key of [
-      'certificates/z.test/z.test.crt',
-      'certificates/a.test/a.test.key',
-      'certificates/a.test/a.test.crt',
-      'certificates/a.test/meta/a.test.json',
-      'certs-other/x',
-      'accounts/acme/key',
-    ]) {
-      await storage.store(key, key);
-    }
-    const held = await storage.lock('a.test');
-    expect(await storage.list('certificates')).toEqual([
-      'certificates/a.test/a.test.crt',
-      'certificates/a.test/a.test.key',
-      'certificates/a.test/meta/a.test.json',
-      'certificates/z.test/z.test.crt',
-    ]);
-    expect(await storage.list('certificates/')).toEqual(await storage.list('certificates'));
-    expect(await storage.list('')).toEqual([
-      'accounts/acme/key',
-      'certificates/a.test/a.test.crt',
-      'certificates/a.test/a.test.key',
-      'certificates/a.test/meta/a.test.json',
-      'certificates/z.test/z.test.crt',
-      'certs-other/x',
-    ]);
-    expect(await storage.list('certificates/a.test/a.test.crt')).toEqual(['certificates/a.test/a.test.crt']);
-    expect(await storage.list('cert')).toEqual([]);
-    expect(await storage.list('missing/deeper')).toEqual([]);
-    await held.release();
-  });
-
   it('lists nothing in a cert dir that does not exist yet, and does not create it', async () => {
     expect(await new FileStorage(root).list('')).toEqual([]);
     expect(await readdir(tmp)).toEqual([]);

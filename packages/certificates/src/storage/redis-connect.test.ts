@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { RedisStorageConfig } from '@proxyd/model';
+import { type RedisStorageConfig, redisStorageDefaults } from '@proxyd/model';
 import { freePort, type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CertificatesErrorCode } from '../errors.js';
@@ -22,21 +22,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const base = (url: string): RedisStorageConfig => ({
-  backend: 'redis',
-  url,
-  sentinels: [],
-  master_name: null,
-  db: 0,
-  username: null,
-  password: null,
-  password_file: null,
-  sentinel_password: null,
-  sentinel_password_file: null,
-  tls: null,
-  key_prefix: 'proxyd',
-  encryption_key_file: null,
-});
+const base = (url: string): RedisStorageConfig => ({ ...redisStorageDefaults(), url });
 
 async function open(config: RedisStorageConfig, env: NodeJS.ProcessEnv = {}): Promise<RedisStorage> {
   const storage = await openRedisStorage(config, { env, connectTimeoutMs: 2_000 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { redisStorageDefaults } from '@proxyd/model';
 import { type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -20,19 +21,9 @@ const REFRESH_MS = 300;
  */
 function lockInChild(name: string): ChildProcess {
   const config = {
-    backend: 'redis',
+    ...redisStorageDefaults(),
     url: redis.url,
-    sentinels: [],
-    master_name: null,
-    db: 0,
-    username: null,
-    password: null,
-    password_file: null,
-    sentinel_password: null,
-    sentinel_password_file: null,
-    tls: null,
     key_prefix: 'race',
-    encryption_key_file: null,
   };
   const script = `
     import { registerHooks } from 'node:module';

@@ -1,4 +1,4 @@
-import type { RedisStorageConfig } from '@proxyd/model';
+import { type RedisStorageConfig, redisStorageDefaults } from '@proxyd/model';
 import { type StartedRedis, startRedis, startSentinel } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openRedisStorage } from './redis-connect.js';
@@ -23,19 +23,9 @@ afterAll(async () => {
 });
 
 const config = (sentinelPort: number): RedisStorageConfig => ({
-  backend: 'redis',
-  url: null,
+  ...redisStorageDefaults(),
   sentinels: [`127.0.0.1:${sentinelPort}`],
   master_name: 'proxyd',
-  db: 0,
-  username: null,
-  password: null,
-  password_file: null,
-  sentinel_password: null,
-  sentinel_password_file: null,
-  tls: null,
-  key_prefix: 'proxyd',
-  encryption_key_file: null,
 });
 
 /** The primary's port as Sentinel names it now. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { RedisStorageConfig } from '@proxyd/model';
+import { type RedisStorageConfig, redisStorageDefaults } from '@proxyd/model';
 import { type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -117,17 +117,8 @@ describe('RedisStorage: encryption at rest', () => {
 
   it('takes the key from encryption_key_file (base64, hex or raw); a wrong length is a clear start error', async () => {
     const config: RedisStorageConfig = {
-      backend: 'redis',
+      ...redisStorageDefaults(),
       url: redis.url,
-      sentinels: [],
-      master_name: null,
-      db: 0,
-      username: null,
-      password: null,
-      password_file: null,
-      sentinel_password: null,
-      sentinel_password_file: null,
-      tls: null,
       key_prefix: 'enc4',
       encryption_key_file: path.join(dir, 'storage.key'),
     };
