@@ -28,13 +28,18 @@ export class SortedDomains {
   }
 
   #position(domain: string): number {
-    let lo = 0;
-    let hi = this.#domains.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.#domains[mid] as string) < domain) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.#domains, domain);
   }
+}
+
+/** The index of the first of `sorted` (code-unit order) not below `value`: where it is, or would go. */
+export function lowerBound(sorted: readonly string[], value: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((sorted[mid] as string) < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

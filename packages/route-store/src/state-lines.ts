@@ -1,3 +1,5 @@
+import { lowerBound } from './sorted-domains.js';
+
 /**
  * The state file's lines (one API route each, `recordLine`, as UTF-8) in
  * its order, by domain (code-unit order): a lookup is O(log n); setting or
@@ -48,13 +50,6 @@ export class StateLines {
 
   /** The index of the first domain not below `domain`. */
   #position(domain: string): number {
-    let lo = 0;
-    let hi = this.#domains.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.#domains[mid] as string) < domain) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.#domains, domain);
   }
 }

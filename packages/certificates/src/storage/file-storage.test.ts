@@ -70,24 +70,9 @@ describe('FileStorage: load and store', () => {
     expect(await readdir(`${root}/meta`)).toEqual(['a.test.json']);
   });
 
-  it('a reader racing a writer sees the old or the new value, never a part', async () => {
+  it('leaves no temp file behind after a burst of replacing writes (the race itself: the shared contract)', async () => {
     const storage = new FileStorage(root);
-    const a = Buffer.alloc(1 << 20, 'a');
-    const b = Buffer.alloc(1 << 20, 'b');
-    await storage.store('big', a);
-    let writing = true;
-    const writer = (async () => {
-      for (let i = 0; i < 20; i++) await storage.store('big', i % 2 === 0 ? b : a);
-      writing = false;
-    })();
-    let reads = 0;
-    while (writing) {
-      const seen = await storage.load('big');
-      expect(seen !== null && (seen.equals(a) || seen.equals(b))).toBe(true);
-      reads++;
-    }
-    await writer;
-    expect(reads).toBeGreaterThan(0);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => storage.store('big', Buffer.alloc(1 << 16, i))));
     expect(await readdir(root)).toEqual(['big']);
   });
 
