@@ -58,6 +58,17 @@ export function workerExecArgv(
 }
 
 /**
+ * The same cap for a worker of the single executable, as `NODE_OPTIONS`:
+ * the executable reads every command-line argument as its own (a forked
+ * worker given `--max-semi-space-size=2` exits with "unknown option"),
+ * while Node still reads `NODE_OPTIONS`, which allows this flag.
+ */
+export function workerNodeOptions(nodeOptions: string = process.env.NODE_OPTIONS ?? ''): string {
+  if (nodeOptions.replaceAll('_', '-').includes('max-semi-space-size')) return nodeOptions;
+  return `${nodeOptions} --max-semi-space-size=${WORKER_SEMI_SPACE_MB}`.trim();
+}
+
+/**
  * Gives back what starting took: one full collection that also shrinks the
  * young generation (V8's "last resort" collection, the one it runs before
  * giving up on memory). Loading the control plane's modules grows the young

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { isSea } from 'node:sea';
 import { fileURLToPath } from 'node:url';
 import { type AnalyticsSnapshot, type MinuteRollup, mergeAnalyticsStates } from '@proxyd/analytics';
 import type { CertificateWiring } from '@proxyd/certificates';
@@ -22,7 +23,7 @@ import {
   RateLimiter,
 } from '@proxyd/proxy-core';
 import type { Logging, MetricsSnapshot, ProxydMetrics, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
-import { workerExecArgv } from '../heap-tuning.js';
+import { workerExecArgv, workerNodeOptions } from '../heap-tuning.js';
 import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 
 /** The module every worker runs (built beside this one). */
@@ -225,15 +226,21 @@ async function startWorkers(
   const { config } = options;
   const logger = options.logging.forTarget('proxy::server');
   const secret = randomBytes(32);
+  const singleExecutable = isSea();
   const set = await startWorkerNodes<WorkerInit, ProxydTelemetry>({
     count: options.count,
     entry: WORKER_ENTRY,
     // A started spare takes a crashed worker's place (~20 ms instead of a Node start under load); asked for.
     spare: options.spare === true,
-    // A young generation capped at start (V8 sizes it then): ~30 MB less per worker after load (issue 32).
-    execArgv: workerExecArgv(),
+    // A young generation capped at start (V8 sizes it then): ~30 MB less per worker after load (issue 32);
+    // the single executable takes it through NODE_OPTIONS (its arguments are all its own).
+    execArgv: singleExecutable ? [...process.execArgv] : workerExecArgv(),
     // V8's compile cache (the first worker writes it): a fresh worker starts in ~60 % of the time.
-    env: { NODE_COMPILE_CACHE: path.join(options.stateDir, 'compile-cache'), ...process.env },
+    env: {
+      NODE_COMPILE_CACHE: path.join(options.stateDir, 'compile-cache'),
+      ...process.env,
+      ...(singleExecutable ? { NODE_OPTIONS: workerNodeOptions() } : {}),
+    },
     fleet,
     init: (index, join) => ({
       index,

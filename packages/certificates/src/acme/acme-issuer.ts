@@ -18,7 +18,11 @@ import { type AcmeResponse, AcmeTransport } from './transport.js';
  */
 let acmeClient: Promise<typeof import('acme-client')> | undefined;
 const loadAcmeClient = () => {
-  acmeClient ??= import('acme-client');
+  // A CommonJS module: Node gives its exports as named ones, a bundle (the npm package, the
+  // executable) only as `default`.
+  acmeClient ??= import('acme-client').then(
+    (mod) => (mod as unknown as { default?: typeof import('acme-client') }).default ?? mod,
+  );
   return acmeClient;
 };
 

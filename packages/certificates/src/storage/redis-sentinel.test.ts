@@ -43,7 +43,12 @@ describe('RedisStorage over Sentinel', () => {
     await vi.waitFor(() =>
       expect(replica.cli('GET', 'proxyd:value:certificates/local/a.test/a.test.crt')).toBe('before'),
     );
-    expect(sentinel.cli('SENTINEL', 'FAILOVER', 'proxyd')).toBe('OK');
+    // Sentinel answers NOGOODSLAVE until its own view of the replica is fresh (its INFO polls, slower
+    // under load); asked again until it starts one.
+    await vi.waitFor(() => expect(sentinel.cli('SENTINEL', 'FAILOVER', 'proxyd')).toBe('OK'), {
+      timeout: 30_000,
+      interval: 500,
+    });
     await vi.waitFor(() => expect(primaryPort()).toBe(replica.port), { timeout: 20_000 });
     await vi.waitFor(() => expect(replica.cli('ROLE').split('\n')[0]).toBe('master'), { timeout: 20_000 });
     // Writes go to the new primary: retried until the client has moved (a command during the move may fail).
