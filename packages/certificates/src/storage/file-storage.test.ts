@@ -33,18 +33,6 @@ async function rejection(attempt: () => Promise<unknown>): Promise<CertificatesE
 }
 
 describe('FileStorage: load and store', () => {
-  it('round-trips strings and bytes; a missing key (or directory) loads as null', async () => {
-    const storage = new FileStorage(root);
-    expect(await storage.load('certificates/acme/a.test/a.test.crt')).toBeNull();
-    await storage.store('certificates/acme/a.test/a.test.crt', '-----BEGIN CERTIFICATE-----\n');
-    await storage.store('accounts/acme/key', Buffer.from([0, 1, 255]), { secret: true });
-    expect((await storage.load('certificates/acme/a.test/a.test.crt'))?.toString()).toBe(
-      '-----BEGIN CERTIFICATE-----\n',
-    );
-    expect(await storage.load('accounts/acme/key')).toEqual(Buffer.from([0, 1, 255]));
-    expect(await storage.load('certificates/acme/a.test/a.test.key')).toBeNull();
-  });
-
   it('creates the root and every directory 0700, and writes every file 0600, secret or not', async () => {
     const storage = new FileStorage(root);
     await storage.store('certificates/acme/a.test/a.test.crt', 'cert');
