@@ -25,12 +25,14 @@ const heap = () => {
 };
 const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
 const perRoute = (bytes) => `${Math.round(bytes / N)} B/route`;
-const row = (step, bytes, extra = '') => console.log(`${step.padEnd(34)} ${mb(bytes).padStart(10)}  ${perRoute(bytes).padStart(14)}  ${extra}`);
+const row = (step, bytes, extra = '') =>
+  console.log(`${step.padEnd(34)} ${mb(bytes).padStart(10)}  ${perRoute(bytes).padStart(14)}  ${extra}`);
 
 const dir = await mkdtemp(path.join(tmpdir(), 'proxyd-route-heap-'));
 try {
   const routes = [];
-  for (let i = 0; i < N; i++) routes.push({ domain: `s${i}.names.test`, upstream: '127.0.0.1:9', tls: false, source: null });
+  for (let i = 0; i < N; i++)
+    routes.push({ domain: `s${i}.names.test`, upstream: '127.0.0.1:9', tls: false, source: null });
   routes.sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
   const stateFile = path.join(dir, 'routes.json');
   await writeFile(stateFile, JSON.stringify({ format: 'proxyd-routes/1', routes }));
@@ -69,7 +71,11 @@ try {
   const plane = await DataPlane.start({ global, sites: [] }, first.routes, {}, { bindHost: '127.0.0.1' });
   ms = performance.now() - t0;
   after = heap();
-  row('data plane (compiled)', after - before, `${ms.toFixed(0)} ms to start, ${[...plane.upstreamHealth()].length} pool member(s)`);
+  row(
+    'data plane (compiled)',
+    after - before,
+    `${ms.toFixed(0)} ms to start, ${[...plane.upstreamHealth()].length} pool member(s)`,
+  );
   await plane.close();
   await store.close();
 } finally {
