@@ -43,17 +43,22 @@ writeFileSync(
 
 /** PSS of `pid` and its descendants, MB. */
 function pss(pid) {
-  let kb = 0;
+  return perProcess(pid).reduce((a, b) => a + b, 0);
+}
+
+/** PSS of `pid` and of each descendant, MB (the primary first). */
+function perProcess(pid) {
+  const mbs = [];
   const visit = (p) => {
     try {
-      kb += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+      mbs.push(Math.round(Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0) / 1024));
       for (const t of readdirSync(`/proc/${p}/task`)) {
         for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ').filter(Boolean)) visit(c);
       }
     } catch {}
   };
   visit(pid);
-  return Math.round(kb / 1024);
+  return mbs;
 }
 
 const status = (mod, options) =>
@@ -115,7 +120,7 @@ try {
     console.log(`first HTTPS answer (${names[0]}) at ${seconds()} s`);
   }
   await wait(3000);
-  console.log(`PSS now ${pss(child.pid)} MB, peak ${Math.max(peak, pss(child.pid))} MB`);
+  console.log(`PSS now ${pss(child.pid)} MB (${perProcess(child.pid).join(' + ')}), peak ${Math.max(peak, pss(child.pid))} MB`);
 } finally {
   clearInterval(sampler);
   child.kill('SIGTERM');

@@ -21,7 +21,7 @@ import {
   silentLogger,
 } from './entry.js';
 import { Jobs } from './jobs.js';
-import { DEFAULT_ISSUANCE_CONCURRENCY, Maintainer } from './maintain.js';
+import { DEFAULT_ISSUANCE_CONCURRENCY, type IssuanceQueueStats, Maintainer } from './maintain.js';
 import { NameStorage } from './name-storage.js';
 import { Obtainer, type OrderResult } from './obtain.js';
 import type { OnDemandOptions } from './on-demand.js';
@@ -402,6 +402,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   /** Hits, misses and evictions of the loaded-certificate cache since start, and its size: the metrics. */
   cacheStats(): CertificateCacheStats {
     return this.#served.cacheStats();
+  }
+
+  /** Per issuer queue (the local CA, each ACME CA): attempts running and waiting, names in its backlog (issue 30). */
+  issuanceQueues(): Record<string, IssuanceQueueStats> {
+    return this.#maintainer.queues();
   }
 
   /** Every managed name's summary for `GET /certificates`, sorted by name. */
