@@ -51,7 +51,9 @@ function perProcess(pid) {
   const mbs = [];
   const visit = (p) => {
     try {
-      mbs.push(Math.round(Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0) / 1024));
+      mbs.push(
+        Math.round(Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0) / 1024),
+      );
       for (const t of readdirSync(`/proc/${p}/task`)) {
         for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ').filter(Boolean)) visit(c);
       }
@@ -94,7 +96,12 @@ const child = spawn(
 const seconds = () => ((performance.now() - t0) / 1000).toFixed(1);
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 let peak = 0;
-const sampler = setInterval(() => (peak = Math.max(peak, pss(child.pid))), 1000);
+let peakAt = [];
+const sampler = setInterval(() => {
+  const now = perProcess(child.pid);
+  const sum = now.reduce((a, b) => a + b, 0);
+  if (sum > peak) [peak, peakAt] = [sum, now];
+}, 500);
 try {
   while ((await status(http, { host: '127.0.0.1', port: ADMIN, path: '/health' })) !== 200) {
     if (child.exitCode !== null || performance.now() - t0 > BOUND_MS)
@@ -120,7 +127,9 @@ try {
     console.log(`first HTTPS answer (${names[0]}) at ${seconds()} s`);
   }
   await wait(3000);
-  console.log(`PSS now ${pss(child.pid)} MB (${perProcess(child.pid).join(' + ')}), peak ${Math.max(peak, pss(child.pid))} MB`);
+  console.log(
+    `PSS now ${pss(child.pid)} MB (${perProcess(child.pid).join(' + ')}), peak ${peak} MB (${peakAt.join(' + ')})`,
+  );
 } finally {
   clearInterval(sampler);
   child.kill('SIGTERM');
