@@ -71,11 +71,7 @@ try {
   const plane = await DataPlane.start({ global, sites: [] }, first.routes, {}, { bindHost: '127.0.0.1' });
   ms = performance.now() - t0;
   after = heap();
-  row(
-    'data plane (compiled)',
-    after - before,
-    `${ms.toFixed(0)} ms to start`,
-  );
+  row('data plane (compiled)', after - before, `${ms.toFixed(0)} ms to start`);
   await plane.close();
   await store.close();
 } finally {
