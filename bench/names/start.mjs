@@ -6,6 +6,7 @@
 //   pnpm build && node bench/names/start.mjs                  # 100,000 routes, auto_https on
 //   N=100000 AUTO_HTTPS=off WORKERS=1 node bench/names/start.mjs
 //   PROXYD_CHECKOUT=../main node bench/names/start.mjs         # another build, for a before/after
+//   HOLD_S=60 node bench/names/start.mjs                       # sample PSS for 60 s more (issuance)
 //
 // Every route proxies to 127.0.0.1:9 (nothing listens: the start does not
 // need an upstream); the HTTPS probe accepts any status and any certificate
@@ -21,6 +22,8 @@ const N = Number(process.env.N ?? 100_000);
 const AUTO_HTTPS = process.env.AUTO_HTTPS ?? 'on';
 const WORKERS = process.env.WORKERS;
 const BOUND_MS = Number(process.env.BOUND_MS ?? 180_000);
+/** Seconds to keep sampling after the start (the issuance going on), default 3. */
+const HOLD_S = Number(process.env.HOLD_S ?? 3);
 const CHECKOUT = process.env.PROXYD_CHECKOUT ?? path.resolve(import.meta.dirname, '../..');
 const PROXYD = path.resolve(CHECKOUT, 'apps/proxyd/dist/main.js');
 const [HTTP, HTTPS, ADMIN] = [
@@ -62,6 +65,14 @@ function perProcess(pid) {
   visit(pid);
   return mbs;
 }
+
+const readdirSafe = (folder) => {
+  try {
+    return readdirSync(folder).length;
+  } catch {
+    return 0;
+  }
+};
 
 const status = (mod, options) =>
   new Promise((resolve) => {
@@ -126,7 +137,9 @@ try {
     }
     console.log(`first HTTPS answer (${names[0]}) at ${seconds()} s`);
   }
-  await wait(3000);
+  await wait(HOLD_S * 1000);
+  const issued = path.join(dir, 'certs/certificates/local');
+  if (AUTO_HTTPS !== 'off') console.log(`${readdirSafe(issued)} certificates issued at ${seconds()} s`);
   console.log(
     `PSS now ${pss(child.pid)} MB (${perProcess(child.pid).join(' + ')}), peak ${peak} MB (${peakAt.join(' + ')})`,
   );
