@@ -102,6 +102,8 @@ export interface NameChanges {
 
 /** Past this many new names, what storage holds is learned from one listing instead of a read per name. */
 const LIST_STORAGE_FROM = 32;
+/** Loads of stored names in flight at once (four per storage read at once: the reads queue stays short). */
+const LOADERS = 32;
 
 /**
  * Keeps certificates for a changing set of names, never blocking traffic;
@@ -141,6 +143,13 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   readonly #storage: CertificateStorage;
   /** Loads of stored certificates not done yet, by name (a handshake waits for its name's). */
   readonly #loading = new Map<string, Promise<void>>();
+  /**
+   * Names added with something stored whose load has not started: a few
+   * loaders take them in order ({@link LOADERS}), so 100,000 stored names
+   * are map entries, not 100,000 waiting reads; a handshake starts its
+   * name's load at once.
+   */
+  readonly #unloaded = new Map<string, Entry>();
 
   constructor(options: CertificateManagerOptions) {
     const legacyTable = options.challenges instanceof ChallengeTable ? options.challenges : undefined;
@@ -269,17 +278,30 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const stored = added.length >= LIST_STORAGE_FROM ? await this.#storedSegments() : null;
     // A name with nothing stored under any issuer has nothing to read: it goes to its issuer's queue now,
     // without a promise of its own (100,000 new names are a loop, not 100,000 async calls).
-    const loads: Promise<void>[] = [];
+    const toLoad: Entry[] = [];
     for (const entry of added) {
-      if (stored === null || stored.has(nameSegment(entry.name))) loads.push(this.#loadThenCheck(entry));
-      else this.#maintainer.check(entry);
+      if (stored === null || stored.has(nameSegment(entry.name))) {
+        toLoad.push(entry);
+        this.#unloaded.set(entry.name, entry);
+      } else {
+        this.#maintainer.check(entry);
+      }
     }
-    await Promise.all(loads);
+    let next = 0;
+    const loader = async () => {
+      while (next < toLoad.length) {
+        const entry = toLoad[next++] as Entry;
+        if (this.#unloaded.get(entry.name) !== entry) continue;
+        this.#unloaded.delete(entry.name);
+        await this.#loadThenCheck(entry);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOADERS, toLoad.length) }, loader));
   }
 
-  /** Serves the name's stored certificate (a few reads at a time), then checks it. */
-  async #loadThenCheck(entry: Entry): Promise<void> {
-    const loading = this.#jobs.track(this.#maintainer.load(entry));
+  /** Serves the name's stored certificate (a few reads at a time; `urgent` first), then checks it. */
+  async #loadThenCheck(entry: Entry, urgent = false): Promise<void> {
+    const loading = this.#jobs.track(this.#maintainer.load(entry, urgent));
     this.#loading.set(entry.name, loading);
     try {
       await loading;
@@ -352,6 +374,10 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const entry = this.#entries.get(key);
     if (entry === undefined || entry.current !== null) return null;
     this.#maintainer.promote(entry);
+    if (this.#unloaded.get(key) === entry) {
+      this.#unloaded.delete(key);
+      void this.#loadThenCheck(entry, true).catch(() => {});
+    }
     const loading = this.#loading.get(key);
     return loading === undefined ? null : loading.then(() => this.#served.lookup(name));
   }
@@ -443,6 +469,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   #remove(entry: Entry): void {
     entry.removed = true;
     this.#jobs.clearTimer(entry);
+    if (this.#unloaded.get(entry.name) === entry) this.#unloaded.delete(entry.name);
     this.#entries.delete(entry.name);
     this.#served.remove(entry);
   }
