@@ -37,6 +37,17 @@ interface SiteEntry {
   readonly compiled: CompiledSite | null;
   /** Routes of the table using this Site object. */
   refs: number;
+  /** The compiled site this Site object shares with its look-alikes ({@link sharesCompiled}); null: its own. */
+  readonly shared: SharedCompile | null;
+}
+
+/** One compiled site used by several Site objects that differ only in `addresses` (API routes). */
+interface SharedCompile {
+  /** The Site object it was compiled for (the others equal it but for `addresses`). */
+  readonly site: Site;
+  readonly compiled: CompiledSite | null;
+  /** Site objects of the table using it. */
+  sites: number;
 }
 
 interface Changes {
@@ -69,6 +80,9 @@ export class RouteTable {
   /** The catch-all of each site port ({@link MAIN}: the main listeners); the last put wins. */
   readonly #fallbacks = new Map<number, Route>();
   readonly #sites = new Map<Site, SiteEntry>();
+  /** Compiled sites shared by look-alike Site objects, by their reverse-proxy handler. */
+  readonly #shared = new Map<ReverseProxyHandler, SharedCompile[]>();
+  #compiledCount = 0;
   /** Reverse-proxy handlers of the table's sites (a handler object shared by sites counts once per site). */
   readonly #handlers = new Set<ReverseProxyHandler>();
   readonly #handlerRefs = new Map<ReverseProxyHandler, number>();
@@ -182,7 +196,14 @@ export class RouteTable {
 
   /** The distinct compiled sites of this table. */
   *compiledSites(): IterableIterator<CompiledSite> {
-    for (const entry of this.#sites.values()) if (entry.compiled !== null) yield entry.compiled;
+    for (const entry of this.#sites.values())
+      if (entry.shared === null && entry.compiled !== null) yield entry.compiled;
+    for (const list of this.#shared.values()) for (const s of list) if (s.compiled !== null) yield s.compiled;
+  }
+
+  /** How many compiled sites the table holds (a site compiled once for look-alike Site objects counts once). */
+  get compiledCount(): number {
+    return this.#compiledCount;
   }
 
   /** The distinct Site objects of this table. */
@@ -258,8 +279,9 @@ export class RouteTable {
       entry.refs++;
       return entry.compiled;
     }
-    const compiled = this.#compile === undefined ? null : this.#compile(site);
-    this.#sites.set(site, { compiled, refs: 1 });
+    const shared = this.#sharedFor(site);
+    const compiled = shared === null ? this.#compileOne(site) : shared.compiled;
+    this.#sites.set(site, { compiled, refs: 1, shared });
     for (const handler of proxyHandlers(site)) {
       const refs = this.#handlerRefs.get(handler) ?? 0;
       this.#handlerRefs.set(handler, refs + 1);
@@ -285,8 +307,73 @@ export class RouteTable {
       }
     }
     out.droppedSites.push(route.site);
-    if (entry.compiled !== null) out.dropped.push(entry.compiled);
+    const { shared } = entry;
+    if (shared !== null && --shared.sites > 0) return;
+    if (shared !== null) this.#unshare(shared);
+    if (entry.compiled !== null) {
+      this.#compiledCount--;
+      out.dropped.push(entry.compiled);
+    }
   }
+
+  #compileOne(site: Site): CompiledSite | null {
+    if (this.#compile === undefined) return null;
+    this.#compiledCount++;
+    return this.#compile(site);
+  }
+
+  /**
+   * The compiled site `site` shares with a look-alike (compiled now when it
+   * is the first), or null when it compiles its own: an API route's site is
+   * a shallow copy of one template per (upstream, tls), so 100,000 routes
+   * to one upstream are one compiled pipeline, not 100,000 (issue 30).
+   */
+  #sharedFor(site: Site): SharedCompile | null {
+    if (!sharesCompiled(site)) return null;
+    const handler = site.handler as ReverseProxyHandler;
+    let list = this.#shared.get(handler);
+    for (const candidate of list ?? []) {
+      if (sameButAddresses(candidate.site, site)) {
+        candidate.sites++;
+        return candidate;
+      }
+    }
+    const shared: SharedCompile = { site, compiled: this.#compileOne(site), sites: 1 };
+    if (list === undefined) {
+      list = [];
+      this.#shared.set(handler, list);
+    }
+    list.push(shared);
+    return shared;
+  }
+
+  #unshare(shared: SharedCompile): void {
+    const handler = shared.site.handler as ReverseProxyHandler;
+    const list = this.#shared.get(handler);
+    if (list === undefined) return;
+    const rest = list.filter((s) => s !== shared);
+    if (rest.length === 0) this.#shared.delete(handler);
+    else this.#shared.set(handler, rest);
+  }
+}
+
+/**
+ * Whether a site may share its compiled pipeline with Site objects equal to
+ * it but for `addresses`: it proxies (the handler object is the key), and it
+ * keeps no per-site state a domain could see in another's (a `cache`, the
+ * `rate_limit` counters: a Proxyfile block's domains share those, two API
+ * routes must not).
+ */
+function sharesCompiled(site: Site): boolean {
+  return site.handler?.kind === 'reverse_proxy' && site.cache === null && site.rate_limit === null;
+}
+
+/** Whether two sites hold the same objects in every field but `addresses` (shallow copies of one template). */
+function sameButAddresses(a: Site, b: Site): boolean {
+  const keys = Object.keys(a) as (keyof Site)[];
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (key !== 'addresses' && a[key] !== b[key]) return false;
+  return true;
 }
 
 /** The reverse-proxy handlers of a site: its own and its `handle` blocks', `reverse_proxy @name …` included. */

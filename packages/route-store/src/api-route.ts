@@ -1,4 +1,4 @@
-import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
+import { defaultReverseProxy, emptySite, type RouteSpec, type Site, type SiteAddress } from '@proxyd/model';
 import { formatUpstream, parseUpstream } from './upstream.js';
 
 /**
@@ -40,13 +40,50 @@ export function canonicalRecord(write: ApiRouteRecord): ApiRouteRecord {
  * `<domain> { reverse_proxy <upstream> }` — address scheme null (automatic
  * HTTPS, with HTTP served or redirected as for Proxyfile sites), TLS auto,
  * analytics on, one upstream, upstream TLS from `tls`.
+ *
+ * API routes differ only in domain, upstream and upstream TLS, so the site
+ * is a shallow copy of one template per (upstream, tls): everything but
+ * `addresses` is shared (the handler object included, so the data plane
+ * keeps one pool and one compiled pipeline for all of them, and a
+ * structured clone carries the shared parts once). An API route costs its
+ * domain and a few references, not a site of its own (issue 30). Nothing
+ * may mutate a route's site in place (the store never does).
  */
 export function apiRouteSpec(record: ApiRouteRecord): RouteSpec {
-  const site = emptySite([{ scheme: null, host: record.domain, port: null }]);
-  const handler = defaultReverseProxy([parseUpstream(record.upstream)]);
-  handler.tls.enabled = record.tls;
-  site.handler = handler;
+  const site: Site = { ...apiSiteTemplate(record.upstream, record.tls), addresses: [apiRouteAddress(record.domain)] };
   return { domain: record.domain, origin: 'api', source: record.source, site };
+}
+
+/** The address of an API route's site: the domain, no scheme, no port. */
+function apiRouteAddress(domain: string): SiteAddress {
+  return { scheme: null, host: domain, port: null };
+}
+
+/**
+ * How many (upstream, tls) templates are kept (the most recently used): a
+ * route whose template was evicted gets a new one, which is correct and
+ * only shares less; the bound keeps a table of distinct upstreams from
+ * holding the sites of routes long deleted.
+ */
+const TEMPLATES = 4096;
+/** (upstream, tls) → the shared site of API routes, least recently used first. */
+const templates = new Map<string, Site>();
+
+/** The site every API route to `upstream` with upstream TLS `tls` shares, without addresses. */
+function apiSiteTemplate(upstream: string, tls: boolean): Site {
+  const key = `${tls ? 's' : 'p'}${upstream}`;
+  let site = templates.get(key);
+  if (site !== undefined) {
+    templates.delete(key);
+  } else {
+    site = emptySite([]);
+    const handler = defaultReverseProxy([parseUpstream(upstream)]);
+    handler.tls.enabled = tls;
+    site.handler = handler;
+    if (templates.size >= TEMPLATES) templates.delete(templates.keys().next().value as string);
+  }
+  templates.set(key, site);
+  return site;
 }
 
 /** The admin representation (spec §2.1) of any route, whatever its origin. */

@@ -21,7 +21,7 @@ import {
   silentLogger,
 } from './entry.js';
 import { Jobs } from './jobs.js';
-import { DEFAULT_ISSUANCE_CONCURRENCY, Maintainer } from './maintain.js';
+import { DEFAULT_ISSUANCE_CONCURRENCY, type IssuanceQueueStats, Maintainer } from './maintain.js';
 import { NameStorage } from './name-storage.js';
 import { Obtainer, type OrderResult } from './obtain.js';
 import type { OnDemandOptions } from './on-demand.js';
@@ -102,6 +102,8 @@ export interface NameChanges {
 
 /** Past this many new names, what storage holds is learned from one listing instead of a read per name. */
 const LIST_STORAGE_FROM = 32;
+/** Loads of stored names in flight at once (four per storage read at once: the reads queue stays short). */
+const LOADERS = 32;
 
 /**
  * Keeps certificates for a changing set of names, never blocking traffic;
@@ -141,6 +143,13 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   readonly #storage: CertificateStorage;
   /** Loads of stored certificates not done yet, by name (a handshake waits for its name's). */
   readonly #loading = new Map<string, Promise<void>>();
+  /**
+   * Names added with something stored whose load has not started: a few
+   * loaders take them in order ({@link LOADERS}), so 100,000 stored names
+   * are map entries, not 100,000 waiting reads; a handshake starts its
+   * name's load at once.
+   */
+  readonly #unloaded = new Map<string, Entry>();
 
   constructor(options: CertificateManagerOptions) {
     const legacyTable = options.challenges instanceof ChallengeTable ? options.challenges : undefined;
@@ -267,21 +276,39 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     }
     for (const entry of changed) this.#maintainer.check(entry);
     const stored = added.length >= LIST_STORAGE_FROM ? await this.#storedSegments() : null;
-    await Promise.all(
-      added.map(async (entry) => {
-        // Nothing stored under any issuer: nothing to read, the name goes to its issuer's queue.
-        if (stored === null || stored.has(nameSegment(entry.name))) {
-          const loading = this.#jobs.track(this.#maintainer.load(entry));
-          this.#loading.set(entry.name, loading);
-          try {
-            await loading;
-          } finally {
-            if (this.#loading.get(entry.name) === loading) this.#loading.delete(entry.name);
-          }
-        }
+    // A name with nothing stored under any issuer has nothing to read: it goes to its issuer's queue now,
+    // without a promise of its own (100,000 new names are a loop, not 100,000 async calls).
+    const toLoad: Entry[] = [];
+    for (const entry of added) {
+      if (stored === null || stored.has(nameSegment(entry.name))) {
+        toLoad.push(entry);
+        this.#unloaded.set(entry.name, entry);
+      } else {
         this.#maintainer.check(entry);
-      }),
-    );
+      }
+    }
+    let next = 0;
+    const loader = async () => {
+      while (next < toLoad.length) {
+        const entry = toLoad[next++] as Entry;
+        if (this.#unloaded.get(entry.name) !== entry) continue;
+        this.#unloaded.delete(entry.name);
+        await this.#loadThenCheck(entry);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOADERS, toLoad.length) }, loader));
+  }
+
+  /** Serves the name's stored certificate (a few reads at a time; `urgent` first), then checks it. */
+  async #loadThenCheck(entry: Entry, urgent = false): Promise<void> {
+    const loading = this.#jobs.track(this.#maintainer.load(entry, urgent));
+    this.#loading.set(entry.name, loading);
+    try {
+      await loading;
+    } finally {
+      if (this.#loading.get(entry.name) === loading) this.#loading.delete(entry.name);
+    }
+    this.#maintainer.check(entry);
   }
 
   /** The name segments with any file under `certificates/` (one listing), or null when listing failed. */
@@ -347,6 +374,10 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     const entry = this.#entries.get(key);
     if (entry === undefined || entry.current !== null) return null;
     this.#maintainer.promote(entry);
+    if (this.#unloaded.get(key) === entry) {
+      this.#unloaded.delete(key);
+      void this.#loadThenCheck(entry, true).catch(() => {});
+    }
     const loading = this.#loading.get(key);
     return loading === undefined ? null : loading.then(() => this.#served.lookup(name));
   }
@@ -404,6 +435,11 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
     return this.#served.cacheStats();
   }
 
+  /** Per issuer queue (the local CA, each ACME CA): attempts running and waiting, names in its backlog (issue 30). */
+  issuanceQueues(): Record<string, IssuanceQueueStats> {
+    return this.#maintainer.queues();
+  }
+
   /** Every managed name's summary for `GET /certificates`, sorted by name. */
   status(): CertificateSummary[] {
     return summarizeEntries(this.#entries.values(), this.#maintainer, this.#now());
@@ -433,6 +469,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
   #remove(entry: Entry): void {
     entry.removed = true;
     this.#jobs.clearTimer(entry);
+    if (this.#unloaded.get(entry.name) === entry) this.#unloaded.delete(entry.name);
     this.#entries.delete(entry.name);
     this.#served.remove(entry);
   }

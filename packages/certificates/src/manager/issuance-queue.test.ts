@@ -114,6 +114,27 @@ describe('CertificateManager: many names', () => {
     expect(storage.peakInFlight).toBeLessThanOrEqual(8 * 4 + 2 * 4);
   }, 120_000);
 
+  it('issue 30: holds the names due beyond a few per place in a backlog, not as waiting tasks', async () => {
+    const { time, make, advance } = setup();
+    const ca = new FakeAcmeIssuer('ca1', time);
+    let release = () => {};
+    ca.gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const manager = make({ storage: new MemoryStorage(), acmeIssuers: [ca] });
+    await manager.setNames(names(2000));
+    await until(() => ca.orders.length >= 2);
+    // Two running (the ACME default), six waiting (four per place in all), the other 1,992 a map entry each.
+    expect(Object.values(manager.issuanceQueues())).toEqual([{ running: 2, waiting: 6, backlog: 1992, peak: 2 }]);
+    // A handshake's name in the backlog goes to the front of the queue.
+    expect(manager.contextFor('s1500.example.com')).toBeNull();
+    release();
+    ca.gate = undefined;
+    await advance(MINUTE);
+    expect(ca.orders.length).toBeGreaterThanOrEqual(10);
+    expect(ca.orders.slice(0, 10).map((o) => o.names[0])).toContain('s1500.example.com');
+  });
+
   it('takes the storage lock only when an attempt starts, with the local CA sixteen at a time', async () => {
     const { make, settle } = setup();
     const { storage: files } = await tempStorage();

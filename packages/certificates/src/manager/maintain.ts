@@ -17,6 +17,20 @@ import { WorkQueue } from './work-queue.js';
 
 /** Attempts at once per issuer by default: the local CA, and each ACME CA. */
 export const DEFAULT_ISSUANCE_CONCURRENCY = { local: 16, acme: 2 } as const;
+/** What {@link Maintainer.queues} tells of one issuer queue. */
+export interface IssuanceQueueStats {
+  /** Attempts running. */
+  running: number;
+  /** Attempts waiting for a place (each holds its promises, nothing else). */
+  waiting: number;
+  /** Names due that wait as a map entry until the queue has room. */
+  backlog: number;
+  /** The most attempts that ever ran at once. */
+  peak: number;
+}
+
+/** Attempts an issuer's queue holds (running and waiting), per place it runs at once; the rest wait in its backlog. */
+const QUEUE_DEPTH = 4;
 /** Storage reads of names (loading a stored certificate) at once. */
 export const STORAGE_READ_CONCURRENCY = 8;
 /** renewalInfo (ARI) requests at once. */
@@ -69,6 +83,13 @@ export class Maintainer implements NameMaintenance {
   readonly #renewalSpread: number;
   /** One issuance queue per issuer (`local`, or the ACME CA an attempt starts with). */
   readonly #queues = new Map<string, WorkQueue>();
+  /**
+   * Names due now beyond what their issuer's queue holds ({@link QUEUE_DEPTH}
+   * × its concurrency), in order: an entry in a Map, not a waiting task (a
+   * waiting task is its promises and closures, ~1.6 KB a name: 160 MB at
+   * 100,000 names). Each finished attempt moves names from here to its queue.
+   */
+  readonly #backlogs = new Map<WorkQueue, Map<string, Entry>>();
   /** Reads of names' stored files. */
   readonly #reads = new WorkQueue(STORAGE_READ_CONCURRENCY);
   /** renewalInfo requests (a restart with many ACME names does not send them all at once). */
@@ -107,14 +128,22 @@ export class Maintainer implements NameMaintenance {
   /** Moves a name's waiting load or attempt to the front of its queue (a handshake asked for it). */
   promote(entry: Entry): void {
     this.#reads.promote(entry.name);
-    this.#queueFor(entry).promote(entry.name);
+    const queue = this.#queueFor(entry);
+    if (queue.promote(entry.name)) return;
+    const backlog = this.#backlogs.get(queue);
+    if (backlog?.delete(entry.name) === true) this.#enqueue(entry, queue, true);
   }
 
-  /** The attempts running and waiting, and the most that ever ran at once, per issuer queue (tests, diagnostics). */
-  queues(): Record<string, { running: number; waiting: number; peak: number }> {
-    const out: Record<string, { running: number; waiting: number; peak: number }> = {};
-    for (const [id, queue] of this.#queues)
-      out[id] = { running: queue.running, waiting: queue.waiting, peak: queue.peak };
+  /**
+   * Per issuer queue: the attempts running and waiting, the names due in its
+   * backlog, and the most that ever ran at once (tests, diagnostics).
+   */
+  queues(): Record<string, IssuanceQueueStats> {
+    const out: Record<string, IssuanceQueueStats> = {};
+    for (const [id, queue] of this.#queues) {
+      const backlog = this.#backlogs.get(queue)?.size ?? 0;
+      out[id] = { running: queue.running, waiting: queue.waiting, backlog, peak: queue.peak };
+    }
     return out;
   }
 
@@ -199,6 +228,20 @@ export class Maintainer implements NameMaintenance {
     const queue = this.#queueFor(entry);
     // An on-demand name's first certificate: a handshake is waiting for it.
     const urgent = entry.onDemand && entry.current === null;
+    if (!urgent && queue.running + queue.waiting >= queue.limit * QUEUE_DEPTH) {
+      let backlog = this.#backlogs.get(queue);
+      if (backlog === undefined) {
+        backlog = new Map();
+        this.#backlogs.set(queue, backlog);
+      }
+      backlog.set(entry.name, entry);
+      return;
+    }
+    this.#enqueue(entry, queue, urgent);
+  }
+
+  /** Starts the name's attempt through `queue`; once it ends, the name is checked again and the backlog moves up. */
+  #enqueue(entry: Entry, queue: WorkQueue, urgent: boolean): void {
     this.#jobs.run(
       entry,
       () =>
@@ -207,8 +250,23 @@ export class Maintainer implements NameMaintenance {
           () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry)),
           urgent,
         ),
-      () => this.check(entry),
+      () => {
+        this.check(entry);
+        this.#refill(queue);
+      },
     );
+  }
+
+  /** Moves names from `queue`'s backlog into it while it has room. */
+  #refill(queue: WorkQueue): void {
+    const backlog = this.#backlogs.get(queue);
+    if (backlog === undefined) return;
+    while (backlog.size > 0 && queue.running + queue.waiting < queue.limit * QUEUE_DEPTH) {
+      const [name, entry] = backlog.entries().next().value as [string, Entry];
+      backlog.delete(name);
+      this.check(entry);
+    }
+    if (backlog.size === 0) this.#backlogs.delete(queue);
   }
 
   #wakeAt(entry: Entry, at: number, now: number): void {

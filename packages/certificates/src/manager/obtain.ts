@@ -1,4 +1,3 @@
-import { createSecureContext } from 'node:tls';
 import type { ChallengeType } from '../acme/challenge-solver.js';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import type { LocalCa } from '../local-ca/local-ca.js';
@@ -6,7 +5,7 @@ import { recordValidationFailure, validationHeldUntil } from '../schedule/valida
 import { ChallengePreference } from './challenge-preference.js';
 import { type CertificateLogger, type Entry, issuerIdOf, type ManagedAcmeIssuer, messageOf } from './entry.js';
 import { type Jobs, RateLimited } from './jobs.js';
-import { LOCAL_ISSUER_ID, type LoadedCertificate } from './stored-certificate.js';
+import { LOCAL_ISSUER_ID, type LoadedCertificate, loadedCertificate } from './stored-certificate.js';
 import { WorkQueue } from './work-queue.js';
 
 /** Orders placed with ACME CAs by result: `valid` (issued), `invalid` (the CA refused: a problem document), `error` (network, TLS, timeout, other). */
@@ -215,7 +214,7 @@ export class Obtainer {
   }
 }
 
-/** An issued certificate as the manager holds it: PEMs, issuer, validity and its TLS context. */
+/** An issued certificate as the manager holds it: PEMs, issuer, validity and its TLS context (built when read). */
 function loaded(
   issuerId: string,
   issuer: string,
@@ -224,13 +223,5 @@ function loaded(
   notBefore: number | Date,
   notAfter: number | Date,
 ): LoadedCertificate {
-  return {
-    certPem,
-    keyPem,
-    issuerId,
-    issuer,
-    notBefore: +notBefore,
-    notAfter: +notAfter,
-    context: createSecureContext({ cert: certPem, key: keyPem }),
-  };
+  return loadedCertificate({ certPem, keyPem, issuerId, issuer, notBefore: +notBefore, notAfter: +notAfter });
 }

@@ -66,6 +66,20 @@ describe('stored certificate layout', () => {
     expect(read.certificate.notAfter).toBeGreaterThan(read.certificate.notBefore);
   });
 
+  it('issue 30: builds the TLS context when first read, once (a primary whose workers serve TLS never does)', async () => {
+    const storage = new MemoryStorage();
+    const pair = await issued('a.example.com');
+    await storeCertificate(storage, 'ca1', pair, metadata('a.example.com', null));
+    const read = await loadCertificate(storage, 'ca1', 'a.example.com');
+    if (read.state !== 'loaded') throw new Error(read.state);
+    // Not a value held since the load: a getter that builds it.
+    expect(Object.getOwnPropertyDescriptor(read.certificate, 'context')?.value).toBeUndefined();
+    const context = read.certificate.context;
+    // A real context (its native handle), usable by a TLS server.
+    expect(context).toHaveProperty('context');
+    expect(read.certificate.context).toBe(context);
+  });
+
   it('reads a missing or half pair as missing, and a pair that does not match as mismatched', async () => {
     const storage = new MemoryStorage();
     expect(await loadCertificate(storage, 'ca1', 'a.example.com')).toEqual({ state: 'missing' });

@@ -59,7 +59,25 @@ export interface LoadedCertificate {
   issuer: string;
   notBefore: number;
   notAfter: number;
-  context: SecureContext;
+  /** The TLS context, built at the first read (see {@link loadedCertificate}). */
+  readonly context: SecureContext;
+}
+
+/**
+ * A loaded certificate whose TLS context is built when first read: a
+ * context is ~50 KB of native memory, and a control plane whose workers
+ * serve TLS (they pull PEMs) never reads it, so 10,000 cached certificates
+ * cost their PEMs, not 500 MB of contexts nobody uses (issue 30).
+ */
+export function loadedCertificate(fields: Omit<LoadedCertificate, 'context'>): LoadedCertificate {
+  let context: SecureContext | undefined;
+  return {
+    ...fields,
+    get context(): SecureContext {
+      context ??= createSecureContext({ cert: fields.certPem, key: fields.keyPem });
+      return context;
+    },
+  };
 }
 
 /**
@@ -194,23 +212,20 @@ export async function loadCertificate(
   if (cert === null || key === null || leaf === undefined) return { state: 'missing' };
   const certPem = cert.toString('utf8');
   const keyPem = key.toString('utf8');
-  let context: SecureContext;
-  try {
-    context = createSecureContext({ cert: certPem, key: keyPem });
-  } catch (err) {
-    return { state: 'mismatched', detail: `${keys.cert} and ${keys.key}: ${(err as Error).message}` };
+  // Whether the pair matches, without building the TLS context (built when a handshake needs it).
+  if (!leaf.checkPrivateKey(createPrivateKey(keyPem))) {
+    return { state: 'mismatched', detail: `${keys.cert} and ${keys.key}: the key is not the certificate's` };
   }
   return {
     state: 'loaded',
-    certificate: {
+    certificate: loadedCertificate({
       certPem,
       keyPem,
       issuerId,
       issuer: meta?.issuer ?? issuerId,
       notBefore: Date.parse(leaf.validFrom),
       notAfter: Date.parse(leaf.validTo),
-      context,
-    },
+    }),
   };
 }
 

@@ -19,6 +19,11 @@ export class WorkQueue {
     this.#limit = limit;
   }
 
+  /** The most tasks run at once. */
+  get limit(): number {
+    return this.#limit;
+  }
+
   /** Tasks running now. */
   get running(): number {
     return this.#running;

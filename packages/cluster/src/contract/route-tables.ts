@@ -1,5 +1,6 @@
 import type { RouteChanges, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
 import { changesFrom } from '@proxyd/model/rules';
+import { type CompactRoutes, compactSite } from './compact-routes.js';
 
 /**
  * Site identity across the IPC boundary. The data plane reuses a compiled
@@ -33,11 +34,20 @@ export class SiteIds {
  * A route update as the fleet sends it to a node: a compact snapshot of the
  * whole table (a starting node, a reload, a node that missed a version) or
  * the changes from the version before. Plain data: Site objects travel once
- * per message, numbered so that the node keeps one object per number.
+ * per message, numbered so that the node keeps one object per number. A
+ * transport that copies may carry API routes column-wise (`compact`, see
+ * `RouteCompactor`); they are routes of the table (or upserted) as well.
  */
 export type RouteUpdate =
-  | { kind: 'full'; routes: RouteSpec[]; siteIds: number[]; version: number }
-  | { kind: 'changes'; upserted: RouteSpec[]; siteIds: number[]; removed: string[]; version: number };
+  | { kind: 'full'; routes: RouteSpec[]; siteIds: number[]; version: number; compact?: CompactRoutes }
+  | {
+      kind: 'changes';
+      upserted: RouteSpec[];
+      siteIds: number[];
+      removed: string[];
+      version: number;
+      compact?: CompactRoutes;
+    };
 
 /**
  * The fleet's side of route publication: the whole table the first time,
@@ -143,6 +153,14 @@ export class NodeRoutes {
         this.#slots.set(route.domain.toLowerCase(), i);
         this.#dense.push(this.#take(route, id, previous.get(id)?.site));
       }
+      this.#expand(
+        message.compact,
+        (route) => {
+          this.#slots.set(route.domain, this.#dense.length);
+          this.#dense.push(route);
+        },
+        previous,
+      );
       this.#routes = this.#dense.slice();
       return { routes: this.#routes, version: message.version, changes: null };
     }
@@ -167,6 +185,17 @@ export class NodeRoutes {
       }
       return taken;
     });
+    this.#expand(message.compact, (route) => {
+      this.#release(route.domain);
+      const at = this.#slots.get(route.domain);
+      if (at === undefined) {
+        this.#slots.set(route.domain, this.#dense.length);
+        this.#dense.push(route);
+      } else {
+        this.#dense[at] = route;
+      }
+      upserted.push(route);
+    });
     const base = this.#routes;
     const routes = this.#dense.slice();
     const changes: RouteChanges = { base: new WeakRef(base), upserted, removed: message.removed };
@@ -184,6 +213,36 @@ export class NodeRoutes {
     if (at < this.#dense.length) {
       this.#dense[at] = last;
       this.#slots.set(last.domain.toLowerCase(), at);
+    }
+  }
+
+  /**
+   * The routes of `compact`, each handed to `put` once its domain's old
+   * route is released (`put` releases it for changes): one Site per route,
+   * a shallow copy of the body this node keeps for the body's number.
+   */
+  #expand(
+    compact: CompactRoutes | undefined,
+    put: (route: RouteSpec) => void,
+    previous?: ReadonlyMap<number, { site: Site }>,
+  ): void {
+    if (compact === undefined) return;
+    const bodies = compact.bodies.map((body, i) => {
+      const id = compact.bodyIds[i] as number;
+      return { id, site: this.#sites.get(id)?.site ?? previous?.get(id)?.site ?? body };
+    });
+    for (const [i, domain] of compact.domains.entries()) {
+      const body = bodies[compact.body[i] as number] as { id: number; site: Site };
+      const route: RouteSpec = {
+        domain,
+        origin: 'api',
+        source: compact.sources[i] ?? null,
+        site: compactSite(body.site, domain),
+      };
+      put(route);
+      const known = this.#sites.get(body.id);
+      this.#sites.set(body.id, { site: body.site, routes: (known?.routes ?? 0) + 1 });
+      this.#domainSite.set(domain, body.id);
     }
   }
 
