@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@proxyd/test-peers';
 
 /** The built daemon entry. */
 export const PROXYD_MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
@@ -23,17 +24,8 @@ export function proxydCommand(args: readonly string[]): { file: string; args: st
     : { file: PROXYD_BIN, args: [...args] };
 }
 
-/** A free TCP port on 127.0.0.1 (listen on 0, read it, release it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+/** A free TCP port on 127.0.0.1, never one this process was given before. */
+export { freePort };
 
 /** A real upstream on loopback that answers every request with `handler`. */
 export async function startUpstream(

@@ -61,13 +61,24 @@ export interface Pebble {
   dispose(): Promise<void>;
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
+/** Ports this process has handed out: the kernel may give a closed one back at once. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port free on 127.0.0.1 right now, and not one this process has
+ * handed out before: two calls in a row once returned the same port, and
+ * pebble and its DNS server then raced for it.
+ */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (;;) {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 /** A port free for both TCP and UDP on 127.0.0.1 (the mock DNS listens on both). */
