@@ -7,10 +7,10 @@ import { freePort } from './pebble.js';
 
 /** A real `redis-server` or `redis-sentinel` on 127.0.0.1, run as the current user from a temp dir. */
 export interface StartedRedis {
-  /** `127.0.0.1`. */
+  /** `127.0.0.1`, or the {@link RedisOptions.address} it also listens on. */
   readonly host: string;
   readonly port: number;
-  /** `redis://127.0.0.1:<port>`. */
+  /** `redis://<host>:<port>`. */
   readonly url: string;
   /** `redis-cli -p <port> <args…>`: the reply, trimmed (raw: binary values as they are). */
   cli(...args: string[]): string;
@@ -28,6 +28,12 @@ export interface RedisOptions {
   args?: string[];
   /** The port (default a free one): a Redis started again where a stopped one was. */
   port?: number;
+  /**
+   * An address to listen on besides 127.0.0.1, e.g. a test bridge's
+   * ({@link createFleetNetwork}): `url` then names it, for nodes in their
+   * own network namespaces.
+   */
+  address?: string;
 }
 
 /**
@@ -37,10 +43,13 @@ export interface RedisOptions {
 export async function startRedis(options: RedisOptions = {}): Promise<StartedRedis> {
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+  const bind = options.address === undefined ? ['127.0.0.1'] : ['127.0.0.1', options.address];
+  const args = ['--port', String(port), '--bind', ...bind, '--dir', dir, '--save', '', '--appendonly', 'no'];
+  // Protected mode refuses every address but loopback when no password is set; the bridge is this host's own.
+  if (options.address !== undefined) args.push('--protected-mode', 'no');
   if (options.replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(options.replicaOf));
   args.push(...(options.args ?? []));
-  return await started('redis-server', args, port, dir);
+  return await started('redis-server', args, port, dir, options.address);
 }
 
 /** Options of {@link startSentinel}. */
@@ -77,7 +86,13 @@ export async function startSentinel(options: SentinelOptions): Promise<StartedRe
   return await started('redis-sentinel', [conf], port, dir);
 }
 
-async function started(program: string, args: string[], port: number, dir: string): Promise<StartedRedis> {
+async function started(
+  program: string,
+  args: string[],
+  port: number,
+  dir: string,
+  host = '127.0.0.1',
+): Promise<StartedRedis> {
   const child: ChildProcess = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -122,9 +137,9 @@ async function started(program: string, args: string[], port: number, dir: strin
     await delay(100);
   }
   return {
-    host: '127.0.0.1',
+    host,
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${host}:${port}`,
     cli,
     log: () => output.slice(-4000),
     stop,
