@@ -56,5 +56,14 @@ export {
   UriOp,
 } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
+export type {
+  FleetEntry,
+  FleetFollower,
+  FleetPosition,
+  FleetRouteLog,
+  FleetRouteRecord,
+  FleetWrite,
+  FleetWriteResult,
+} from './fleet-log.js';
 export { RedisStorageConfig, RedisTlsOptions, redisStorageDefaults } from './storage-options.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';
