@@ -22,6 +22,15 @@ export {
   UnderAttack,
 } from './directives.js';
 export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
+export type {
+  FleetEntry,
+  FleetFollower,
+  FleetPosition,
+  FleetRouteLog,
+  FleetRouteRecord,
+  FleetWrite,
+  FleetWriteResult,
+} from './fleet-log.js';
 export { DashboardOptions, DockerOptions, GlobalOptions, HistoryOptions, ServerOptions } from './global-options.js';
 export {
   AbortHandler,
@@ -56,14 +65,5 @@ export {
   UriOp,
 } from './site.js';
 export { LOG_DEFAULTS, LogOutput, LogRoll, SiteLog } from './site-log.js';
-export type {
-  FleetEntry,
-  FleetFollower,
-  FleetPosition,
-  FleetRouteLog,
-  FleetRouteRecord,
-  FleetWrite,
-  FleetWriteResult,
-} from './fleet-log.js';
 export { RedisStorageConfig, RedisTlsOptions, redisStorageDefaults } from './storage-options.js';
 export { AcmeDirectoryUrl, AcmeEab, AutoHttps, KeyType, TlsPolicy } from './tls.js';

@@ -103,6 +103,7 @@ export class FleetRoutes implements FleetFollower {
     const key = domain.toLowerCase();
     const result = await this.#write({ kind: 'delete', domain: key });
     if (result.kind === 'absent') {
+      if (result.epoch !== this.#epoch) this.#log.resync();
       await this.#caughtUp(result.epoch, result.version);
       return await this.#store.removeDeclared(key);
     }
@@ -194,6 +195,8 @@ export class FleetRoutes implements FleetFollower {
       return await applied.catch(() => this.#store.routes.length);
     }
     const version = result.kind === 'applied' ? result.entry.version : result.version;
+    // Another history than this node follows (the storage lost its data and was seeded again): catch up now.
+    if (result.epoch !== this.#epoch) this.#log.resync();
     await this.#caughtUp(result.epoch, version);
     return this.#store.routes.length;
   }

@@ -21,5 +21,12 @@ export {
 } from './route-store.js';
 export type { RouteSink } from './sink.js';
 export { ensureStateDir, resolveStateDir, type StateDirCheck, type StateDirLog } from './state-dir.js';
-export { parseRecordLine, type RecoveredState, recordLine, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
+export {
+  parseRecordLine,
+  type RecoveredState,
+  recordLine,
+  STATE_FORMAT,
+  StateFile,
+  StateFileContent,
+} from './state-file.js';
 export { formatUpstream, parseUpstream } from './upstream.js';

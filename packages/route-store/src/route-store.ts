@@ -309,11 +309,6 @@ export class RouteStore implements RouteSink {
     return records;
   }
 
-  /** The origin of the route that holds `domain` (case-insensitive) now, or undefined. */
-  originOf(domain: string): RouteOrigin | undefined {
-    return this.#index.table.get(domain.toLowerCase())?.origin;
-  }
-
   /**
    * Removes the route of `domain` only when this node's Proxyfile or
    * labels hold it (with `storage redis`, a DELETE the fleet holds no API
