@@ -172,7 +172,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     else
       tlsLog.error(
         { storage: 'redis', error },
-        `storage redis: unreachable (${error ?? 'connection closed'}); serving the certificates held, issuance waits`,
+        `storage redis: unreachable (${error ?? 'connection closed'}); serving the routes and certificates held, route writes answer 503, issuance waits`,
       );
   });
   // What only some configs use is loaded when they do (issue 32): the certificate manager (its local CA

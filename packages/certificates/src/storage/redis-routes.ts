@@ -47,8 +47,8 @@ local epoch = redis.call('GET', ekey)
 if not epoch then return {'unseeded'} end
 local version = tonumber(redis.call('GET', vkey) or '0')
 local function sourceof(line)
-  local s = cjson.decode(line).source
-  if type(s) == 'string' then return s end
+  local ok, route = pcall(cjson.decode, line)
+  if ok and type(route) == 'table' and type(route.source) == 'string' then return route.source end
   return nil
 end
 local puts, dels = {}, {}
@@ -94,7 +94,7 @@ elseif kind == 'snapshot' then
   local olds = {}
   for domain in pairs(wanted) do
     local old = redis.call('HGET', routes, domain)
-    if old then olds[domain] = old else added = added + 1 end
+    if old then olds[domain] = sourceof(old) or '' else added = added + 1 end
   end
   if added > #leaving then
     local size = redis.call('HLEN', routes) - #leaving + added
@@ -110,11 +110,8 @@ elseif kind == 'snapshot' then
   end
   for i = 6, #ARGV, 2 do
     local domain, line = ARGV[i], ARGV[i + 1]
-    local old = olds[domain]
-    if old then
-      local s = sourceof(old)
-      if s and s ~= source then redis.call('SREM', bysource .. s, domain) end
-    end
+    local s = olds[domain]
+    if s and s ~= '' and s ~= source then redis.call('SREM', bysource .. s, domain) end
     redis.call('HSET', routes, domain, line)
     redis.call('SADD', bysource .. source, domain)
     puts[#puts + 1] = line
@@ -358,6 +355,7 @@ export class RedisRouteLog implements FleetRouteLog {
         const position = follower.position();
         if (position === null) {
           this.#checked = -1;
+          await sleep(100);
           continue;
         }
         const reply = (await reader.xread(
