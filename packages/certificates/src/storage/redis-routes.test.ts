@@ -152,6 +152,27 @@ describe('issue 31: API routes shared by a fleet through Redis', () => {
     await vi.waitFor(() => expect(domains(again)).toEqual(['while-away.test 127.0.0.1:2 null']));
   });
 
+  it('a follower whose connection dropped catches up from its version, not with the whole set', async () => {
+    const [a, b] = await Promise.all([startNode('a'), startNode('b')]);
+    await a.fleet.upsert(route('first.test', 1));
+    await vi.waitFor(() => expect(domains(b)).toHaveLength(1));
+    const reset = vi.spyOn(b.fleet, 'reset');
+    const entries = vi.spyOn(b.fleet, 'entries');
+    // Every follower connection cut (the XREAD ones; the writers' stay): writes made meanwhile are in the log.
+    const readers = redis
+      .cli('CLIENT', 'LIST')
+      .split('\n')
+      .filter((line) => line.includes('cmd=xread'))
+      .map((line) => /\bid=(\d+)/.exec(line)?.[1] as string);
+    expect(readers.length).toBe(2);
+    for (const id of readers) redis.cli('CLIENT', 'KILL', 'ID', id);
+    await a.fleet.upsert(route('second.test', 2));
+    await a.fleet.upsert(route('third.test', 3));
+    await vi.waitFor(() => expect(domains(b)).toHaveLength(3));
+    expect(reset).not.toHaveBeenCalled();
+    expect(entries).toHaveBeenCalled();
+  });
+
   it('Redis unreachable: writes fail at once with STORE_FLEET_UNAVAILABLE and apply nothing; back: converges', async () => {
     const own = await startRedis({ args: ['--appendonly', 'yes', '--dir', work, '--appendfilename', 'fleet.aof'] });
     const [a, b] = await Promise.all([startNode('a', own.port), startNode('b', own.port)]);
