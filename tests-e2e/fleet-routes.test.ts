@@ -206,6 +206,8 @@ describe('issue 31: API routes written on any node serve on every node', () => {
   }, 90_000);
 
   const leftovers: string[] = [];
+  /** The route_hash the ctrl snapshot answered (first test). */
+  let ctrlHash = '';
 
   afterAll(async () => {
     await fleet?.stop();
@@ -242,6 +244,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     });
     expect(put.status).toBe(200);
     const outcome = JSON.parse(put.body);
+    ctrlHash = outcome.route_hash;
     expect(outcome).toMatchObject({ source: 'ctrl', applied: 2, removed: 0 });
     const putReach = Math.max(
       await reachMs(fleet, ['b', 'c'], 'one.test', 'upstream 1', since),
@@ -382,6 +385,14 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     expect(api[0]).toEqual(['acked-a.test', 'acked-b.test', 'acked-c.test', 'after.test', 'one.test', 'two.test']);
     expect(api[1]).toEqual(api[0]);
     expect(api[2]).toEqual(api[0]);
+    // route_hash agrees after convergence: each node's routes of source ctrl hash to what the snapshot answered.
+    for (const list of after)
+      expect(
+        routeHash(
+          'ctrl',
+          list.filter((r) => r.source === 'ctrl'),
+        ),
+      ).toBe(ctrlHash);
     for (const name of ALL) {
       for (const [i, acked] of ALL.entries()) {
         expect(await fleet.served(name, `acked-${acked}.test`)).toEqual({ status: 200, body: `upstream ${i}` });
