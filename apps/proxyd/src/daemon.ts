@@ -400,13 +400,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await Promise.all([control.close(graceMs), metricsListener?.close(graceMs), dashboardListener?.close(graceMs)]);
       unwatchShadowed();
       await docker.close();
+      // The fleet stops handing changes to the store before it closes.
+      fleetRoutes?.close();
       await store.close();
       unsubscribe();
       unwatchCertificates?.();
       unwatchRemovals?.();
       certificates?.close();
       if (redisFleet) redisFleet.close();
-      fleetRoutes?.close();
       unwatchStorage?.();
       await sharedStorage?.close();
       await drained;
