@@ -3,20 +3,29 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type StartedRedis, startRedis, startSentinel } from '@proxyd/test-peers';
+import {
+  createFleetNetwork,
+  type FleetNetwork,
+  type StartedRedis,
+  startRedis,
+  startSentinel,
+} from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, socketCall, waitUntil } from './support/admin.js';
 import { freePort, type RunningProxyd, startProxyd, startUpstream } from './support/proxyd.js';
 
 /**
  * Issue 31, "routes written on any node serve on every node": three proxyd
- * nodes on one Redis, each on its own loopback address (127.0.0.2, .3, .4)
- * with the same HTTP port, as three machines behind DNS would be (the same
- * layout as storage-redis-acme.test.ts, and for the same reason: loopback
- * addresses reach Redis without a veth pair per node). Plain HTTP
- * (`auto_https off`): what is shared here is routes, not certificates.
+ * nodes on one Redis, each in its own network namespace with its own
+ * address on a bridge (test-peers' `createFleetNetwork`), with the same
+ * HTTP port, as three machines on one LAN behind DNS would be; Redis,
+ * Sentinel and the upstreams listen on the host's address on the bridge.
+ * Plain HTTP (`auto_https off`): what is shared here is routes, not
+ * certificates.
  */
-const NODES = { a: '127.0.0.2', b: '127.0.0.3', c: '127.0.0.4' } as const;
+let network: FleetNetwork;
+const NODES = { a: '', b: '', c: '' };
+const NAMESPACES = { a: '', b: '', c: '' };
 type NodeName = keyof typeof NODES;
 const ALL: readonly NodeName[] = ['a', 'b', 'c'];
 
@@ -81,6 +90,12 @@ class Fleet {
     return this.nodes.get(name) as RunningProxyd;
   }
 
+  /** `name`'s admin API, on its namespace's address. */
+  admin(name: NodeName): { host: string; port: number } {
+    const node = this.node(name);
+    return { host: node.adminHost, port: node.adminPort };
+  }
+
   socket(name: NodeName): string {
     return path.join(this.work, `${name}.sock`);
   }
@@ -95,6 +110,7 @@ class Fleet {
           global: `\tdefault_bind ${NODES[name]}\n\tstorage redis ${this.storage}\n`,
           sites: sites[name] ?? '',
           env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+          netns: { name: NAMESPACES[name], address: NODES[name] },
           args: ['--admin-socket', this.socket(name), '--no-docker'],
         });
         this.nodes.set(name, started);
@@ -171,20 +187,27 @@ async function followers(redis: StartedRedis, count: number): Promise<void> {
 let work: string;
 const upstreams: Array<Awaited<ReturnType<typeof startUpstream>>> = [];
 /** Upstream `i` answers `upstream <i>`. */
-const upstream = (i: number) => `127.0.0.1:${upstreams[i]?.port}`;
+const upstream = (i: number) => `${network.hostAddress}:${upstreams[i]?.port}`;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-fleet-routes-'));
+  network = createFleetNetwork(3);
+  (['a', 'b', 'c'] as const).forEach((name, i) => {
+    const ns = network.nodes[i] as { name: string; address: string };
+    NODES[name] = ns.address;
+    NAMESPACES[name] = ns.name;
+  });
   for (let i = 0; i < 4; i++) {
     upstreams.push(
       await startUpstream((_req, res) => {
         res.end(`upstream ${i}`);
-      }),
+      }, network.hostAddress),
     );
   }
 });
 afterAll(async () => {
   await Promise.all(upstreams.map((u) => u.close()));
+  network?.dispose();
   await rm(work, { recursive: true, force: true });
 });
 
@@ -198,7 +221,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
 
   beforeAll(async () => {
     redisDir = await mkdtemp(path.join(work, 'redis-'));
-    redis = await startRedis({ args: redisArgs() });
+    redis = await startRedis({ args: redisArgs(), address: network.hostAddress });
     fleet = new Fleet(work, `${redis.url} {\n\t\tkey_prefix fleet\n\t}`);
     // Node A's own Proxyfile serves local.test: its precedence holds on A only.
     await fleet.start({ a: 'local.test {\n\trespond "node A\'s own"\n}\n' });
@@ -217,7 +240,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
 
   it('a POST on node B is served by A and C within 1 s; DELETE and PUT snapshot likewise; GET /routes agrees', async () => {
     let since = Date.now();
-    const created = await adminCall(fleet.node('b').adminPort, 'POST', '/routes', {
+    const created = await adminCall(fleet.admin('b'), 'POST', '/routes', {
       domain: 'Fleet.test',
       upstream: upstream(0),
       tls: false,
@@ -229,7 +252,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     expect(postReach).toBeLessThan(1_000);
 
     since = Date.now();
-    expect((await adminCall(fleet.node('c').adminPort, 'DELETE', '/routes/fleet.test')).status).toBe(200);
+    expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/fleet.test')).status).toBe(200);
     const deleteReach = await goneMs(fleet, ['a', 'b'], 'fleet.test', since);
     expect(deleteReach).toBeLessThan(1_000);
 
@@ -238,7 +261,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       { domain: 'one.test', upstream: upstream(1), tls: false },
       { domain: 'two.test', upstream: upstream(2), tls: false },
     ];
-    const put = await adminCall(fleet.node('a').adminPort, 'PUT', '/routes/snapshot', {
+    const put = await adminCall(fleet.admin('a'), 'PUT', '/routes/snapshot', {
       source: 'ctrl',
       routes: desired,
     });
@@ -270,7 +293,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       ).toBe(outcome.route_hash);
     }
     for (const name of ['b', 'c'] as const) {
-      const again = await adminCall(fleet.node(name).adminPort, 'PUT', '/routes/snapshot', {
+      const again = await adminCall(fleet.admin(name), 'PUT', '/routes/snapshot', {
         source: 'ctrl',
         routes: [...desired].reverse(),
       });
@@ -281,26 +304,26 @@ describe('issue 31: API routes written on any node serve on every node', () => {
   it("spec §2.3 per node: an API route takes node A's Proxyfile domain on A; deleting it brings A's own back", async () => {
     expect(await fleet.served('a', 'local.test')).toEqual({ status: 200, body: "node A's own" });
     const since = Date.now();
-    const created = await adminCall(fleet.node('b').adminPort, 'POST', '/routes', {
+    const created = await adminCall(fleet.admin('b'), 'POST', '/routes', {
       domain: 'local.test',
       upstream: upstream(3),
       tls: false,
     });
     expect(created.status).toBe(201);
     expect(await reachMs(fleet, ['a', 'b', 'c'], 'local.test', 'upstream 3', since)).toBeLessThan(1_000);
-    expect((await adminCall(fleet.node('c').adminPort, 'DELETE', '/routes/local.test')).status).toBe(200);
+    expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/local.test')).status).toBe(200);
     await waitUntil(async () => (await fleet.served('a', 'local.test')).body === "node A's own", 1_000);
     await goneMs(fleet, ['b', 'c'], 'local.test', Date.now());
     // The fleet holds no API route for it now: a DELETE on A removes A's own route, on A only.
-    expect((await adminCall(fleet.node('a').adminPort, 'DELETE', '/routes/local.test')).status).toBe(200);
+    expect((await adminCall(fleet.admin('a'), 'DELETE', '/routes/local.test')).status).toBe(200);
     expect((await fleet.served('a', 'local.test')).status).not.toBe(200);
-    expect((await adminCall(fleet.node('b').adminPort, 'DELETE', '/routes/local.test')).status).toBe(404);
+    expect((await adminCall(fleet.admin('b'), 'DELETE', '/routes/local.test')).status).toBe(404);
   }, 30_000);
 
   it('Redis stopped for 30 s under load: no failed request, writes 503 and apply nothing, nothing acknowledged lost', async () => {
     // Writes acknowledged just before Redis goes: one per node.
     for (const [i, name] of ALL.entries()) {
-      const res = await adminCall(fleet.node(name).adminPort, 'POST', '/routes', {
+      const res = await adminCall(fleet.admin(name), 'POST', '/routes', {
         domain: `acked-${name}.test`,
         upstream: upstream(i),
         tls: false,
@@ -330,7 +353,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     const stoppedAt = Date.now();
     try {
       await waitUntil(async () => {
-        const health = JSON.parse((await adminCall(fleet.node('a').adminPort, 'GET', '/health')).body);
+        const health = JSON.parse((await adminCall(fleet.admin('a'), 'GET', '/health')).body);
         return health.storage?.reachable === false;
       }, 10_000);
       // Every kind of write, on every node, while Redis is away: 503, Retry-After, and nothing applied anywhere.
@@ -338,13 +361,13 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       while (Date.now() - stoppedAt < 30_000) {
         const name = ALL[round % 3] as NodeName;
         const writes = [
-          adminCall(fleet.node(name).adminPort, 'POST', '/routes', {
+          adminCall(fleet.admin(name), 'POST', '/routes', {
             domain: `during-${round}.test`,
             upstream: upstream(0),
             tls: false,
           }),
-          adminCall(fleet.node(name).adminPort, 'DELETE', '/routes/acked-a.test'),
-          adminCall(fleet.node(name).adminPort, 'PUT', '/routes/snapshot', { source: 'ctrl', routes: [] }),
+          adminCall(fleet.admin(name), 'DELETE', '/routes/acked-a.test'),
+          adminCall(fleet.admin(name), 'PUT', '/routes/snapshot', { source: 'ctrl', routes: [] }),
         ];
         for (const res of await Promise.all(writes)) {
           expect(res.status).toBe(503);
@@ -360,12 +383,12 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       expect(await Promise.all(ALL.map((name) => fleet.routes(name)))).toEqual(before);
       for (const name of ALL) expect((await fleet.served(name, 'during-0.test')).status).not.toBe(200);
     } finally {
-      redis = await startRedis({ port, args: redisArgs() });
+      redis = await startRedis({ port, args: redisArgs(), address: network.hostAddress });
     }
     // Back: writes succeed again (once the node has reconnected) and reach every node.
     const back = await writeUntil(
       () =>
-        adminCall(fleet.node('c').adminPort, 'POST', '/routes', {
+        adminCall(fleet.admin('c'), 'POST', '/routes', {
           domain: 'after.test',
           upstream: upstream(2),
           tls: false,
@@ -414,6 +437,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
         global: `\tdefault_bind ${NODES.b}\n\tstorage redis ${fleet.storage}\n`,
         sites: '',
         env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+        netns: { name: NAMESPACES.b, address: NODES.b },
         args: ['--admin-socket', fleet.socket('b'), '--no-docker', '--state-dir', stateDir],
       });
       fleet.nodes.set('b', again);
@@ -421,7 +445,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       expect(await fleet.served('b', 'acked-c.test')).toEqual({ status: 200, body: 'upstream 2' });
       leftovers.push(b.dir);
     } finally {
-      redis = await startRedis({ port, args: redisArgs() });
+      redis = await startRedis({ port, args: redisArgs(), address: network.hostAddress });
     }
   }, 60_000);
 });
@@ -433,13 +457,13 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
   let fleet: Fleet;
 
   beforeAll(async () => {
-    primary = await startRedis();
-    replica = await startRedis({ replicaOf: primary.port });
+    primary = await startRedis({ address: network.hostAddress });
+    replica = await startRedis({ replicaOf: primary.port, address: network.hostAddress });
     await waitUntil(() => replica.cli('INFO', 'replication').includes('master_link_status:up'), 10_000);
-    sentinel = await startSentinel({ primaryPort: primary.port, masterName: 'proxyd' });
+    sentinel = await startSentinel({ primaryPort: primary.port, masterName: 'proxyd', address: network.hostAddress });
     fleet = new Fleet(
       work,
-      `{\n\t\tsentinels 127.0.0.1:${sentinel.port}\n\t\tmaster_name proxyd\n\t\tkey_prefix failover\n\t}`,
+      `{\n\t\tsentinels ${network.hostAddress}:${sentinel.port}\n\t\tmaster_name proxyd\n\t\tkey_prefix failover\n\t}`,
     );
     await fleet.start();
     await followers(primary, 3);
@@ -451,7 +475,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
   });
 
   it('writes succeed on the new primary and reach every node within 1 s', async () => {
-    const created = await adminCall(fleet.node('a').adminPort, 'POST', '/routes', {
+    const created = await adminCall(fleet.admin('a'), 'POST', '/routes', {
       domain: 'before.test',
       upstream: upstream(0),
       tls: false,
@@ -473,7 +497,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
     // A write during the move may answer 503; once the nodes follow the new primary, writes succeed.
     let since = await writeUntil(
       () =>
-        adminCall(fleet.node('b').adminPort, 'POST', '/routes', {
+        adminCall(fleet.admin('b'), 'POST', '/routes', {
           domain: 'after.test',
           upstream: upstream(1),
           tls: false,
@@ -485,7 +509,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
     expect(await reachMs(fleet, ['a', 'c'], 'after.test', 'upstream 1', since)).toBeLessThan(1_000);
     // And a node's followers read from the new primary: a write on C reaches A and B.
     since = Date.now();
-    expect((await adminCall(fleet.node('c').adminPort, 'DELETE', '/routes/before.test')).status).toBe(200);
+    expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/before.test')).status).toBe(200);
     expect(await goneMs(fleet, ['a', 'b'], 'before.test', since)).toBeLessThan(1_000);
     const lists = await Promise.all(ALL.map((name) => fleet.routes(name)));
     expect(lists.map((list) => list.map((r) => r.domain))).toEqual([['after.test'], ['after.test'], ['after.test']]);

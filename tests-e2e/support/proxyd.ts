@@ -27,12 +27,13 @@ export function proxydCommand(args: readonly string[]): { file: string; args: st
 /** A free TCP port on 127.0.0.1, never one this process was given before. */
 export { freePort };
 
-/** A real upstream on loopback that answers every request with `handler`. */
+/** A real upstream on loopback (or `host`) that answers every request with `handler`. */
 export async function startUpstream(
   handler: http.RequestListener,
+  host = '127.0.0.1',
 ): Promise<{ port: number; server: http.Server; close(): Promise<void> }> {
   const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as net.AddressInfo;
   return {
     port,

@@ -47,7 +47,9 @@ export async function startRedis(options: RedisOptions = {}): Promise<StartedRed
   const args = ['--port', String(port), '--bind', ...bind, '--dir', dir, '--save', '', '--appendonly', 'no'];
   // Protected mode refuses every address but loopback when no password is set; the bridge is this host's own.
   if (options.address !== undefined) args.push('--protected-mode', 'no');
-  if (options.replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(options.replicaOf));
+  if (options.replicaOf !== undefined) {
+    args.push('--replicaof', options.address ?? '127.0.0.1', String(options.replicaOf));
+  }
   args.push(...(options.args ?? []));
   return await started('redis-server', args, port, dir, options.address);
 }
@@ -56,8 +58,15 @@ export async function startRedis(options: RedisOptions = {}): Promise<StartedRed
 export interface SentinelOptions {
   /** The name Sentinel knows the primary by (default `proxyd`). */
   masterName?: string;
-  /** The primary's port on 127.0.0.1. */
+  /** The primary's port on 127.0.0.1 (or `address`). */
   primaryPort: number;
+  /**
+   * As {@link RedisOptions.address}: Sentinel listens there too and
+   * watches the primary at that address, so it names it (and, after a
+   * failover, the replica started with the same address) to nodes in
+   * network namespaces.
+   */
+  address?: string;
 }
 
 /**
@@ -74,16 +83,17 @@ export async function startSentinel(options: SentinelOptions): Promise<StartedRe
     conf,
     [
       `port ${port}`,
-      'bind 127.0.0.1',
+      `bind 127.0.0.1${options.address === undefined ? '' : ` ${options.address}`}`,
+      ...(options.address === undefined ? [] : ['protected-mode no']),
       `dir ${dir}`,
-      `sentinel monitor ${name} 127.0.0.1 ${options.primaryPort} 1`,
+      `sentinel monitor ${name} ${options.address ?? '127.0.0.1'} ${options.primaryPort} 1`,
       `sentinel down-after-milliseconds ${name} 1000`,
       `sentinel failover-timeout ${name} 5000`,
       `sentinel parallel-syncs ${name} 1`,
       '',
     ].join('\n'),
   );
-  return await started('redis-sentinel', [conf], port, dir);
+  return await started('redis-sentinel', [conf], port, dir, options.address);
 }
 
 async function started(
