@@ -356,6 +356,10 @@ describe('issue 31: API routes written on any node serve on every node', () => {
         const health = JSON.parse((await adminCall(fleet.admin('a'), 'GET', '/health')).body);
         return health.storage?.reachable === false;
       }, 10_000);
+      // auto_https off: the storage carries routes only, and the metric says it is away all the same.
+      expect((await adminCall(fleet.admin('a'), 'GET', '/metrics')).body).toContain(
+        'proxyd_storage_reachable{backend="redis"} 0',
+      );
       // Every kind of write, on every node, while Redis is away: 503, Retry-After, and nothing applied anywhere.
       let round = 0;
       while (Date.now() - stoppedAt < 30_000) {

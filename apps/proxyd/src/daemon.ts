@@ -230,10 +230,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     metrics?.setCertificateSource(() => ({
       certificates: manager.status(),
       orders: manager.orderCounts(),
-      ...(sharedStorage === undefined ? {} : { storage: sharedStorage.state() }),
     }));
     metrics?.setCertificateCacheSource('control', () => manager.cacheStats());
   }
+  // With or without automatic HTTPS: the storage carries the fleet's API routes too.
+  if (sharedStorage !== undefined) metrics?.setStorageSource(() => sharedStorage.state());
   // A route write resolves once every node swapped (the store waits for the promise).
   const unsubscribe = store.subscribe((snapshot) => {
     void followRoutes(snapshot);

@@ -22,6 +22,7 @@ export {
   OTHER_DOMAIN,
   type PrimaryMetrics,
   type ProxydMetrics,
+  type StorageMetricsSource,
   UNROUTED_DOMAIN,
   type UpstreamHealth,
   type WorkerMetrics,

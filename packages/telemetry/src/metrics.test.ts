@@ -152,11 +152,8 @@ describe('metrics', () => {
   it('issue 31: exposes whether the shared storage answers', async () => {
     const metrics = createMetrics({ processMetrics: false });
     let reachable = true;
-    metrics.setCertificateSource(() => ({
-      certificates: [],
-      orders: { valid: 0, invalid: 0, error: 0 },
-      storage: { backend: 'redis', reachable },
-    }));
+    expect(await metrics.render()).not.toContain('proxyd_storage_reachable{');
+    metrics.setStorageSource(() => ({ backend: 'redis', reachable }));
     expect(await metrics.render()).toContain('proxyd_storage_reachable{backend="redis"} 1');
     reachable = false;
     expect(await metrics.render()).toContain('proxyd_storage_reachable{backend="redis"} 0');

@@ -43,8 +43,12 @@ export interface CertificateMetricsSource {
   certificates: readonly { name: string; issuer: string | null; notAfter: number | null }[];
   /** ACME orders placed since start, by result. */
   orders: Readonly<Record<'valid' | 'invalid' | 'error', number>>;
-  /** The shared storage (global option `storage redis`) and whether it answers; absent with the cert dir. */
-  storage?: { backend: string; reachable: boolean };
+}
+
+/** The shared storage (global option `storage redis`) and whether it answers, read at each scrape. */
+export interface StorageMetricsSource {
+  backend: string;
+  reachable: boolean;
 }
 
 /** What the certificate-cache metrics read at each scrape: a cache's counts since start and its size now. */
@@ -103,6 +107,8 @@ export interface ProxydMetrics extends MetricsExposition {
   setAnalyticsDroppedSource(source: () => number): void;
   /** Where `proxyd_certificate_not_after_seconds` and `proxyd_acme_orders_total` read at each scrape. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** Where `proxyd_storage_reachable` reads at each scrape (set with `storage redis`, automatic HTTPS or not). */
+  setStorageSource(source: () => StorageMetricsSource): void;
   /** Where the `proxyd_certificate_cache_*` series of cache `kind` read at each scrape. */
   setCertificateCacheSource(kind: CertificateCacheKind, source: () => CertificateCacheStatsSource): void;
   /** Where `proxyd_requests_in_flight` and `proxyd_open_connections` read at each scrape. */
@@ -135,6 +141,8 @@ export interface PrimaryMetrics extends MetricsExposition {
   setRouteCounts(counts: Record<RouteOrigin, number>): void;
   /** As {@link ProxydMetrics.setCertificateSource}. */
   setCertificateSource(source: () => CertificateMetricsSource): void;
+  /** As {@link ProxydMetrics.setStorageSource}. */
+  setStorageSource(source: () => StorageMetricsSource): void;
   /** As {@link ProxydMetrics.setCertificateCacheSource} (the control plane's cache). */
   setCertificateCacheSource(kind: CertificateCacheKind, source: () => CertificateCacheStatsSource): void;
   /** As {@link ProxydMetrics.recordReload}. */
@@ -295,6 +303,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     },
   });
   let certificateSource: (() => CertificateMetricsSource) | null = null;
+  let storageSource: (() => StorageMetricsSource) | null = null;
   new Gauge({
     name: 'proxyd_certificate_not_after_seconds',
     help: "Expiry (notAfter) of each managed name's current certificate, Unix seconds.",
@@ -313,12 +322,12 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   });
   new Gauge({
     name: 'proxyd_storage_reachable',
-    help: 'Whether the shared certificate storage (storage redis) answers: 1 yes, 0 no; no series with the cert dir.',
+    help: 'Whether the shared storage (storage redis: certificates, API routes) answers: 1 yes, 0 no; no series without it.',
     labelNames: ['backend'] as const,
     registers: controls ? [registry] : [],
     collect() {
       this.reset();
-      const storage = certificateSource?.().storage;
+      const storage = storageSource?.();
       if (storage !== undefined) this.labels(storage.backend).set(storage.reachable ? 1 : 0);
     },
   });
@@ -405,6 +414,9 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   const setCertificateSource = (source: () => CertificateMetricsSource) => {
     certificateSource = source;
   };
+  const setStorageSource = (source: () => StorageMetricsSource) => {
+    storageSource = source;
+  };
   const setRouteCounts = (counts: Record<RouteOrigin, number>) => {
     for (const [origin, n] of Object.entries(counts)) routes.labels(origin).set(n);
   };
@@ -431,6 +443,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
       registry,
       setRouteCounts,
       setCertificateSource,
+      setStorageSource,
       setCertificateCacheSource,
       recordReload,
       setWorkerSource(source) {
@@ -449,6 +462,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     setUpstreamHealthSource,
     setAnalyticsDroppedSource,
     setCertificateSource,
+    setStorageSource,
     setCertificateCacheSource,
     setRouteCounts,
     setDataPlaneStatsSource,
