@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateWiring } from '@proxyd/certificates';
@@ -131,8 +132,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         : 'state file is corrupt: set aside, starting without API routes',
     );
   }
-  // History (global option `history`, on by default): <state dir>/history.db, written by this process only.
-  const history = await startHistory(config, { stateDir, logger: logging.forTarget(HISTORY_TARGET) });
   const tlsLog = logging.forTarget('proxy::tls');
   const workerCount = options.workers ?? 1;
   // With workers, this process's metrics are the control plane's plus the workers' merged at scrape.
@@ -146,13 +145,30 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let fleetOf: Fleet | null = null;
   // Global option `storage redis`: certificates, keys and locks shared by a fleet; else the cert dir.
   // The connection is made in the background: a Redis that does not answer does not stop the start.
+  // With `auto_https off` it still carries the fleet's analytics and rate-limit windows.
   const sharedStorage =
-    config.global.storage === undefined || config.global.auto_https === 'off'
+    config.global.storage === undefined
       ? undefined
       : await (await import('@proxyd/certificates')).openRedisStorage(config.global.storage);
+  // History (global option `history`, on by default): <state dir>/history.db, written by this process only;
+  // with Redis, every node's minutes reach it (and this node's every other node's).
+  const history = await startHistory(config, {
+    stateDir,
+    logger: logging.forTarget(HISTORY_TARGET),
+    ...(sharedStorage === undefined
+      ? {}
+      : {
+          fleet: {
+            exchange: (await import('./cluster/redis-analytics.js')).redisFleetRollups(sharedStorage),
+            node: hostname(),
+          },
+        }),
+  });
   // With Redis, this daemon is one node of a fleet: challenges, new certificates and ticket keys reach every node.
   const redisFleet =
-    sharedStorage && (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
+    sharedStorage === undefined || config.global.auto_https === 'off'
+      ? undefined
+      : (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
   const challenges =
     config.global.auto_https === 'off' ? undefined : (redisFleet?.table ?? fleetChallengeTable(() => fleetOf));
   const unwatchStorage = sharedStorage?.onStateChange(({ reachable, error }) => {
@@ -265,9 +281,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     certificates?.close();
     redisFleet?.close();
     unwatchStorage?.();
-    await sharedStorage?.close();
     await fleet.stop(0);
     await history?.close();
+    await sharedStorage?.close();
     throw err;
   };
 
@@ -366,10 +382,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       certificates?.close();
       redisFleet?.close();
       unwatchStorage?.();
-      await sharedStorage?.close();
       await drained;
-      // After the drain: what the last requests added (the workers' last rollups, this process's current minute).
+      // After the drain: what the last requests added (the workers' last rollups, this process's current minute),
+      // published to the fleet before the Redis connection closes.
       await history?.close();
+      await sharedStorage?.close();
       await siteLogs.close();
     },
   };
