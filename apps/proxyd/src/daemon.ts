@@ -179,6 +179,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         `storage redis: unreachable (${error ?? 'connection closed'}); serving the certificates held, issuance waits`,
       );
   });
+  // `rate_limit_scope fleet`: rate_limit counts every node's requests, synced through Redis every 100 ms.
+  const fleetRateLimits =
+    sharedStorage === undefined || config.global.storage?.rate_limit_scope !== 'fleet'
+      ? undefined
+      : (await import('./cluster/redis-rate-limits.js')).fleetRateLimits(sharedStorage, serverLog);
   // What only some configs use is loaded when they do (issue 32): the certificate manager (its local CA
   // and ACME client) with automatic HTTPS, the dashboard with a `dashboard` listener.
   let certificates: CertificateWiring | undefined;
@@ -216,6 +221,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     logging,
     siteLogs,
     ...(history === null ? {} : { history }),
+    ...(fleetRateLimits === undefined ? {} : { rateLimits: (limit: number) => fleetRateLimits.limiter(limit) }),
   });
   const { fleet } = serving;
   fleetOf = fleet;
@@ -280,6 +286,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unwatchRemovals?.();
     certificates?.close();
     redisFleet?.close();
+    fleetRateLimits?.stop();
     unwatchStorage?.();
     await fleet.stop(0);
     await history?.close();
@@ -381,6 +388,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unwatchRemovals?.();
       certificates?.close();
       redisFleet?.close();
+      fleetRateLimits?.stop();
       unwatchStorage?.();
       await drained;
       // After the drain: what the last requests added (the workers' last rollups, this process's current minute),
