@@ -36,31 +36,66 @@ export function fleetRateLimits(
 const WINDOW_TTL_MS = 5_000;
 
 /**
+ * For each line of `ARGV[2]` (a field) and the number at the same place in
+ * `ARGV[3]` (comma-separated deltas), `HINCRBY` of the hash `KEYS[1]`; then
+ * its expiry (`ARGV[1]`, ms). Returns the counts after, comma-separated. One
+ * command with three arguments per window, whatever the number of clients:
+ * ioredis spends microseconds per command and per argument, a sync may carry
+ * thousands of clients. Fields (`<limit> <domain> <client key>`) never hold
+ * a newline.
+ */
+const ADD_SCRIPT = `
+local deltas = {}
+for d in string.gmatch(ARGV[3], '[^,]+') do deltas[#deltas + 1] = d end
+local out = {}
+local i = 1
+for field in string.gmatch(ARGV[2], '[^\\n]+') do
+  out[i] = redis.call('HINCRBY', KEYS[1], field, deltas[i])
+  i = i + 1
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return table.concat(out, ',')
+`;
+
+/**
  * `rate_limit_scope fleet`'s {@link RateWindowExchange} in the Redis of
  * `storage redis`: the window of epoch second `w` is the hash
  * `<prefix>:ratelimit:<w>`, one field per `<limit> <domain> <client key>`
- * holding the fleet's admissions; a sync is one pipeline of `HINCRBY`s (a
- * delta of 0 reads the count) and one `PEXPIRE` per window, one round trip.
+ * holding the fleet's admissions. A sync is one pipeline of one script call
+ * per window (at most two: the current second and the one that just ended)
+ * adding every client's delta (a delta of 0 reads the count) and setting the
+ * hash's expiry: one round trip.
  */
 export function redisRateWindows(storage: RedisStorage): RateWindowExchange {
   const { client, keyPrefix } = storage.connection();
   return {
     async add(windows, fields, deltas) {
-      const pipeline = client.pipeline();
-      const keys = new Set<number>();
+      const byWindow = new Map<number, { fields: string[]; deltas: number[]; rows: number[] }>();
       for (let i = 0; i < windows.length; i++) {
         const window = windows[i] as number;
-        keys.add(window);
-        pipeline.hincrby(`${keyPrefix}:ratelimit:${window}`, fields[i] as string, deltas[i] as number);
+        let group = byWindow.get(window);
+        if (group === undefined) {
+          group = { fields: [], deltas: [], rows: [] };
+          byWindow.set(window, group);
+        }
+        group.fields.push(fields[i] as string);
+        group.deltas.push(deltas[i] as number);
+        group.rows.push(i);
       }
-      for (const window of keys) pipeline.pexpire(`${keyPrefix}:ratelimit:${window}`, WINDOW_TTL_MS);
+      const pipeline = client.pipeline();
+      for (const [window, group] of byWindow) {
+        const key = `${keyPrefix}:ratelimit:${window}`;
+        pipeline.eval(ADD_SCRIPT, 1, key, WINDOW_TTL_MS, group.fields.join('\n'), group.deltas.join(','));
+      }
       const results = await pipeline.exec();
       if (results === null) throw new Error('the Redis pipeline was aborted');
-      const totals: number[] = new Array(windows.length);
-      for (let i = 0; i < windows.length; i++) {
-        const [err, value] = results[i] as [Error | null, unknown];
+      const totals: number[] = new Array(windows.length).fill(0);
+      let g = 0;
+      for (const group of byWindow.values()) {
+        const [err, value] = results[g++] as [Error | null, unknown];
         if (err) throw err;
-        totals[i] = Number(value);
+        const counts = String(value).split(',');
+        for (let j = 0; j < group.rows.length; j++) totals[group.rows[j] as number] = Number(counts[j]);
       }
       return totals;
     },
