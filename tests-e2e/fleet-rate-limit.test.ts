@@ -11,29 +11,38 @@ const LIMIT = 5;
 const SITE = `http://limited.localhost {\n\trate_limit ${LIMIT}/s\n\trespond "ok"\n}\n`;
 
 interface Tally {
-  admitted: number;
-  refused: number;
+  /** Per node. */
+  admitted: number[];
+  refused: number[];
   seconds: number;
 }
 
-/** Requests every `gapMs`, alternating between the nodes, for `ms`; 429s must carry `Retry-After: 1`. */
+/**
+ * One lane per node, at once: a request every `gapMs` to that node, for `ms`; 429s must carry `Retry-After: 1`.
+ * The client is 127.0.0.1 on both nodes.
+ */
 async function spread(nodes: readonly RunningProxyd[], ms: number, gapMs: number): Promise<Tally> {
   const started = performance.now();
-  const tally: Tally = { admitted: 0, refused: 0, seconds: 0 };
-  for (let i = 0; performance.now() - started < ms; i++) {
-    const node = nodes[i % nodes.length] as RunningProxyd;
-    const res = await request(node.httpPort, { path: '/', headers: { host: 'limited.localhost' } });
-    if (res.status === 200) tally.admitted++;
-    else {
-      expect(res.status).toBe(429);
-      expect(res.headers['retry-after']).toBe('1');
-      tally.refused++;
-    }
-    await new Promise((r) => setTimeout(r, gapMs));
-  }
+  const tally: Tally = { admitted: nodes.map(() => 0), refused: nodes.map(() => 0), seconds: 0 };
+  await Promise.all(
+    nodes.map(async (node, i) => {
+      while (performance.now() - started < ms) {
+        const res = await request(node.httpPort, { path: '/', headers: { host: 'limited.localhost' } });
+        if (res.status === 200) tally.admitted[i] = (tally.admitted[i] ?? 0) + 1;
+        else {
+          expect(res.status).toBe(429);
+          expect(res.headers['retry-after']).toBe('1');
+          tally.refused[i] = (tally.refused[i] ?? 0) + 1;
+        }
+        await new Promise((r) => setTimeout(r, gapMs));
+      }
+    }),
+  );
   tally.seconds = (performance.now() - started) / 1000;
   return tally;
 }
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe('issue 31: rate_limit across two nodes on Redis (built daemons)', () => {
   let redis: StartedRedis;
@@ -56,22 +65,19 @@ describe('issue 31: rate_limit across two nodes on Redis (built daemons)', () =>
     await redis?.stop();
   });
 
-  it('rate_limit_scope fleet: a client spread over both nodes gets the limit in all, 429 with Retry-After: 1 past it', async () => {
-    // 20 requests a second, 10 to each node, for 3 s.
-    const t = await spread(fleet, 3_000, 50);
-    expect(t.refused).toBeGreaterThan(0);
-    // The fleet's limit: LIMIT a second, plus the sync's staleness (≤ 100 ms of the other node's admissions,
-    // about one a second here). Counted per node, the same traffic passes 2 × LIMIT a second (next test).
-    expect(t.admitted).toBeLessThanOrEqual(Math.ceil(LIMIT * t.seconds) + Math.ceil(t.seconds) + 2);
-    // Every admission passed through Redis: the windows are there.
+  it('a client spread over both nodes: the fleet limit with rate_limit_scope fleet, a limit per node without', async () => {
+    // Both pairs at once, the same client pattern (about 2 × 25 requests a second each, less on a busy machine):
+    // what the machine's load does to one it does to the other.
+    const [f, a] = await Promise.all([spread(fleet, 3_000, 40), spread(apart, 3_000, 40)]);
+    for (const t of [f, a]) expect(sum(t.refused)).toBeGreaterThan(0);
+    // Fleet: LIMIT a second across both nodes, plus the first second's allowance and the sync's staleness
+    // (each node sees the other's admissions up to 100 ms late).
+    expect(sum(f.admitted)).toBeLessThanOrEqual(Math.ceil(LIMIT * (f.seconds + 1)) + LIMIT);
+    // Per node, as before: each node holds its own limit, so the same client passes about twice as much.
+    for (const n of a.admitted) expect(n).toBeLessThanOrEqual(Math.ceil(LIMIT * (a.seconds + 1)));
+    expect(sum(f.admitted)).toBeLessThanOrEqual(0.75 * sum(a.admitted));
+    // Every admission of the fleet passed through Redis: the windows are there; none of the other pair's.
     expect(redis.cli('KEYS', 'fleet:ratelimit:*')).not.toBe('');
-  }, 30_000);
-
-  it('without it each node limits its own count, as before: the same client gets the limit on each node', async () => {
-    const t = await spread(apart, 3_000, 50);
-    expect(t.refused).toBeGreaterThan(0);
-    // Two nodes, each LIMIT a second.
-    expect(t.admitted).toBeGreaterThanOrEqual(Math.floor(2 * LIMIT * (t.seconds - 0.5)));
     expect(redis.cli('KEYS', 'apart:ratelimit:*')).toBe('');
   }, 30_000);
 });
