@@ -3,7 +3,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { acmeGlobal, type Pebble, preparePebble, type StartedRedis, startRedis } from '@proxyd/test-peers';
+import {
+  acmeGlobal,
+  createFleetNetwork,
+  type FleetNetwork,
+  type Pebble,
+  preparePebble,
+  type StartedRedis,
+  startRedis,
+} from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { freePort, type RunningProxyd, startProxyd } from './support/proxyd.js';
@@ -11,15 +19,25 @@ import { freePort, type RunningProxyd, startProxyd } from './support/proxyd.js';
 const run = promisify(execFile);
 
 /**
- * Three proxyd nodes on one Redis and one pebble, each on its own loopback
- * address (127.0.0.2, .3, .4) with the same HTTP and HTTPS ports, as three
- * machines behind DNS would be. Loopback addresses rather than network
- * namespaces: the nodes must reach Redis and pebble on the host's loopback,
- * which from a namespace takes a veth pair, addresses and routes per node;
- * distinct addresses are what the test needs (pebble's DNS sends its
- * validation to one address, so to one node).
+ * Three proxyd nodes on one Redis and one pebble, each in its own network
+ * namespace with its own address on a bridge (test-peers'
+ * `createFleetNetwork`), as three machines on one LAN behind DNS would be:
+ * a node's loopback is its own, and it reaches Redis and pebble at the
+ * host's address on the bridge. Pebble's DNS sends every validation to one
+ * address, so to one node.
  */
-const NODES = { a: '127.0.0.2', b: '127.0.0.3', c: '127.0.0.4' } as const;
+let network: FleetNetwork;
+const NODES = { a: '', b: '', c: '' };
+const NAMESPACES = { a: '', b: '', c: '' };
+beforeAll(() => {
+  network = createFleetNetwork(3);
+  (['a', 'b', 'c'] as const).forEach((name, i) => {
+    const ns = network.nodes[i] as { name: string; address: string };
+    NODES[name] = ns.address;
+    NAMESPACES[name] = ns.name;
+  });
+});
+afterAll(() => network?.dispose());
 type NodeName = keyof typeof NODES;
 
 /** `curl https://<name>:<port><path>` at `address`, trusting only `caFile`: the status and body, or the error. */
@@ -61,9 +79,12 @@ async function handshake(address: string, port: number, caFile: string, session:
   return stdout;
 }
 
+/** A node's admin API, on its namespace's address. */
+const admin = (node: RunningProxyd) => ({ host: node.adminHost, port: node.adminPort });
+
 /** A counter of GET /metrics (`proxyd_acme_orders_total{result="valid"}`). */
 async function validOrders(node: RunningProxyd): Promise<number> {
-  const res = await adminCall(node.adminPort, 'GET', '/metrics');
+  const res = await adminCall(admin(node), 'GET', '/metrics');
   return Number(/^proxyd_acme_orders_total\{result="valid"\} (\d+)$/m.exec(res.body)?.[1] ?? Number.NaN);
 }
 
@@ -85,6 +106,7 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
       global: `\tdefault_bind ${NODES[name]}\n${acmeGlobal(pebble)}\tstorage redis ${redis.url} {\n\t\tkey_prefix fleet\n\t}\n`,
       sites,
       env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+      netns: { name: NAMESPACES[name], address: NODES[name] },
     }).then((started) => {
       nodes.set(name, started);
       return started;
@@ -93,9 +115,9 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-fleet-'));
     [httpPort, httpsPort] = [await freePort(), await freePort()];
-    redis = await startRedis();
+    redis = await startRedis({ address: network.hostAddress });
     // Pebble's DNS answers every name with node B's address: B gets every validation request.
-    pebble = await preparePebble({ httpPort, tlsPort: httpsPort, defaultIPv4: NODES.b });
+    pebble = await preparePebble({ httpPort, tlsPort: httpsPort, defaultIPv4: NODES.b, address: network.hostAddress });
     await pebble.start();
     rootFile = path.join(work, 'pebble-root.pem');
     await writeFile(rootFile, await pebble.rootPem());
@@ -130,9 +152,9 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
 
     // B and C now serve the name too (an API route on each): they load A's certificate, order nothing.
     for (const other of ['b', 'c'] as const) {
-      const created = await adminCall(node(other).adminPort, 'POST', '/routes', {
+      const created = await adminCall(admin(node(other)), 'POST', '/routes', {
         domain: 'shared.test',
-        upstream: `127.0.0.1:${node(other).adminPort}`,
+        upstream: `${NODES[other]}:${node(other).adminPort}`,
         tls: false,
       });
       expect(created.status).toBe(201);
@@ -168,12 +190,14 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
   it('a node killed with kill -9 while holding an order lock: another node orders once the lock expires', async () => {
     const a = node('a');
     const lockKey = 'fleet:lock:cert-kill.test';
-    // B (every validation goes to it) stopped: A's order waits on it, lock held, when A is killed.
+    // B (every validation goes to it) stopped: A's order waits on it, lock held, when A is killed. C stopped
+    // too: the API route reaches every node (fleet routes), and A must be the one that takes the lock.
     node('b').child.kill('SIGSTOP');
+    node('c').child.kill('SIGSTOP');
     try {
-      const created = await adminCall(a.adminPort, 'POST', '/routes', {
+      const created = await adminCall(admin(a), 'POST', '/routes', {
         domain: 'kill.test',
-        upstream: `127.0.0.1:${a.adminPort}`,
+        upstream: `${NODES.a}:${a.adminPort}`,
         tls: false,
       });
       expect(created.status).toBe(201);
@@ -181,12 +205,13 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
       a.child.kill('SIGKILL');
     } finally {
       node('b').child.kill('SIGCONT');
+      node('c').child.kill('SIGCONT');
     }
     const killedAt = Date.now();
     const c = node('c');
-    const created = await adminCall(c.adminPort, 'POST', '/routes', {
+    const created = await adminCall(admin(c), 'POST', '/routes', {
       domain: 'kill.test',
-      upstream: `127.0.0.1:${c.adminPort}`,
+      upstream: `${NODES.c}:${c.adminPort}`,
       tls: false,
     });
     expect(created.status).toBe(201);
@@ -197,7 +222,9 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
       },
     );
     expect(Date.now() - killedAt).toBeGreaterThan(15_000);
-    expect(c.output()).toMatch(/certificate for kill\.test obtained/);
+    // B and C both serve kill.test (fleet routes): whichever takes the lock first orders, once, and C serves it.
+    const obtained = [node('b'), c].filter((n) => /certificate for kill\.test obtained/.test(n.output()));
+    expect(obtained).toHaveLength(1);
     expect(redis.cli('GET', lockKey)).toBe('');
   }, 90_000);
 });
@@ -210,7 +237,7 @@ describe('issue 31: TLS-ALPN-01 answered by a node that placed no order', () => 
 
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-fleet-alpn-'));
-    redis = await startRedis();
+    redis = await startRedis({ address: network.hostAddress });
   }, 60_000);
 
   afterAll(async () => {
@@ -223,26 +250,32 @@ describe('issue 31: TLS-ALPN-01 answered by a node that placed no order', () => 
   it('pebble validates over acme-tls/1 at node B while node A holds the order', async () => {
     const [httpPort, httpsPort, closed] = [await freePort(), await freePort(), await freePort()];
     // HTTP-01 answers are fetched from a port nothing listens on: only TLS-ALPN-01, at node B, can succeed.
-    pebble = await preparePebble({ httpPort: closed, tlsPort: httpsPort, defaultIPv4: NODES.b });
+    pebble = await preparePebble({
+      httpPort: closed,
+      tlsPort: httpsPort,
+      defaultIPv4: NODES.b,
+      address: network.hostAddress,
+    });
     await pebble.start();
     const rootFile = path.join(work, 'root.pem');
     await writeFile(rootFile, await pebble.rootPem());
-    const start = (address: string, sites: string) =>
+    const start = (name: 'a' | 'b', sites: string) =>
       startProxyd({
         httpPort,
         httpsPort,
         autoHttps: 'on',
-        global: `\tdefault_bind ${address}\n${acmeGlobal(pebble)}\tstorage redis ${redis.url}\n`,
+        global: `\tdefault_bind ${NODES[name]}\n${acmeGlobal(pebble)}\tstorage redis ${redis.url}\n`,
         sites,
         env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+        netns: { name: NAMESPACES[name], address: NODES[name] },
       }).then((started) => {
         running.push(started);
         return started;
       });
     // B's one site has a local-CA certificate: its HTTPS listener is open, and it orders nothing from pebble.
-    const b = await start(NODES.b, 'b.test {\n\ttls internal\n\trespond "b"\n}\n');
+    const b = await start('b', 'b.test {\n\ttls internal\n\trespond "b"\n}\n');
     await waitUntil(() => Promise.resolve(redis.cli('PUBSUB', 'NUMSUB', 'proxyd:events').endsWith('\n1')), 10_000);
-    const a = await start(NODES.a, 'alpn.test {\n\trespond "validated at another node"\n}\n');
+    const a = await start('a', 'alpn.test {\n\trespond "validated at another node"\n}\n');
     await waitUntil(async () => (await curlAt(NODES.a, 'alpn.test', httpsPort, rootFile)).ok, 45_000).catch(() => {
       throw new Error(`A got no certificate:\n${a.output()}\n--- B:\n${b.output()}\n${pebble.log()}`);
     });

@@ -1,8 +1,17 @@
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, adminCall, waitUntil } from './support/admin.js';
 import { servedCertificate } from './support/https-client.js';
-import { freePort, type RunningProxyd, request, startProxyd } from './support/proxyd.js';
+import { freePort, proxydCommand, type RunningProxyd, request, startProxyd } from './support/proxyd.js';
+
+const run = promisify(execFile);
 
 /** GET /health's body. */
 async function health(node: RunningProxyd): Promise<{ status: string; storage?: { reachable: boolean } }> {
@@ -53,6 +62,27 @@ describe('issue 31: two nodes on one Redis storage', () => {
       expect(await health(node)).toMatchObject({ status: 'ok', storage: { backend: 'redis', reachable: true } });
     }
   }, 60_000);
+
+  it("proxyd trust --config <the node's Proxyfile> trusts the fleet's root in Redis, and makes no CA of its own", async () => {
+    const node = nodes[0] as RunningProxyd;
+    const home = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-trust-redis-'));
+    const certDir = path.join(home, 'certs');
+    try {
+      const cli = proxydCommand(['trust', '--config', node.configPath, '--cert-dir', certDir, '--no-system']);
+      const { stdout, stderr } = await run(cli.file, cli.args, { env: { ...process.env, HOME: home } });
+      expect(stderr).toBe('');
+      const fleetRoot = new X509Certificate(redis.cli('GET', 'e2e:value:ca/local/root.crt'));
+      const fingerprint = fleetRoot.fingerprint256.replaceAll(':', '').toLowerCase();
+      const [first, second] = stdout.trim().split('\n');
+      expect(first).toBe(
+        `local CA root "${/CN=(.*)/.exec(fleetRoot.subject)?.[1]}" (SHA-256 ${fingerprint}) in Redis ${redis.url}, key prefix e2e (${node.configPath})`,
+      );
+      expect(second).toMatch(/^added ".* [0-9a-f]{8}" with trust C,, to the NSS database sql:/);
+      expect(existsSync(certDir)).toBe(false);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 30_000);
 
   it('Redis stopped: both keep serving the certificate, say so in /health, /metrics and the log, and do not exit', async () => {
     const before = await served(nodes[0] as RunningProxyd);

@@ -1,12 +1,12 @@
 import http from 'node:http';
-import { request } from './proxyd.js';
+import { request, type Target } from './proxyd.js';
 
 /** The admin token e2e tests start proxyd with (`PROXY_ADMIN_TOKEN`; 32 characters: a shorter one makes it warn at start). */
 export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 
-/** One admin API call over TCP with the e2e token; `body` is sent as JSON. */
+/** One admin API call over TCP with the e2e token; `body` is sent as JSON. `target`: a port on 127.0.0.1, or host and port. */
 export function adminCall(
-  port: number,
+  target: Target,
   method: string,
   path: string,
   body?: unknown,
@@ -15,7 +15,7 @@ export function adminCall(
   const headers: http.OutgoingHttpHeaders = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return request(port, { method, path, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return request(target, { method, path, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 }
 
 /** One admin API call over a Unix socket (no token). */

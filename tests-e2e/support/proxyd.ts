@@ -27,12 +27,13 @@ export function proxydCommand(args: readonly string[]): { file: string; args: st
 /** A free TCP port on 127.0.0.1, never one this process was given before. */
 export { freePort };
 
-/** A real upstream on loopback that answers every request with `handler`. */
+/** A real upstream on loopback (or `host`) that answers every request with `handler`. */
 export async function startUpstream(
   handler: http.RequestListener,
+  host = '127.0.0.1',
 ): Promise<{ port: number; server: http.Server; close(): Promise<void> }> {
   const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as net.AddressInfo;
   return {
     port,
@@ -64,6 +65,8 @@ export interface RunningProxyd {
   httpPort: number;
   httpsPort: number;
   adminPort: number;
+  /** Where the admin API listens: `127.0.0.1`, or the namespace's address ({@link StartOptions.netns}). */
+  adminHost: string;
   /** Everything the process wrote so far. */
   output(): string;
   stop(): Promise<number | null>;
@@ -96,6 +99,12 @@ export interface StartOptions {
    * PROXY_LOG hides info lines).
    */
   ready?: 'log' | 'health';
+  /**
+   * Run inside this network namespace (`ip netns exec`, see test-peers'
+   * `createFleetNetwork`), with the admin API on the namespace's address so
+   * the test reaches it from the host.
+   */
+  netns?: { name: string; address: string };
 }
 
 /**
@@ -128,7 +137,8 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
   const configPath = path.join(dir, 'Proxyfile');
   const autoHttps = options.autoHttps ?? 'disable_redirects';
   const global = `${autoHttps === 'on' ? '' : `\tauto_https ${autoHttps}\n`}${options.global ?? ''}`;
-  const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin 127.0.0.1:${adminPort}\n${global}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
+  const adminHost = options.netns?.address ?? '127.0.0.1';
+  const proxyfile = `{\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tadmin ${adminHost}:${adminPort}\n${global}}\n\n${options.sites.replaceAll('HTTP_PORT', String(httpPort))}`;
   await writeFile(configPath, proxyfile);
   const args = options.args ?? [];
   // Never the machine's /var/lib/proxyd or /etc/proxy/certs: both default to this test's directory.
@@ -140,7 +150,12 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
   ];
   const viaEnv = options.configVia === 'env';
   const configArgs = viaEnv ? [] : ['--config', configPath];
-  const command = proxydCommand(['run', ...configArgs, ...isolation, ...args]);
+  const daemon = proxydCommand(['run', ...configArgs, ...isolation, ...args]);
+  // `ip netns exec` execs the daemon in place: the child's pid is the daemon's.
+  const command =
+    options.netns === undefined
+      ? daemon
+      : { file: 'ip', args: ['netns', 'exec', options.netns.name, daemon.file, ...daemon.args] };
   const child = spawn(command.file, command.args, {
     env: { ...process.env, ...options.env, ...(viaEnv ? { PROXY_CONFIG: configPath } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -157,7 +172,7 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
   const ready = await Promise.race([
     new Promise<boolean>((resolve) => {
       const healthy = () =>
-        request(adminPort, { path: '/health' }).then(
+        request({ host: adminHost, port: adminPort }, { path: '/health' }).then(
           (res) => res.status === 200,
           () => false,
         );
@@ -190,17 +205,25 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
     const message = `proxyd did not become ready:\n${output}`;
     throw output.includes('EADDRINUSE') ? new PortTakenError(message) : new Error(message);
   }
-  return { child, dir, configPath, httpPort, httpsPort, adminPort, output: () => output, stop };
+  return { child, dir, configPath, httpPort, httpsPort, adminPort, adminHost, output: () => output, stop };
 }
 
-/** One HTTP request to 127.0.0.1:port; resolves status, headers and body text. */
+/** Where {@link request} goes: a port on 127.0.0.1, or a host and port. */
+export type Target = number | { host: string; port: number };
+
+/** One HTTP request to 127.0.0.1:port (or `target`); resolves status, headers and body text. */
 export function request(
-  port: number,
+  target: Target,
   options: { path?: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {},
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: options.path ?? '/', method: options.method ?? 'GET', headers: options.headers },
+      {
+        ...(typeof target === 'number' ? { host: '127.0.0.1', port: target } : target),
+        path: options.path ?? '/',
+        method: options.method ?? 'GET',
+        headers: options.headers,
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');

@@ -30,25 +30,38 @@ import { AUDIT_TARGET, type Logging } from '@proxyd/telemetry';
  */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
 
+/** What the admin API's route endpoints write through: the store, or a fleet node's {@link FleetRoutes}. */
+type RouteWriter = Pick<RouteStore, 'list' | 'upsert' | 'remove' | 'applySnapshot'>;
+
 /**
  * The route store as the admin API's port: a write refused for the route
  * limit is `409 route limit reached: …` (the client can delete routes
- * first), not an internal error.
+ * first), not an internal error; with `storage redis`, a write while Redis
+ * does not answer is `503 storage unavailable: …` (nothing applied).
  */
-function routesPort(store: RouteStore): RouteStorePort {
-  const limited = (err: unknown): never => {
+function routesPort(store: RouteWriter): RouteStorePort {
+  const mapped = (err: unknown): never => {
     if (err instanceof StoreError && err.code === StoreErrorCode.ROUTE_LIMIT) {
       throw new AdminError('ADMIN_ROUTE_LIMIT', err.message.replace(/^route limit reached: /, ''), { cause: err });
+    }
+    if (err instanceof StoreError && err.code === StoreErrorCode.FLEET_UNAVAILABLE) {
+      throw new AdminError('ADMIN_STORAGE_UNAVAILABLE', err.message, {
+        cause: err,
+        headers: { 'retry-after': String(STORAGE_RETRY_AFTER_S) },
+      });
     }
     throw err;
   };
   return {
     list: () => store.list(),
-    upsert: (route) => store.upsert(route).catch(limited),
-    remove: (domain) => store.remove(domain),
-    applySnapshot: (snapshot) => store.applySnapshot(snapshot).catch(limited),
+    upsert: (route) => store.upsert(route).catch(mapped),
+    remove: (domain) => store.remove(domain).catch(mapped),
+    applySnapshot: (snapshot) => store.applySnapshot(snapshot).catch(mapped),
   };
 }
+
+/** `Retry-After` of a 503 `storage unavailable`, s: ioredis tries to reconnect every 0.2-2 s. */
+const STORAGE_RETRY_AFTER_S = 2;
 
 /** The admin listeners and everything they drive. */
 export interface ControlPlane {
@@ -72,6 +85,8 @@ export interface ControlPlaneOptions {
   /** `PROXY_ADMIN_TOKEN` as read at start. */
   token: string | undefined;
   store: RouteStore;
+  /** With `storage redis`: route writes go to the fleet (the store holds this node's copy). */
+  fleetRoutes?: RouteWriter | undefined;
   /** Undefined without a Proxyfile (POST /reload answers 501). */
   reloader: Reloader | undefined;
   /** Undefined with `--no-metrics` (GET /metrics answers 404). */
@@ -136,7 +151,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
   const timeouts = options.adminTimeouts ?? {};
   const app = createAdminApp({
-    routes: routesPort(options.store),
+    routes: routesPort(options.fleetRoutes ?? options.store),
     timeouts,
     ...(options.adminConnectionLimits ? { connectionLimits: options.adminConnectionLimits } : {}),
     token: options.token,

@@ -9,7 +9,14 @@ import { startDockerDiscovery } from '@proxyd/docker-source';
 import { HISTORY_TARGET, startHistory } from '@proxyd/history';
 import { autoHttpsRedirects, type Config, type RouteSnapshot, type RouteSpec, type Site } from '@proxyd/model';
 import { createReloader, type ReloadResult, routesFromConfig } from '@proxyd/proxyfile';
-import { ensureStateDir, RouteStore, resolveStateDir } from '@proxyd/route-store';
+import {
+  ensureStateDir,
+  FleetRoutes,
+  parseRecordLine,
+  RouteStore,
+  recordLine,
+  resolveStateDir,
+} from '@proxyd/route-store';
 import type { Logging } from '@proxyd/telemetry';
 import { countReloads, createMetrics, SITE_LOG_TARGET, SiteLogOutputs } from '@proxyd/telemetry';
 import type { Logger } from 'pino';
@@ -143,8 +150,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         : createMetrics({ role: 'single' });
   // Challenges the manager presents reach every node of the fleet (started below).
   let fleetOf: Fleet | null = null;
-  // Global option `storage redis`: certificates, keys and locks shared by a fleet; else the cert dir.
-  // The connection is made in the background: a Redis that does not answer does not stop the start.
+  // Global option `storage redis`: API routes shared by a fleet, and (with automatic HTTPS) certificates,
+  // keys and locks; else the state dir and the cert dir. The connection is made in the background: a Redis
+  // that does not answer does not stop the start.
   // With `auto_https off` it still carries the fleet's analytics and rate-limit windows.
   const sharedStorage =
     config.global.storage === undefined
@@ -170,13 +178,15 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       ? undefined
       : (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
   const challenges =
-    config.global.auto_https === 'off' ? undefined : (redisFleet?.table ?? fleetChallengeTable(() => fleetOf));
+    config.global.auto_https === 'off'
+      ? undefined
+      : ((redisFleet || undefined)?.table ?? fleetChallengeTable(() => fleetOf));
   const unwatchStorage = sharedStorage?.onStateChange(({ reachable, error }) => {
     if (reachable) tlsLog.info({ storage: 'redis' }, 'storage redis: connected');
     else
       tlsLog.error(
         { storage: 'redis', error },
-        `storage redis: unreachable (${error ?? 'connection closed'}); serving the certificates held, issuance waits`,
+        `storage redis: unreachable (${error ?? 'connection closed'}); serving the routes and certificates held, route writes answer 503, issuance waits`,
       );
   });
   // `rate_limit_scope fleet`: rate_limit counts every node's requests, synced through Redis every 100 ms.
@@ -194,7 +204,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       logger: tlsLog,
       ...(challenges === undefined ? {} : { challengeTable: challenges }),
       ...(sharedStorage === undefined ? {} : { storage: sharedStorage }),
-      ...(redisFleet === undefined ? {} : { onObtained: (name: string) => redisFleet.obtained(name) }),
+      ...(redisFleet ? { onObtained: (name: string) => redisFleet.obtained(name) } : {}),
       ...(options.certCache === undefined ? {} : { cacheCapacity: options.certCache }),
     });
   }
@@ -251,6 +261,33 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     siteLogs.retain(sitesOf(snapshot.routes));
     return serving.setRoutes(snapshot);
   });
+  // With Redis: API routes are the fleet's (written there first, followed from there), the store holds this
+  // node's copy beside its own Proxyfile and label routes.
+  const fleetRoutes =
+    sharedStorage &&
+    new FleetRoutes(
+      store,
+      new (await import('@proxyd/certificates')).RedisRouteLog(sharedStorage, {
+        codec: { line: recordLine, parse: parseRecordLine },
+      }),
+      {
+        lagging: (version, waitedMs) =>
+          storeLog.warn(
+            { storage: 'redis', version, waited_ms: waitedMs },
+            `fleet route change ${version} answered before this node applied it (it follows as soon as it catches up)`,
+          ),
+        invalid: (problem) =>
+          storeLog.error(
+            { storage: 'redis', problem },
+            `a fleet route in redis is not valid and is left out: ${problem}`,
+          ),
+        failed: (err) =>
+          storeLog.error(
+            { storage: 'redis', error: (err as Error).message },
+            `a fleet route change could not be applied here: ${(err as Error).message}; reading the whole set again`,
+          ),
+      },
+    ).start();
   const docker = await startDockerDiscovery({
     global: config.global,
     ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
@@ -285,7 +322,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     unwatchCertificates?.();
     unwatchRemovals?.();
     certificates?.close();
-    redisFleet?.close();
+    if (redisFleet) redisFleet.close();
+    fleetRoutes?.close();
     fleetRateLimits?.stop();
     unwatchStorage?.();
     await fleet.stop(0);
@@ -302,6 +340,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       adminSocket: options.adminSocket,
       token: options.adminToken,
       store,
+      ...(fleetRoutes ? { fleetRoutes } : {}),
       reloader,
       metrics,
       cache: serving.cache,
@@ -382,12 +421,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       await Promise.all([control.close(graceMs), metricsListener?.close(graceMs), dashboardListener?.close(graceMs)]);
       unwatchShadowed();
       await docker.close();
+      // The fleet stops handing changes to the store before it closes.
+      fleetRoutes?.close();
       await store.close();
       unsubscribe();
       unwatchCertificates?.();
       unwatchRemovals?.();
       certificates?.close();
-      redisFleet?.close();
+      if (redisFleet) redisFleet.close();
       fleetRateLimits?.stop();
       unwatchStorage?.();
       await drained;

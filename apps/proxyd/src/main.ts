@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import type { CertificateStorage } from '@proxyd/certificates';
 import { buildProgram, errorLine, exitCodeOf, isReported, type RunOptions, runDemo, UsageError } from '@proxyd/cli';
 import { createLogging, type Logging } from '@proxyd/telemetry';
 import { releaseStartupMemory, tuneHeapForStreaming } from './heap-tuning.js';
@@ -51,6 +52,32 @@ async function readProxyfile(file: string) {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).syscall === undefined) throw err;
     throw new Error(`cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Runs `use` with the shared storage a Proxyfile's `storage redis` names
+ * (connected, then closed), or with none (the cert dir) when there is no
+ * Proxyfile or it names none. An unreachable Redis is an error: the
+ * fleet's root cannot be read, and a root made elsewhere would be the
+ * wrong one.
+ */
+async function withCaStorage<T>(
+  configPath: string | undefined,
+  use: (storage: { storage: CertificateStorage; name: string } | undefined) => Promise<T>,
+): Promise<T> {
+  const storageConfig = configPath === undefined ? undefined : (await readProxyfile(configPath)).global.storage;
+  if (storageConfig === undefined) return use(undefined);
+  const { openRedisStorage } = await import('@proxyd/certificates');
+  const storage = await openRedisStorage(storageConfig);
+  const where =
+    storageConfig.sentinels.length > 0
+      ? `${storageConfig.master_name} through Sentinel ${storageConfig.sentinels.join(', ')}`
+      : (storageConfig.url ?? 'redis://127.0.0.1:6379');
+  try {
+    return await use({ storage, name: `Redis ${where}, key prefix ${storageConfig.key_prefix} (${configPath})` });
+  } finally {
+    await storage.close();
   }
 }
 
@@ -156,13 +183,22 @@ const program = buildProgram(version, {
     await runDemo((options) => startDaemon({ ...options, logger: logging.root, logging }));
   },
   // The real stores: Debian's system locations and $HOME/.pki/nssdb.
-  async trust({ certDir, system, nss }) {
+  async trust({ certDir, config, system, nss }) {
     const { trustLocalRoot } = await import('@proxyd/certificates/trust');
-    return trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
+    return withCaStorage(config, (storage) =>
+      trustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), storage, system: system && {}, nss: nss && {} }),
+    );
   },
-  async untrust({ certDir, system, nss }) {
+  async untrust({ certDir, config, system, nss }) {
     const { untrustLocalRoot } = await import('@proxyd/certificates/trust');
-    return untrustLocalRoot({ ...(certDir === undefined ? {} : { certDir }), system: system && {}, nss: nss && {} });
+    return withCaStorage(config, (storage) =>
+      untrustLocalRoot({
+        ...(certDir === undefined ? {} : { certDir }),
+        storage,
+        system: system && {},
+        nss: nss && {},
+      }),
+    );
   },
 });
 

@@ -51,6 +51,7 @@ export const ADMIN_ERRORS = {
   ADMIN_RELOAD_NOT_SUPPORTED: { status: 501, message: 'reload not supported — config watcher not active' },
   ADMIN_CACHE_NOT_ENABLED: { status: 501, message: 'cache not enabled' },
   ADMIN_HISTORY_NOT_ENABLED: { status: 501, message: 'history not enabled' },
+  ADMIN_STORAGE_UNAVAILABLE: { status: 503, message: 'storage unavailable' },
 } as const satisfies Record<string, AdminErrorSpec>;
 
 /** A stable admin error code (`ADMIN_…`). */

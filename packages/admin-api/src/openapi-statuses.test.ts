@@ -127,9 +127,23 @@ function configurations(): Array<Partial<AdminAppOptions>> {
     };
     return Object.assign(routes(), { upsert: limit, applySnapshot: limit });
   };
+  // With `storage redis` and Redis away: every route write is 503 (issue 31).
+  const away = () => {
+    const unavailable = async () => {
+      throw new AdminError(
+        'ADMIN_STORAGE_UNAVAILABLE',
+        'redis is unreachable (connect ECONNREFUSED); the write was not applied',
+        {
+          headers: { 'retry-after': '2' },
+        },
+      );
+    };
+    return Object.assign(routes(), { upsert: unavailable, remove: unavailable, applySnapshot: unavailable });
+  };
   return [
     { ...answering(), ...unlimited },
     { ...answering(), routes: full(), ...unlimited },
+    { ...answering(), routes: away(), ...unlimited },
     { routes: routes(), ...unlimited },
     { ...broken, ...unlimited },
     { ...answering(), rateLimit: { max: 1, windowMs: 60_000 } },

@@ -87,11 +87,13 @@ describe('OpenAPI document', () => {
   it('documents the statuses of the spec for each endpoint, and those the code adds', () => {
     const listener = ['408', '417', '431'];
     const withListener = (...s: string[]) => [...s, ...listener].sort();
-    expect(statuses('POST', '/routes')).toEqual(withListener('201', '400', '401', '409', '413', '429', '500'));
+    expect(statuses('POST', '/routes')).toEqual(withListener('201', '400', '401', '409', '413', '429', '500', '503'));
     expect(statuses('DELETE', '/routes/{domain}')).toEqual(
-      withListener('200', '400', '401', '404', '413', '414', '429', '500'),
+      withListener('200', '400', '401', '404', '413', '414', '429', '500', '503'),
     );
-    expect(statuses('PUT', '/routes/snapshot')).toEqual(withListener('200', '400', '401', '409', '413', '429', '500'));
+    expect(statuses('PUT', '/routes/snapshot')).toEqual(
+      withListener('200', '400', '401', '409', '413', '429', '500', '503'),
+    );
     expect(statuses('POST', '/reload')).toEqual(withListener('200', '400', '401', '413', '429', '500', '501'));
     expect(statuses('GET', '/metrics')).toEqual(withListener('200', '401', '404', '429', '500'));
     expect(statuses('GET', '/health')).toEqual(withListener('200'));

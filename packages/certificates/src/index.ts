@@ -150,6 +150,7 @@ export {
 export { DEFAULT_CERT_DIR, FileStorage, type FileStorageOptions } from './storage/file-storage.js';
 export { type OpenRedisStorageOptions, openRedisStorage } from './storage/redis-connect.js';
 export { RedisFleet, type RedisFleetHandlers, type RedisFleetOptions } from './storage/redis-fleet.js';
+export { RedisRouteLog, type RedisRouteLogOptions, type RouteLineCodec } from './storage/redis-routes.js';
 export {
   DEFAULT_KEY_PREFIX,
   RedisStorage,

@@ -22,6 +22,15 @@ export {
   UnderAttack,
 } from './directives.js';
 export { DnsChallengeConfig, DnsProviderConfig } from './dns-challenge.js';
+export type {
+  FleetEntry,
+  FleetFollower,
+  FleetPosition,
+  FleetRouteLog,
+  FleetRouteRecord,
+  FleetWrite,
+  FleetWriteResult,
+} from './fleet-log.js';
 export { DashboardOptions, DockerOptions, GlobalOptions, HistoryOptions, ServerOptions } from './global-options.js';
 export {
   AbortHandler,

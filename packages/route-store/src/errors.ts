@@ -8,6 +8,8 @@ export const StoreErrorCode = {
   LOAD_FAILED: 'STORE_LOAD_FAILED',
   /** The write would take the table past its route limit (`MAX_ROUTES`); nothing of it was applied. */
   ROUTE_LIMIT: 'STORE_ROUTE_LIMIT',
+  /** With `storage redis`: the fleet's storage does not answer; the write was not applied (anywhere). */
+  FLEET_UNAVAILABLE: 'STORE_FLEET_UNAVAILABLE',
   /** The store was closed; no more writes are accepted. */
   CLOSED: 'STORE_CLOSED',
 } as const;

@@ -1,5 +1,6 @@
 export { type AdminRouteView, type ApiRouteRecord, apiRouteSpec, toAdminRoute } from './api-route.js';
 export { StoreError, StoreErrorCode } from './errors.js';
+export { FleetRoutes, type FleetRoutesOptions } from './fleet-routes.js';
 export {
   DECLARED_ORIGINS,
   type Declarations,
@@ -20,5 +21,12 @@ export {
 } from './route-store.js';
 export type { RouteSink } from './sink.js';
 export { ensureStateDir, resolveStateDir, type StateDirCheck, type StateDirLog } from './state-dir.js';
-export { type RecoveredState, recordLine, STATE_FORMAT, StateFile, StateFileContent } from './state-file.js';
+export {
+  parseRecordLine,
+  type RecoveredState,
+  recordLine,
+  STATE_FORMAT,
+  StateFile,
+  StateFileContent,
+} from './state-file.js';
 export { formatUpstream, parseUpstream } from './upstream.js';

@@ -496,3 +496,59 @@ describe('RouteStore', () => {
     });
   });
 });
+
+describe('issue 31: the fleet API routes a node applies (applyFleet, replaceApi, removeDeclared)', () => {
+  const api = (domain: string, port: number, source: string | null = null) => ({
+    domain,
+    upstream: `127.0.0.1:${port}`,
+    tls: false,
+    source,
+  });
+
+  it('applyFleet takes a domain over the Proxyfile and gives it back; deletes touch API routes only', async () => {
+    const store = await open([proxyfileRoute('site.test', 9), proxyfileRoute('own.test', 8)]);
+    expect(await store.applyFleet([api('site.test', 1, 'ctrl')], [])).toBe(2);
+    expect(domains(store)).toEqual(['own.test=127.0.0.1:8/null', 'site.test=127.0.0.1:1/ctrl']);
+    // own.test is this node's Proxyfile route: a fleet delete of it leaves it.
+    await store.applyFleet([], ['site.test', 'own.test']);
+    expect(domains(store)).toEqual(['own.test=127.0.0.1:8/null', 'site.test=127.0.0.1:9/null']);
+    // The state file holds the node's copy of the fleet's API routes, nothing else.
+    await store.applyFleet([api('kept.test', 2)], []);
+    await store.close();
+    const again = await open();
+    expect(domains(again)).toEqual(['kept.test=127.0.0.1:2/null']);
+  });
+
+  it('replaceApi makes the API routes exactly the set, writing only what differs', async () => {
+    const store = await open([proxyfileRoute('site.test', 9)]);
+    await store.applyFleet([api('same.test', 1), api('gone.test', 2), api('site.test', 3)], []);
+    const same = store.routes.find((r) => r.domain === 'same.test');
+    const before = store.version;
+    await store.replaceApi([api('same.test', 1), api('new.test', 4)]);
+    expect(store.version).toBe(before + 1);
+    expect(domains(store)).toEqual([
+      'new.test=127.0.0.1:4/null',
+      'same.test=127.0.0.1:1/null',
+      'site.test=127.0.0.1:9/null',
+    ]);
+    // The unchanged route is the same object: the data plane's update costs what changed.
+    expect(store.routes.find((r) => r.domain === 'same.test')).toBe(same);
+    expect(store.snapshot.changes?.upserted.map((r) => r.domain).sort()).toEqual(['new.test', 'site.test']);
+    expect(store.snapshot.changes?.removed).toEqual(['gone.test']);
+    expect(
+      store
+        .apiRecords()
+        .map((r) => r.domain)
+        .sort(),
+    ).toEqual(['new.test', 'same.test']);
+  });
+
+  it('removeDeclared removes a Proxyfile route, never an API route', async () => {
+    const store = await open([proxyfileRoute('site.test', 9)]);
+    await store.applyFleet([api('fleet.test', 1)], []);
+    expect(await store.removeDeclared('fleet.test')).toBe(false);
+    expect(await store.removeDeclared('SITE.test')).toBe(true);
+    expect(await store.removeDeclared('none.test')).toBe(false);
+    expect(domains(store)).toEqual(['fleet.test=127.0.0.1:1/null']);
+  });
+});

@@ -259,6 +259,73 @@ export class RouteStore implements RouteSink {
   }
 
   /**
+   * Applies a change of the fleet's API routes (`storage redis`: an entry
+   * of the fleet's log, this node's own writes included): `puts` set as API
+   * routes, taking their domains whoever holds them; each of `deletes` held
+   * by an API route leaves (the domain's own declaration, a Proxyfile or
+   * label route of this node, comes back). Never refused for the route
+   * limit (the fleet's write was checked against it). Resolves with the
+   * table's size once durable and published.
+   */
+  applyFleet(puts: readonly ApiRouteRecord[], deletes: readonly string[]): Promise<number> {
+    const specs = puts.map((record) => this.#fleetSpec(record));
+    return this.#enqueue((draft) => {
+      for (const domain of deletes) if (draft.get(domain)?.origin === 'api') removeDomain(draft, domain);
+      for (const spec of specs) {
+        draft.set(spec.domain, spec);
+        draft.apiChanged = true;
+      }
+      return draft.size;
+    });
+  }
+
+  /**
+   * Makes this node's API routes exactly `records` (the fleet's whole set:
+   * a first sync, or a catch-up the log no longer reaches back for): only
+   * the routes that differ are written. Resolves with the table's size.
+   */
+  replaceApi(records: readonly ApiRouteRecord[]): Promise<number> {
+    const wanted = new Map(records.map((record) => [record.domain, record]));
+    return this.#enqueue((draft) => {
+      for (const domain of draft.domainsOf('api')) if (!wanted.has(domain)) removeDomain(draft, domain);
+      for (const record of wanted.values()) {
+        const held = draft.get(record.domain);
+        const line = held?.origin === 'api' ? lineOf(held).toString() : null;
+        if (line === recordLine(record)) continue;
+        draft.set(record.domain, this.#fleetSpec(record));
+        draft.apiChanged = true;
+      }
+      return draft.size;
+    });
+  }
+
+  /** The API routes of the published table (what a node seeds an empty fleet storage with). */
+  apiRecords(): ApiRouteRecord[] {
+    const records: ApiRouteRecord[] = [];
+    for (const domain of this.#index.domainsOf('api')) {
+      const record = toApiRecord(this.#index.table.get(domain) as RouteSpec);
+      if (record !== null) records.push(record);
+    }
+    return records;
+  }
+
+  /**
+   * Removes the route of `domain` only when this node's Proxyfile or
+   * labels hold it (with `storage redis`, a DELETE the fleet holds no API
+   * route for): resolves false when there is none, or an API route holds it.
+   */
+  removeDeclared(domain: string): Promise<boolean> {
+    const key = domain.toLowerCase();
+    return this.#enqueue((draft) => draft.get(key)?.origin !== 'api' && removeDomain(draft, key));
+  }
+
+  #fleetSpec(record: ApiRouteRecord): RouteSpec {
+    const spec = apiRouteSpec(record);
+    if (this.#file !== null) LINES.set(spec, Buffer.from(recordLine(record)));
+    return spec;
+  }
+
+  /**
    * Replaces the routes `origin` declares (a Proxyfile reload, a labels
    * resync): its routes that are gone leave the table (a lower-ranked
    * declaration of the domain comes back); its routes take every domain

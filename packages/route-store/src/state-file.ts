@@ -65,6 +65,26 @@ export function recordLine(record: ApiRouteRecord): string {
   return JSON.stringify({ domain: record.domain, upstream: record.upstream, tls: record.tls, source: record.source });
 }
 
+/**
+ * One route line (as {@link recordLine} writes it) read back from outside
+ * (the fleet's shared storage): the record, or why it is unusable, checked
+ * as the state file's routes are (schema, lowercase domain, `host:port`,
+ * source tag).
+ */
+export function parseRecordLine(line: string): ApiRouteRecord | string {
+  let route: unknown;
+  try {
+    route = JSON.parse(line);
+  } catch (err) {
+    return `not valid JSON: ${(err as Error).message}`;
+  }
+  routeChecker ??= Compile(StateFileRoute);
+  const problem = routeProblem(routeChecker, route, NO_DOMAINS);
+  return problem === null ? (route as ApiRouteRecord) : problem;
+}
+
+const NO_DOMAINS: ReadonlySet<string> = new Set();
+
 /** A route of the state file that {@link StateFile.load} left out. */
 export interface RejectedRoute {
   /** Its position in the file's `routes`, from 0. */

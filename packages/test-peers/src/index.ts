@@ -18,6 +18,7 @@ export {
   type EngineResponse,
   type EventWatch,
 } from './engine-api.js';
+export { createFleetNetwork, type FleetNetwork, type NodeNamespace } from './netns.js';
 export {
   acmeGlobal,
   freePort,

@@ -31,6 +31,12 @@ export interface PebbleOptions {
    * e.g. one node of several on 127.0.0.x.
    */
   defaultIPv4?: string;
+  /**
+   * The address pebble's API listens on (default `127.0.0.1`), e.g. a test
+   * bridge's ({@link createFleetNetwork}) for nodes in their own network
+   * namespaces; its API certificate names it.
+   */
+  address?: string;
 }
 
 /**
@@ -41,7 +47,7 @@ export interface PebbleOptions {
  * start again on the same address.
  */
 export interface Pebble {
-  /** `https://127.0.0.1:<port>/dir`: the Proxyfile's `acme_ca`. */
+  /** `https://127.0.0.1:<port>/dir` (or the `address` given): the Proxyfile's `acme_ca`. */
   readonly directoryUrl: string;
   /** The PEM file that signed pebble's API certificate: the Proxyfile's `acme_ca_root`. */
   readonly apiCaFile: string;
@@ -96,7 +102,7 @@ async function freeDualPort(): Promise<number> {
 }
 
 /** Makes pebble's API certificate (the Debian package ships none) in `dir`. */
-function makeApiCertificate(dir: string): void {
+function makeApiCertificate(dir: string, address: string): void {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl(
@@ -115,7 +121,7 @@ function makeApiCertificate(dir: string): void {
   openssl('req', ...ec, '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'cert.csr');
   writeFileSync(
     path.join(dir, 'ext.cnf'),
-    'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
+    `subjectAltName=DNS:localhost,IP:127.0.0.1${address === '127.0.0.1' ? '' : `,IP:${address}`}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`,
   );
   openssl(
     ...['x509', '-req', '-in', 'cert.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial'],
@@ -126,7 +132,8 @@ function makeApiCertificate(dir: string): void {
 /** Writes pebble's certificate and config on free loopback ports; nothing runs until {@link Pebble.start}. */
 export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-pebble-'));
-  makeApiCertificate(dir);
+  const address = options.address ?? '127.0.0.1';
+  makeApiCertificate(dir, address);
   const [port, mgmtPort, dnsPort, dnsMgmtPort] = [
     await freePort(),
     await freePort(),
@@ -137,8 +144,8 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     path.join(dir, 'pebble-config.json'),
     JSON.stringify({
       pebble: {
-        listenAddress: `127.0.0.1:${port}`,
-        managementListenAddress: `127.0.0.1:${mgmtPort}`,
+        listenAddress: `${address}:${port}`,
+        managementListenAddress: `${address}:${mgmtPort}`,
         certificate: path.join(dir, 'cert.pem'),
         privateKey: path.join(dir, 'key.pem'),
         httpPort: options.httpPort,
@@ -179,7 +186,7 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
     child.stderr?.on('data', append);
     children.push(child);
   };
-  const directoryUrl = `https://127.0.0.1:${port}/dir`;
+  const directoryUrl = `https://${address}:${port}/dir`;
   const stop = async () => {
     await Promise.all(
       children.map(
@@ -231,7 +238,7 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
         }
       }
     },
-    rootPem: () => get(`https://127.0.0.1:${mgmtPort}/roots/0`),
+    rootPem: () => get(`https://${address}:${mgmtPort}/roots/0`),
     orders: () => output.match(/There are now \d+ orders/g)?.length ?? 0,
     log: () => output.slice(-4000),
     stop,

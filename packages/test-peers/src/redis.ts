@@ -7,10 +7,10 @@ import { freePort } from './pebble.js';
 
 /** A real `redis-server` or `redis-sentinel` on 127.0.0.1, run as the current user from a temp dir. */
 export interface StartedRedis {
-  /** `127.0.0.1`. */
+  /** `127.0.0.1`, or the {@link RedisOptions.address} it also listens on. */
   readonly host: string;
   readonly port: number;
-  /** `redis://127.0.0.1:<port>`. */
+  /** `redis://<host>:<port>`. */
   readonly url: string;
   /** `redis-cli -p <port> <args…>`: the reply, trimmed (raw: binary values as they are). */
   cli(...args: string[]): string;
@@ -28,6 +28,12 @@ export interface RedisOptions {
   args?: string[];
   /** The port (default a free one): a Redis started again where a stopped one was. */
   port?: number;
+  /**
+   * An address to listen on besides 127.0.0.1, e.g. a test bridge's
+   * ({@link createFleetNetwork}): `url` then names it, for nodes in their
+   * own network namespaces.
+   */
+  address?: string;
 }
 
 /**
@@ -37,18 +43,30 @@ export interface RedisOptions {
 export async function startRedis(options: RedisOptions = {}): Promise<StartedRedis> {
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
-  if (options.replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(options.replicaOf));
+  const bind = options.address === undefined ? ['127.0.0.1'] : ['127.0.0.1', options.address];
+  const args = ['--port', String(port), '--bind', ...bind, '--dir', dir, '--save', '', '--appendonly', 'no'];
+  // Protected mode refuses every address but loopback when no password is set; the bridge is this host's own.
+  if (options.address !== undefined) args.push('--protected-mode', 'no');
+  if (options.replicaOf !== undefined) {
+    args.push('--replicaof', options.address ?? '127.0.0.1', String(options.replicaOf));
+  }
   args.push(...(options.args ?? []));
-  return await started('redis-server', args, port, dir);
+  return await started('redis-server', args, port, dir, options.address);
 }
 
 /** Options of {@link startSentinel}. */
 export interface SentinelOptions {
   /** The name Sentinel knows the primary by (default `proxyd`). */
   masterName?: string;
-  /** The primary's port on 127.0.0.1. */
+  /** The primary's port on 127.0.0.1 (or `address`). */
   primaryPort: number;
+  /**
+   * As {@link RedisOptions.address}: Sentinel listens there too and
+   * watches the primary at that address, so it names it (and, after a
+   * failover, the replica started with the same address) to nodes in
+   * network namespaces.
+   */
+  address?: string;
 }
 
 /**
@@ -65,19 +83,26 @@ export async function startSentinel(options: SentinelOptions): Promise<StartedRe
     conf,
     [
       `port ${port}`,
-      'bind 127.0.0.1',
+      `bind 127.0.0.1${options.address === undefined ? '' : ` ${options.address}`}`,
+      ...(options.address === undefined ? [] : ['protected-mode no']),
       `dir ${dir}`,
-      `sentinel monitor ${name} 127.0.0.1 ${options.primaryPort} 1`,
+      `sentinel monitor ${name} ${options.address ?? '127.0.0.1'} ${options.primaryPort} 1`,
       `sentinel down-after-milliseconds ${name} 1000`,
       `sentinel failover-timeout ${name} 5000`,
       `sentinel parallel-syncs ${name} 1`,
       '',
     ].join('\n'),
   );
-  return await started('redis-sentinel', [conf], port, dir);
+  return await started('redis-sentinel', [conf], port, dir, options.address);
 }
 
-async function started(program: string, args: string[], port: number, dir: string): Promise<StartedRedis> {
+async function started(
+  program: string,
+  args: string[],
+  port: number,
+  dir: string,
+  host = '127.0.0.1',
+): Promise<StartedRedis> {
   const child: ChildProcess = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -122,9 +147,9 @@ async function started(program: string, args: string[], port: number, dir: strin
     await delay(100);
   }
   return {
-    host: '127.0.0.1',
+    host,
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${host}:${port}`,
     cli,
     log: () => output.slice(-4000),
     stop,

@@ -22,6 +22,7 @@ export const createRoute: Endpoint = {
     409: 'route limit reached: the table is full (100,000 routes); replacing a route is still accepted',
     413: 'request body too large (over 64 KB)',
     500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
+    503: "storage unavailable: with `storage redis`, Redis does not answer (`storage unavailable: redis is unreachable (<error>); the write was not applied`); nothing of the write was applied on any node; `Retry-After: 2`. GET /routes still answers from this node's copy",
   },
   handler: (ctx) => async (request, reply) => {
     const body = request.body as RouteCreate;

@@ -29,6 +29,7 @@ export const deleteRoute: Endpoint = {
     404: 'route not found',
     414: 'domain segment too long (over 253 bytes)',
     500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
+    503: "storage unavailable: with `storage redis`, Redis does not answer (`storage unavailable: redis is unreachable (<error>); the write was not applied`); nothing of the write was applied on any node; `Retry-After: 2`. GET /routes still answers from this node's copy",
   },
   handler: (ctx) => async (request) => {
     const raw = (request.params as DomainParams).domain;

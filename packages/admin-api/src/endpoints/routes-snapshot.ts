@@ -24,6 +24,7 @@ export const putSnapshot: Endpoint = {
     409: 'route limit reached: the snapshot would take the table past its limit (100,000 routes); nothing of it was applied',
     413: 'request body too large (over 64 KB)',
     500: 'internal error: the route store could not write its journal (nothing of the write was applied; retrying is safe), never because a worker is slow',
+    503: "storage unavailable: with `storage redis`, Redis does not answer (`storage unavailable: redis is unreachable (<error>); the write was not applied`); nothing of the write was applied on any node; `Retry-After: 2`. GET /routes still answers from this node's copy",
   },
   handler: (ctx) => async (request) => {
     const body = request.body as SnapshotRequest;

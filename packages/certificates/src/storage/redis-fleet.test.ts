@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { type StartedRedis, startRedis } from '@proxyd/test-peers';
 import { Redis } from 'ioredis';
@@ -32,9 +33,10 @@ async function until(check: () => boolean, ms = 5_000): Promise<void> {
 }
 
 /** One node: its own Redis connection, storage, fleet, and challenge table relayed through the fleet. */
-function node(prefix: string, port = redis.port) {
+function node(prefix: string, port = redis.port, encryptionKey?: Buffer) {
   const storage = new RedisStorage(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 2 }), {
     keyPrefix: prefix,
+    ...(encryptionKey === undefined ? {} : { encryptionKey }),
   });
   const fleet = new RedisFleet(storage, { ackTimeoutMs: 3_000 });
   const local: PresentedChallenge[] = [];
@@ -75,6 +77,18 @@ const challenge = (token: string): Http01Challenge => ({
   token,
   keyAuthorization: `${token}.thumbprint`,
 });
+
+/** A self-signed P-256 certificate for `name` and its key, PEM (openssl). */
+function selfSigned(name: string): { key: string; cert: string } {
+  const both = execFileSync('openssl', [
+    ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+    ...['-keyout', '-', '-subj', `/CN=${name}`, '-days', '1'],
+  ]).toString();
+  return {
+    key: /-----BEGIN PRIVATE KEY-----[\s\S]*?-----END PRIVATE KEY-----\n/.exec(both)?.[0] ?? '',
+    cert: /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n/.exec(both)?.[0] ?? '',
+  };
+}
 
 /** Resolves once `fleet`'s subscriber has subscribed (PUBSUB NUMSUB counts it). */
 async function subscribed(channel: string, count: number, server = redis): Promise<void> {
@@ -119,13 +133,7 @@ describe('RedisFleet: challenges', () => {
     const p = prefix();
     const [a, b] = [node(p), node(p)];
     await subscribed(a.fleet.channel, 2);
-    const { execFileSync } = await import('node:child_process');
-    const both = execFileSync('openssl', [
-      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
-      ...['-keyout', '-', '-subj', '/CN=alpn.test', '-days', '1'],
-    ]).toString();
-    const key = /-----BEGIN PRIVATE KEY-----[\s\S]*?-----END PRIVATE KEY-----\n/.exec(both)?.[0] ?? '';
-    const cert = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n/.exec(both)?.[0] ?? '';
+    const { key, cert } = selfSigned('alpn.test');
     await a.table.present({
       type: 'tls-alpn-01',
       identifier: 'alpn.test',
@@ -135,6 +143,46 @@ describe('RedisFleet: challenges', () => {
       privateKeyPem: key,
     });
     expect(b.table.alpnContextFor('alpn.test')).not.toBeNull();
+  });
+
+  it('with an encryption key, the challenge is sealed in Redis and on the channel, and still answered', async () => {
+    const p = prefix();
+    const key = randomBytes(32);
+    const [a, b] = [node(p, redis.port, key), node(p, redis.port, key)];
+    await subscribed(a.fleet.channel, 2);
+    // What crosses the channel, as another client of this Redis sees it.
+    const spy = new Redis({ host: '127.0.0.1', port: redis.port });
+    const seen: string[] = [];
+    spy.on('message', (_channel: string, text: string) => seen.push(text));
+    await spy.subscribe(a.fleet.channel);
+    cleanups.push(() => spy.disconnect());
+    const secret = 'alpn-key-authorization-secret';
+    const { key: privateKeyPem, cert: certificatePem } = selfSigned('sealed.test');
+    await a.table.present({
+      type: 'tls-alpn-01',
+      identifier: 'sealed.test',
+      token: 'sealedtok',
+      keyAuthorization: secret,
+      certificatePem,
+      privateKeyPem,
+    });
+    expect(b.table.alpnContextFor('sealed.test')).not.toBeNull();
+    expect(b.local.map((x) => x.keyAuthorization)).toEqual([secret]);
+    const stored = redis.cli('GET', `${p}:challenge:tls-alpn-01:sealed.test:sealedtok`);
+    await until(() => seen.length > 0);
+    for (const text of [stored, ...seen]) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain('PRIVATE KEY');
+    }
+    await a.table.cleanUp({
+      type: 'tls-alpn-01',
+      identifier: 'sealed.test',
+      token: 'sealedtok',
+      keyAuthorization: secret,
+      certificatePem,
+      privateKeyPem,
+    });
+    await until(() => b.local.length === 0);
   });
 });
 

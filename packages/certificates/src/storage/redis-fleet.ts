@@ -3,11 +3,16 @@ import type { Redis } from 'ioredis';
 import type { PresentedChallenge } from '../acme/challenge-solver.js';
 import { ioError } from './redis-lock.js';
 import type { RedisStorage } from './redis-storage.js';
+import { open, seal } from './sealed-value.js';
 
-/** What one node tells the others on `<prefix>:events`. */
+/**
+ * What one node tells the others on `<prefix>:events`. A challenge goes as
+ * JSON, or, with an encryption key, `sealed` (base64 of the sealed JSON):
+ * a TLS-ALPN-01 challenge carries a private key.
+ */
 type FleetMessage =
-  | { kind: 'present'; from: string; id: string; challenge: PresentedChallenge }
-  | { kind: 'clean-up'; from: string; id: string; challenge: PresentedChallenge }
+  | { kind: 'present'; from: string; id: string; challenge?: PresentedChallenge; sealed?: string }
+  | { kind: 'clean-up'; from: string; id: string }
   | { kind: 'certificate'; from: string; name: string; version: number }
   | { kind: 'ticket-keys'; from: string };
 
@@ -52,7 +57,9 @@ export function challengeId(challenge: PresentedChallenge): string {
  *   so the CA is told to validate only once every node answers, whichever
  *   node its request reaches; a node's workers included, as they are
  *   answered before the node counts itself. {@link cleanUp} deletes and
- *   publishes.
+ *   publishes. With an encryption key (`encryption_key_file`) the
+ *   challenge is sealed as storage values are, in the key and in the
+ *   message: a TLS-ALPN-01 challenge carries its certificate's private key.
  * - **Certificates.** {@link certificateStored} increments
  *   `<prefix>:certificates-version` and publishes the name; the others
  *   reload it from storage.
@@ -69,6 +76,7 @@ export class RedisFleet {
   readonly nodeId = randomBytes(8).toString('hex');
   readonly #client: Redis;
   readonly #prefix: string;
+  readonly #key: Buffer | null;
   readonly #ackTimeoutMs: number;
   readonly #challengeTtlMs: number;
   readonly #now: () => number;
@@ -82,9 +90,10 @@ export class RedisFleet {
   #connectedOnce = false;
 
   constructor(storage: RedisStorage, options: RedisFleetOptions = {}) {
-    const { client, keyPrefix } = storage.connection();
+    const { client, keyPrefix, encryptionKey } = storage.connection();
     this.#client = client;
     this.#prefix = keyPrefix;
+    this.#key = encryptionKey;
     this.#ackTimeoutMs = options.ackTimeoutMs ?? 5_000;
     this.#challengeTtlMs = options.challengeTtlMs ?? 600_000;
     this.#now = options.now ?? Date.now;
@@ -122,12 +131,14 @@ export class RedisFleet {
     const expires = this.#now() + this.#challengeTtlMs;
     let reached: number;
     try {
+      const stored = this.#seal(id, challenge);
       await this.#client
         .multi()
-        .set(this.#challengeKey(id), JSON.stringify(challenge), 'PX', this.#challengeTtlMs)
+        .set(this.#challengeKey(id), stored, 'PX', this.#challengeTtlMs)
         .zadd(this.#indexKey(), expires, id)
         .exec();
-      reached = await this.#client.publish(this.channel, this.#message({ kind: 'present', id, challenge }));
+      const body = this.#key === null ? { challenge } : { sealed: stored };
+      reached = await this.#client.publish(this.channel, this.#message({ kind: 'present', id, ...body }));
     } catch (err) {
       throw ioError(`present challenge ${id}`, err);
     }
@@ -147,7 +158,7 @@ export class RedisFleet {
     this.#own.delete(id);
     try {
       await this.#client.multi().del(this.#challengeKey(id), this.#ackKey(id)).zrem(this.#indexKey(), id).exec();
-      await this.#client.publish(this.channel, this.#message({ kind: 'clean-up', id, challenge }));
+      await this.#client.publish(this.channel, this.#message({ kind: 'clean-up', id }));
     } catch (err) {
       throw ioError(`clean up challenge ${id}`, err);
     }
@@ -194,14 +205,17 @@ export class RedisFleet {
     }
     if (handlers === null || message.from === this.nodeId) return;
     switch (message.kind) {
-      case 'present':
-        await this.#answer(message.id, message.challenge);
+      case 'present': {
+        const challenge = message.challenge ?? this.#unseal(message.id, message.sealed ?? '');
+        if (challenge === null) return;
+        await this.#answer(message.id, challenge);
         try {
           await this.#client.multi().incr(this.#ackKey(message.id)).pexpire(this.#ackKey(message.id), 60_000).exec();
         } catch {
           // The presenting node stops waiting after its timeout.
         }
         return;
+      }
       case 'clean-up':
         await this.#forget(message.id);
         return;
@@ -239,10 +253,10 @@ export class RedisFleet {
       const stored = new Set<string>();
       await Promise.all(
         ids.map((id, i) => {
-          const value = values[i];
-          if (value == null) return undefined;
+          const challenge = values[i] == null ? null : this.#unseal(id, values[i] as string);
+          if (challenge === null) return undefined;
           stored.add(id);
-          return this.#answer(id, JSON.parse(value) as PresentedChallenge);
+          return this.#answer(id, challenge);
         }),
       );
       await Promise.all([...this.#answering.keys()].filter((id) => !stored.has(id)).map((id) => this.#forget(id)));
@@ -255,6 +269,23 @@ export class RedisFleet {
       handlers.ticketKeys();
     } catch {
       // Redis went away again: the next `ready` reads again.
+    }
+  }
+
+  /** A challenge as stored and sent: JSON, or with an encryption key its sealed JSON in base64. */
+  #seal(id: string, challenge: PresentedChallenge): string {
+    const json = JSON.stringify(challenge);
+    if (this.#key === null) return json;
+    return seal(this.#key, `challenge/${id}`, Buffer.from(json, 'utf8')).toString('base64');
+  }
+
+  /** The challenge in `text` ({@link #seal}'s form); null when it does not open (another key: not this fleet's). */
+  #unseal(id: string, text: string): PresentedChallenge | null {
+    try {
+      if (text.startsWith('{')) return JSON.parse(text) as PresentedChallenge;
+      return JSON.parse(open(this.#key, `challenge/${id}`, Buffer.from(text, 'base64')).toString('utf8'));
+    } catch {
+      return null;
     }
   }
 

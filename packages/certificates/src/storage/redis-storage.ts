@@ -81,9 +81,12 @@ export class RedisStorage implements CertificateStorage {
     });
   }
 
-  /** The client and the key prefix, for what else a fleet shares in the same Redis (`redis-fleet.ts`). */
-  connection(): { client: Redis; keyPrefix: string } {
-    return { client: this.#client, keyPrefix: this.#prefix };
+  /**
+   * The client, the key prefix and the encryption key (null: none), for
+   * what else a fleet shares in the same Redis (`redis-fleet.ts`).
+   */
+  connection(): { client: Redis; keyPrefix: string; encryptionKey: Buffer | null } {
+    return { client: this.#client, keyPrefix: this.#prefix, encryptionKey: this.#key };
   }
 
   /** Whether Redis answers now (the connection is ready), and the last error when not. */

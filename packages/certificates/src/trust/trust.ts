@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { LocalCa, LocalCaKeys } from '../local-ca/local-ca.js';
 import { DEFAULT_CERT_DIR, FileStorage } from '../storage/file-storage.js';
+import type { CertificateStorage } from '../storage/storage.js';
 
 /**
  * `proxyd trust` and `proxyd untrust`: the local CA's root in the stores
@@ -45,6 +46,12 @@ export interface NssTrustStore {
 export interface TrustOptions {
   /** The cert dir holding the local CA, default `/etc/proxy/certs`. */
   certDir?: string;
+  /**
+   * Where the local CA lives when not in a cert dir: the storage a fleet
+   * shares (`storage redis`), and how the report names it. Wins over
+   * `certDir`.
+   */
+  storage?: { storage: CertificateStorage; name: string } | undefined;
   /** The system store (default: Debian's real locations), or false to leave it alone. */
   system?: SystemTrustStore | false;
   /** The NSS database (default `$HOME/.pki/nssdb`), or false to leave it alone. */
@@ -102,8 +109,7 @@ const BUNDLE = 'ca-certificates.crt';
  * touched.
  */
 export async function trustLocalRoot(options: TrustOptions = {}): Promise<TrustReport> {
-  const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
-  const storage = new FileStorage(certDir);
+  const { storage, where } = caStorage(options);
   const existed = (await storage.load(LocalCaKeys.rootCert)) !== null;
   const ca = await LocalCa.open(storage);
   const root = describeRoot(ca.rootPem);
@@ -111,10 +117,11 @@ export async function trustLocalRoot(options: TrustOptions = {}): Promise<TrustR
     {
       store: 'local-ca',
       status: existed ? 'unchanged' : 'changed',
-      message: `${existed ? 'local CA root' : 'created the local CA root'} "${root.commonName}" (SHA-256 ${root.fingerprint}) in ${certDir}`,
+      message: `${existed ? 'local CA root' : 'created the local CA root'} "${root.commonName}" (SHA-256 ${root.fingerprint}) in ${where}`,
     },
   ];
-  if (options.system !== false) steps.push(await trustSystem(root, certDir, options.system ?? {}));
+  const rootFile = options.storage === undefined ? path.join(where, LocalCaKeys.rootCert) : null;
+  if (options.system !== false) steps.push(await trustSystem(root, rootFile, options.system ?? {}));
   if (options.nss !== false) steps.push(await trustNss(root, options.nss ?? {}));
   return { root, steps };
 }
@@ -126,14 +133,12 @@ export async function trustLocalRoot(options: TrustOptions = {}): Promise<TrustR
  * remove. Idempotent, and a store that fails does not stop the other.
  */
 export async function untrustLocalRoot(options: TrustOptions = {}): Promise<TrustReport> {
-  const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
-  const stored = await new FileStorage(certDir).load(LocalCaKeys.rootCert);
+  const { storage, where } = caStorage(options);
+  const stored = await storage.load(LocalCaKeys.rootCert);
   if (stored === null) {
     return {
       root: null,
-      steps: [
-        { store: 'local-ca', status: 'unchanged', message: `no local CA root in ${certDir}: nothing to untrust` },
-      ],
+      steps: [{ store: 'local-ca', status: 'unchanged', message: `no local CA root in ${where}: nothing to untrust` }],
     };
   }
   const root = describeRoot(stored.toString('utf8'));
@@ -141,12 +146,19 @@ export async function untrustLocalRoot(options: TrustOptions = {}): Promise<Trus
     {
       store: 'local-ca',
       status: 'unchanged',
-      message: `local CA root "${root.commonName}" (SHA-256 ${root.fingerprint}) in ${certDir}`,
+      message: `local CA root "${root.commonName}" (SHA-256 ${root.fingerprint}) in ${where}`,
     },
   ];
   if (options.system !== false) steps.push(await untrustSystem(root, options.system ?? {}));
   if (options.nss !== false) steps.push(await untrustNss(root, options.nss ?? {}));
   return { root, steps };
+}
+
+/** The storage holding the local CA and the name the report gives it. */
+function caStorage(options: TrustOptions): { storage: CertificateStorage; where: string } {
+  if (options.storage !== undefined) return { storage: options.storage.storage, where: options.storage.name };
+  const certDir = path.resolve(options.certDir ?? DEFAULT_CERT_DIR);
+  return { storage: new FileStorage(certDir), where: certDir };
 }
 
 /** Names a root certificate (PEM) the way the trust stores will see it. */
@@ -171,7 +183,8 @@ export function describeRoot(pem: string): LocalRoot {
 
 // ─── the system store ──────────────────────────────────────────────────────
 
-async function trustSystem(root: LocalRoot, certDir: string, store: SystemTrustStore): Promise<TrustStep> {
+/** `rootFile`: the root's file in a cert dir, named in the hint when writing needs root (null: not in a file). */
+async function trustSystem(root: LocalRoot, rootFile: string | null, store: SystemTrustStore): Promise<TrustStep> {
   const fail = (message: string): TrustStep => ({
     store: 'system',
     status: 'failed',
@@ -193,11 +206,11 @@ async function trustSystem(root: LocalRoot, certDir: string, store: SystemTrustS
     await writeAtomically(anchor, root.pem, 0o644);
   } catch (err) {
     if (!isPermissionError(err)) return fail(`cannot write ${anchor}: ${errorText(err)}`);
-    const source = path.join(certDir, LocalCaKeys.rootCert);
-    return fail(
-      `writing ${localDir} needs root (${errorText(err)}); run proxyd trust as root, or: ` +
-        `sudo install -m 644 ${shellQuote(source)} ${shellQuote(anchor)} && sudo update-ca-certificates`,
-    );
+    const by =
+      rootFile === null
+        ? ''
+        : `, or: sudo install -m 644 ${shellQuote(rootFile)} ${shellQuote(anchor)} && sudo update-ca-certificates`;
+    return fail(`writing ${localDir} needs root (${errorText(err)}); run proxyd trust as root${by}`);
   }
   const update = await run(command, systemArgs(store, false));
   if (update.code !== 0) {
