@@ -12,6 +12,7 @@
 //   pnpm bench names      just bench/names (1k/10k/100k API routes with automatic HTTPS: start, writes, stall, PSS, fds, certificates; vs Caddy)
 //   pnpm bench dashboard  just bench/dashboard (the dashboard's API on 90 days of a busy site: each route, the whole view)
 //   pnpm bench memory     just bench/memory (PSS of proxyd's process tree idle and after 10 s of load, default workers and --workers 1, vs Caddy)
+//   pnpm bench fleet      just bench/fleet (storage redis on vs off per request, fleet-wide rate_limit, handshake on a certificate miss)
 //   pnpm bench hotpath    just bench/hotpath (candidate HTTP/1.1 data planes vs nginx, Caddy, proxyd: req/s, CPU/req, PSS)
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { loadSecretFile, SECRET_FILE_NAME } from '@proxyd/analytics';
 import type { CertificateWiring } from '@proxyd/certificates';
@@ -138,8 +139,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         : 'state file is corrupt: set aside, starting without API routes',
     );
   }
-  // History (global option `history`, on by default): <state dir>/history.db, written by this process only.
-  const history = await startHistory(config, { stateDir, logger: logging.forTarget(HISTORY_TARGET) });
   const tlsLog = logging.forTarget('proxy::tls');
   const workerCount = options.workers ?? 1;
   // With workers, this process's metrics are the control plane's plus the workers' merged at scrape.
@@ -154,15 +153,30 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Global option `storage redis`: API routes shared by a fleet, and (with automatic HTTPS) certificates,
   // keys and locks; else the state dir and the cert dir. The connection is made in the background: a Redis
   // that does not answer does not stop the start.
+  // With `auto_https off` it still carries the fleet's analytics and rate-limit windows.
   const sharedStorage =
     config.global.storage === undefined
       ? undefined
       : await (await import('@proxyd/certificates')).openRedisStorage(config.global.storage);
+  // History (global option `history`, on by default): <state dir>/history.db, written by this process only;
+  // with Redis, every node's minutes reach it (and this node's every other node's).
+  const history = await startHistory(config, {
+    stateDir,
+    logger: logging.forTarget(HISTORY_TARGET),
+    ...(sharedStorage === undefined
+      ? {}
+      : {
+          fleet: {
+            exchange: (await import('./cluster/redis-analytics.js')).redisFleetRollups(sharedStorage),
+            node: hostname(),
+          },
+        }),
+  });
   // With Redis, this daemon is one node of a fleet: challenges, new certificates and ticket keys reach every node.
   const redisFleet =
-    sharedStorage &&
-    config.global.auto_https !== 'off' &&
-    (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
+    sharedStorage === undefined || config.global.auto_https === 'off'
+      ? undefined
+      : (await import('./cluster/redis-fleet.js')).redisFleetWiring(sharedStorage, () => fleetOf, tlsLog);
   const challenges =
     config.global.auto_https === 'off'
       ? undefined
@@ -175,6 +189,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         `storage redis: unreachable (${error ?? 'connection closed'}); serving the routes and certificates held, route writes answer 503, issuance waits`,
       );
   });
+  // `rate_limit_scope fleet`: rate_limit counts every node's requests, synced through Redis every 100 ms.
+  const fleetRateLimits =
+    sharedStorage === undefined || config.global.storage?.rate_limit_scope !== 'fleet'
+      ? undefined
+      : (await import('./cluster/redis-rate-limits.js')).fleetRateLimits(sharedStorage, serverLog);
   // What only some configs use is loaded when they do (issue 32): the certificate manager (its local CA
   // and ACME client) with automatic HTTPS, the dashboard with a `dashboard` listener.
   let certificates: CertificateWiring | undefined;
@@ -212,6 +231,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     logging,
     siteLogs,
     ...(history === null ? {} : { history }),
+    ...(fleetRateLimits === undefined ? {} : { rateLimits: (limit: number) => fleetRateLimits.limiter(limit) }),
   });
   const { fleet } = serving;
   fleetOf = fleet;
@@ -305,10 +325,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     certificates?.close();
     if (redisFleet) redisFleet.close();
     fleetRoutes?.close();
+    fleetRateLimits?.stop();
     unwatchStorage?.();
-    await sharedStorage?.close();
     await fleet.stop(0);
     await history?.close();
+    await sharedStorage?.close();
     throw err;
   };
 
@@ -409,11 +430,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unwatchRemovals?.();
       certificates?.close();
       if (redisFleet) redisFleet.close();
+      fleetRateLimits?.stop();
       unwatchStorage?.();
-      await sharedStorage?.close();
       await drained;
-      // After the drain: what the last requests added (the workers' last rollups, this process's current minute).
+      // After the drain: what the last requests added (the workers' last rollups, this process's current minute),
+      // published to the fleet before the Redis connection closes.
       await history?.close();
+      await sharedStorage?.close();
       await siteLogs.close();
     },
   };

@@ -9,6 +9,12 @@ export {
   type NodeSet,
   ROUTE_ACK_WAIT_MS,
 } from './contract/fleet.js';
+export {
+  FLEET_RATE_SYNC_MS,
+  FleetRateLimits,
+  type FleetRateLimitsOptions,
+  type RateWindowExchange,
+} from './contract/fleet-rate-limits.js';
 export type {
   CertificateMode,
   CertificatePem,

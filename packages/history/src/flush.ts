@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { MinuteRollup } from '@proxyd/analytics';
 import { type Config, defaultHistoryOptions } from '@proxyd/model';
+import { FleetHistory, type FleetRollups } from './fleet.js';
 import { type HistoryLog, openHistory } from './open.js';
 import type { HistoryStore } from './store.js';
 
@@ -24,6 +25,10 @@ export const FLUSH_ENV = 'PROXYD_HISTORY_FLUSH_MS';
 const FLUSH_DELAY_MS = 2_000;
 /** Rollups kept for a retry when writes fail, at most (then the oldest are dropped, with an error). */
 const MAX_PENDING = 100_000;
+/** The fleet's batches are read again this long after each flush: a node that flushed a little later is counted then. */
+const FLEET_REGATHER_MS = 15_000;
+/** At a stop, how long the last exchange with the fleet may take, ms. */
+const FINAL_SYNC_MS = 2_000;
 /** A write that holds the thread longer than this is logged at WARN. */
 const SLOW_WRITE_MS = 100;
 
@@ -67,7 +72,13 @@ export function flushPeriodFromEnv(env: NodeJS.ProcessEnv = process.env): number
  */
 export async function startHistory(
   config: Config,
-  options: { stateDir: string; logger: HistoryFlushLog; now?: () => number },
+  options: {
+    stateDir: string;
+    logger: HistoryFlushLog;
+    now?: () => number;
+    /** `storage redis`: the fleet's exchange and this node's name; each node's rollups reach every node's history. */
+    fleet?: { exchange: FleetRollups; node: string };
+  },
 ): Promise<(HistoryWiring & { attach(source: RollupSource): Promise<void> }) | null> {
   const settings = config.global.history ?? defaultHistoryOptions();
   if (!settings.enabled) return null;
@@ -94,9 +105,14 @@ export async function startHistory(
     );
     return null;
   }
+  const fleet =
+    options.fleet === undefined
+      ? null
+      : new FleetHistory(store, options.fleet.exchange, { node: options.fleet.node, log: logger });
   let source: RollupSource | null = null;
   let pending: MinuteRollup[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
+  let regatherTimer: NodeJS.Timeout | undefined;
   let dayTimer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let closed = false;
@@ -105,8 +121,10 @@ export async function startHistory(
   const write = (rollups: MinuteRollup[], at: number) => {
     const all = pending.length === 0 ? rollups : pending.concat(rollups);
     pending = [];
+    const batch = fleet?.batch(all, at) ?? null;
     try {
-      const result = store.write(all, at);
+      const result = store.write(all, at, batch === null ? [] : [batch.id]);
+      if (batch !== null) fleet?.written(batch);
       const fields = { rollups: result.rollups, ms: Math.round(result.ms * 10) / 10, size_bytes: store.sizeBytes() };
       if (result.trimmed)
         logger.warn(
@@ -124,7 +142,7 @@ export async function startHistory(
     }
   };
 
-  const flushOnce = async (drainAt: number) => {
+  const flushOnce = async (drainAt: number, final = false) => {
     if (source === null) return;
     let rollups: MinuteRollup[] = [];
     try {
@@ -133,6 +151,30 @@ export async function startHistory(
       logger.error({ error: (err as Error).message }, 'history: the rollups could not be gathered');
     }
     write(rollups, now());
+    // At a stop, Redis gets a moment to take the last minutes: a stop never waits for an absent Redis.
+    if (final) await Promise.race([syncFleet(), new Promise((resolve) => setTimeout(resolve, FINAL_SYNC_MS).unref())]);
+    else await syncFleet();
+  };
+  /** Publishes this node's waiting batches, writes the others' and checks the day's salt; Redis away: next time. */
+  const syncFleet = async () => {
+    if (fleet === null) return;
+    const at = now();
+    try {
+      await fleet.publish(at);
+      await fleet.gather(at);
+      if (!fleet.saltKnown(at)) await giveSalt(await fleet.salt(at));
+    } catch (err) {
+      logger.warn(
+        { error: (err as Error).message, waiting: fleet.waiting },
+        'history: the fleet’s rollups could not be exchanged (storage redis); this node’s history goes on, the rest follows when Redis answers',
+      );
+    }
+  };
+  let givenSalt: Buffer | null = null;
+  const giveSalt = async (salt: Buffer) => {
+    if (source === null || givenSalt?.equals(salt)) return;
+    await source.setSalt(salt);
+    givenSalt = salt;
   };
   const flush = () => {
     running = running.then(() => flushOnce(now()));
@@ -145,6 +187,12 @@ export async function startHistory(
     const wait = period ?? 60_000 - (t % 60_000) + FLUSH_DELAY_MS;
     flushTimer = setTimeout(() => {
       void flush().finally(scheduleFlush);
+      if (fleet !== null && period === undefined) {
+        regatherTimer = setTimeout(() => {
+          running = running.then(syncFleet);
+        }, FLEET_REGATHER_MS);
+        regatherTimer.unref();
+      }
     }, wait);
     flushTimer.unref();
   };
@@ -152,7 +200,9 @@ export async function startHistory(
   const rotateSalt = async () => {
     if (source === null) return;
     try {
-      await source.setSalt(store.visitorSalt(now()));
+      let salt = store.visitorSalt(now());
+      if (fleet !== null) salt = await fleet.salt(now()).catch(() => salt);
+      await giveSalt(salt);
     } catch (err) {
       logger.error({ error: (err as Error).message }, 'history: the visitor salt could not be given to every process');
     }
@@ -186,10 +236,11 @@ export async function startHistory(
       if (closed) return;
       closed = true;
       clearTimeout(flushTimer);
+      clearTimeout(regatherTimer);
       clearTimeout(dayTimer);
       await running;
       // Every minute, the current one too: a restart loses nothing.
-      await flushOnce(Number.MAX_SAFE_INTEGER);
+      await flushOnce(Number.MAX_SAFE_INTEGER, true);
       store.close();
     },
   };

@@ -1,5 +1,7 @@
 export { type DaySlice, INTERVAL_MS, INTERVALS, type Interval, type Piece, planRange, type Range } from './buckets.js';
 export { HISTORY_ERRORS, HistoryError, type HistoryErrorCode } from './errors.js';
+export { FLEET_OUTBOX_MS, FLEET_RETENTION_MS, FleetHistory, type FleetLog, type FleetRollups } from './fleet.js';
+export { decodeFleetBatch, encodeFleetBatch } from './fleet-codec.js';
 export {
   FLUSH_ENV,
   flushPeriodFromEnv,
@@ -16,6 +18,7 @@ export {
   DAY_KEYS,
   DEFAULT_MAX_BYTES,
   DEFAULT_RETENTION,
+  FLEET_MARK_MS,
   HistoryStore,
   HOUR_KEYS,
   MAX_POINTS,

@@ -32,7 +32,9 @@ export const DIMENSION_IDS: Readonly<Record<RollupDimension, number>> = Object.f
  * - `breakdowns`: page views per (bucket, dimension, key);
  * - `vitals`: good / needs-improvement / poor counts per (bucket, path);
  * - `salts`: the current UTC day's visitor salt (older days are deleted);
- * - `meta`: cursors of the compaction (`fold_hour`, `fold_day`).
+ * - `meta`: cursors of the compaction (`fold_hour`, `fold_day`);
+ * - `fleet_batches`: the fleet batches (`storage redis`) already written
+ *   here, by id, each with the time it was written ({@link FLEET_TABLE}).
  */
 const TABLES = `
 CREATE TABLE IF NOT EXISTS domains (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -64,6 +66,14 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) W
 `;
 
 /**
+ * The marks of the fleet batches written (issue 31): created in a file of
+ * any version, so a database written before it needs no new version (and is
+ * not set aside).
+ */
+const FLEET_TABLE =
+  'CREATE TABLE IF NOT EXISTS fleet_batches (id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;';
+
+/**
  * Sets the connection's pragmas and creates the tables of a new file.
  * WAL: a reader never waits for the writer and a crash loses only the
  * transaction in progress; `synchronous = FULL`: a committed flush survives
@@ -84,5 +94,6 @@ export function prepareSchema(db: DatabaseSync): number {
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     db.exec('COMMIT');
   }
+  if (version === 0 || version === SCHEMA_VERSION) db.exec(FLEET_TABLE);
   return version;
 }

@@ -40,6 +40,8 @@ const HIGH_WATER = 0.9;
 const LOW_WATER = 0.75;
 /** A bucket is compacted once it ended this long ago (a worker's rollups arrive a minute or so late). */
 const FOLD_DELAY_MS = 5 * INTERVAL_MS.minute;
+/** How long the id of a fleet batch written here is remembered, ms: longer than a batch stays in Redis. */
+export const FLEET_MARK_MS = 25 * INTERVAL_MS.hour;
 /** Visitor salt bytes (one per UTC day). */
 export const SALT_BYTES = 32;
 
@@ -94,8 +96,13 @@ export class HistoryStore {
    * finished hours' and days' breakdowns compacted to their top
    * {@link HOUR_KEYS} / {@link DAY_KEYS} keys. Then, if the file is over 90 %
    * of its bound, old data is trimmed (see `#trim`) to 75 %.
+   *
+   * `batches`: the ids of the fleet batches (`storage redis`) these rollups
+   * are, marked written in the same transaction, so that a batch is written
+   * once whatever repeats or restarts ({@link hasBatch}); marks are kept
+   * {@link FLEET_MARK_MS}.
    */
-  write(rollups: readonly MinuteRollup[], now = this.#now()): WriteResult {
+  write(rollups: readonly MinuteRollup[], now = this.#now(), batches: readonly string[] = []): WriteResult {
     this.#open();
     const started = performance.now();
     const merged = new Map<string, MinuteRollup>();
@@ -108,6 +115,8 @@ export class HistoryStore {
     let deleted = 0;
     this.#transaction(() => {
       this.#writeBuckets(merged.values());
+      for (const id of batches) this.#stmt('putBatch').run(id, now);
+      if (batches.length > 0) this.#stmt('expireBatches').run(now - FLEET_MARK_MS);
       deleted += this.#expire(now);
       this.#compact(now);
     });
@@ -115,6 +124,12 @@ export class HistoryStore {
     deleted += trimmed;
     this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return { rollups: merged.size, ms: performance.now() - started, deleted, trimmed: trimmed > 0 };
+  }
+
+  /** Whether the fleet batch `id` was written here (within {@link FLEET_MARK_MS}). */
+  hasBatch(id: string): boolean {
+    this.#open();
+    return this.#stmt('hasBatch').get(id) !== undefined;
   }
 
   /**
@@ -137,6 +152,13 @@ export class HistoryStore {
       }
     });
     return salt as Buffer;
+  }
+
+  /** Makes `salt` the UTC day's visitor salt (the fleet's, `storage redis`): kept like one made here. */
+  adoptVisitorSalt(salt: Buffer, now = this.#now()): void {
+    this.#open();
+    if (salt.length !== SALT_BYTES) throw new RangeError(`a visitor salt is ${SALT_BYTES} bytes, not ${salt.length}`);
+    this.#s.putSalt?.run(bucketOf(now, 'day'), salt);
   }
 
   /** Domains with history, sorted. */

@@ -54,6 +54,10 @@ export const RedisStorageConfig = Type.Object(
     encryption_key_file: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
       description: 'A file holding a 256-bit key: values stored AES-256-GCM sealed (default null: stored as they are)',
     }),
+    rate_limit_scope: Type.Union([Type.Literal('node'), Type.Literal('fleet')], {
+      description:
+        "Where rate_limit counts: node (default: each node its own clients' requests) or fleet (every node's, added up in Redis)",
+    }),
   },
   { additionalProperties: false },
 );
@@ -75,5 +79,6 @@ export function redisStorageDefaults(): RedisStorageConfig {
     tls: null,
     key_prefix: 'proxyd',
     encryption_key_file: null,
+    rate_limit_scope: 'node',
   };
 }

@@ -32,7 +32,7 @@ export {
   type BasicAuthOptions,
   type PasswordVerifier,
 } from './middleware/basic-auth.js';
-export { RateLimiter } from './middleware/rate-limiter.js';
+export { RateLimiter, rateLimitKey } from './middleware/rate-limiter.js';
 export type { HealthEvent, HealthSharing } from './pool/upstream-pool.js';
 export { RouteTable } from './route-table.js';
 export type { RateLimitCounter } from './site-handler.js';

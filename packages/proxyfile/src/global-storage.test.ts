@@ -31,6 +31,7 @@ const defaults = {
   tls: null,
   key_prefix: 'proxyd',
   encryption_key_file: null,
+  rate_limit_scope: 'node',
 };
 
 describe('storage global option', () => {
@@ -61,6 +62,7 @@ describe('storage global option', () => {
       '\t\t}',
       '\t\tkey_prefix fleet-a',
       '\t\tencryption_key_file /etc/proxy/storage.key',
+      '\t\trate_limit_scope fleet',
       '\t}',
     ].join('\n');
     expect(storageOf(body)).toEqual({
@@ -76,6 +78,7 @@ describe('storage global option', () => {
       },
       key_prefix: 'fleet-a',
       encryption_key_file: '/etc/proxy/storage.key',
+      rate_limit_scope: 'fleet',
     });
   });
 
@@ -128,6 +131,7 @@ describe('storage global option', () => {
     ],
     ['\tstorage redis redis://a {\n\t\tkey_prefx p\n\t}', 'UNKNOWN_DIRECTIVE', '3:3', 'did you mean "key_prefix"?'],
     ['\tstorage redis redis://a {\n\t\tkey_prefix a:b\n\t}', 'INVALID_VALUE', '3:14', 'a key prefix: letters, digits'],
+    ['\tstorage redis redis://a {\n\t\trate_limit_scope all\n\t}', 'INVALID_VALUE', '3:20', 'node (each node counts'],
     [
       '\tstorage redis redis://a {\n\t\tkey_prefix a\n\t\tkey_prefix b\n\t}',
       'DUPLICATE_DIRECTIVE',

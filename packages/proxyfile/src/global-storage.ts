@@ -23,7 +23,9 @@ const REDIS_OPTIONS = [
   'tls',
   'key_prefix',
   'encryption_key_file',
+  'rate_limit_scope',
 ];
+const SCOPES = ['node', 'fleet'];
 const TLS_OPTIONS = ['ca', 'cert', 'key', 'server_name'];
 const URL_EXPECTED = 'a Redis URL, redis://<host>[:<port>][/<db>] or rediss:// for TLS (e.g. redis://127.0.0.1:6379)';
 /** `{env.NAME}`: the only way a secret is written in the Proxyfile. */
@@ -48,6 +50,7 @@ const MAX_DB = 15;
  *     }
  *     key_prefix <prefix>                 # default proxyd
  *     encryption_key_file <path>          # values sealed with AES-256-GCM (32 bytes: raw, hex or base64)
+ *     rate_limit_scope node|fleet         # where rate_limit counts (default node: each node its own)
  * }
  * ```
  * The `storage` global option: certificates, keys, ACME accounts and
@@ -164,6 +167,9 @@ function readOption(sub: Dispenser, once: Seen, storage: RedisStorageConfig): vo
   } else if (option === 'key_prefix') {
     if (!KEY_PREFIX.test(t.text)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
     storage.key_prefix = t.text;
+  } else if (option === 'rate_limit_scope') {
+    if (!SCOPES.includes(t.text)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
+    storage.rate_limit_scope = t.text as RedisStorageConfig['rate_limit_scope'];
   } else if (option === 'master_name' || option === 'username') {
     if (/\s/.test(t.text)) throw sub.unexpected(t, expected, ProxyfileErrorCode.INVALID_VALUE);
     storage[option] = t.text;
@@ -181,6 +187,7 @@ const EXPECTED: Record<string, string> = {
   sentinel_password_file: "a file holding Sentinel's password",
   key_prefix: 'a key prefix: letters, digits, "_", "." or "-" (default proxyd)',
   encryption_key_file: 'a file holding a 256-bit key (32 bytes: raw, 64 hex digits or base64)',
+  rate_limit_scope: 'node (each node counts its own, the default) or fleet (every node, through Redis)',
 };
 
 /** Marks a block option seen, or throws naming where it was first set. */

@@ -8,6 +8,7 @@ import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import {
   type CertificatePem,
   Fleet,
+  type Limiter,
   type NodeSet,
   reusePortMigration,
   startWorkerNodes,
@@ -69,6 +70,12 @@ export interface ServingOptions {
   logging: Logging;
   /** Where sites' log lines are written: this process owns every file. */
   siteLogs: SiteLogOutputs;
+  /**
+   * `rate_limit_scope fleet`: every node's `rate_limit` counts (this
+   * daemon's, in this process) added up with the other daemons' (absent:
+   * this daemon's alone).
+   */
+  rateLimits?: (limit: number) => Limiter;
   /** History, when on: the day's visitor salt for a node's start, and where a draining worker's last rollups go. */
   history?: { visitorSalt(): Buffer | null; accept(rollups: readonly MinuteRollup[]): void };
 }
@@ -128,7 +135,7 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
     // With workers, `rate_limit` windows and `max_connections_per_ip` are counted here for every one.
     ...(workers
       ? {
-          rateLimiter: (limit: number) => new RateLimiter({ limit }),
+          rateLimiter: options.rateLimits ?? ((limit: number) => new RateLimiter({ limit })),
           connections: new ConnectionCounts(
             config.global.servers?.max_connections_per_ip ?? LISTENER_DEFAULTS.maxConnectionsPerIp,
           ),
@@ -212,6 +219,7 @@ async function startHere(
     dataPlane: {
       redirects: options.redirects,
       ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
+      ...(options.rateLimits === undefined ? {} : { rateLimitCounter: options.rateLimits }),
     },
   });
   return { nodes: [node], stop: (graceMs) => node.stop(graceMs), httpAddress: node.plane.httpAddress };

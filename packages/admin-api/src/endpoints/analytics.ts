@@ -13,7 +13,8 @@ export const listAnalytics: Endpoint = {
   tag: 'analytics',
   operationId: 'listAnalytics',
   summary: 'Analytics of every domain',
-  description: 'One snapshot per domain that had traffic since start, sorted by domain; [] when none.',
+  description:
+    "One snapshot per domain that had traffic since start, sorted by domain; [] when none. This node's traffic only, also when nodes share storage redis (GET /stats shows the whole fleet).",
   auth: true,
   responses: { 200: { description: 'The snapshots', schema: AnalyticsList } },
   errors: {
@@ -34,7 +35,7 @@ export const getAnalytics: Endpoint = {
   operationId: 'getAnalytics',
   summary: 'Analytics of one domain',
   description:
-    'The snapshot of one domain (case-insensitive). 400 when the segment is empty, over 253 bytes or has a character outside [a-z0-9._:[]-]; 404 when the domain has no traffic since start.',
+    "The snapshot of one domain (case-insensitive), of this node's traffic only (with storage redis too; GET /stats shows the fleet). 400 when the segment is empty, over 253 bytes or has a character outside [a-z0-9._:[]-]; 404 when the domain has no traffic since start.",
   auth: true,
   params: DomainParams,
   responses: { 200: { description: 'The snapshot', schema: AnalyticsSnapshot } },

@@ -11,7 +11,7 @@ export const listStats: Endpoint = {
   operationId: 'listStatsDomains',
   summary: 'Domains with analytics history',
   description:
-    'The domains the history database holds rows for, sorted. CSV (?format=csv or Accept: text/csv): a "domain" column. 501 when history is off (the Proxyfile\'s history off).',
+    "The domains the history database holds rows for, sorted; with storage redis, every node's minutes are in every node's history, so each node answers for the fleet. CSV (?format=csv or Accept: text/csv): a \"domain\" column. 501 when history is off (the Proxyfile's history off).",
   auth: true,
   query: StatsListQuery,
   responses: {
