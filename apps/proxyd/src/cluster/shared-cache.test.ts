@@ -182,11 +182,53 @@ describe('SharedCache: one response cache for the workers of a node', () => {
     expect(b.cache.purge('a.test/p')).toBe(true);
     expect(b.cache.size).toBe(0);
     expect(b.cache.purge('a.test/p')).toBe(false);
-    // Worker a still has it; its file removed under it (evicted meanwhile): a miss, not an error.
-    const entry = cache?.get('a.test/p');
+    // Worker a still has it, in memory (it filled it); b, which had not served it yet, reads the file:
+    // removed under it (evicted meanwhile), it is a miss, not an error, and b drops the entry.
+    deliver();
+    const identity = cache?.get('a.test/p') as unknown as SharedEntryData;
+    const onB = b.cache.forSite(site, CONFIG);
+    cache?.set('a.test/q', response(Buffer.from('q')));
+    deliver();
+    const entry = onB?.get('a.test/q');
     await unlink((entry as unknown as SharedEntryData).file);
-    expect(cache?.body(entry as never)).toBeNull();
-    expect(cache?.get('a.test/p')).toBeUndefined();
+    expect(onB?.body(entry as never)).toBeNull();
+    expect(onB?.get('a.test/q')).toBeUndefined();
+    expect(identity).toBeDefined();
+  });
+
+  it('small bodies once served stay in memory, within the budget: a hot hit reads no file', async () => {
+    const [a] = workers as [Worker, Worker];
+    const b = worker(2);
+    workers.push(b);
+    // 10 KB bodies, a 25 KB budget: two stay hot.
+    const small = new SharedCache({
+      dir,
+      prefix: 'w3',
+      siteNumber: () => 7,
+      link: { stored() {}, touched() {}, released() {} },
+      hotBytes: 25_000,
+    });
+    small.retain(new Set([site]));
+    const cache = a.cache.forSite(site, CONFIG);
+    for (let i = 0; i < 4; i++) cache?.set(`a.test/${i}`, response(Buffer.alloc(10_000, i)));
+    const updates: CacheIndexUpdate[] = [];
+    while (toPrimary.length > 0) (toPrimary.shift() as () => void)();
+    for (const update of b.inbox) updates.push(update);
+    for (const update of updates) small.apply(update);
+    const mine = small.forSite(site, CONFIG);
+    for (let i = 0; i < 4; i++) {
+      const entry = mine?.get(`a.test/${i}`);
+      expect(mine?.body(entry as never)).toEqual(Buffer.alloc(10_000, i));
+    }
+    expect(small.hotBytes).toBe(20_000);
+    // The last two served are hot: their files may go, they are still answered (until the index drops them).
+    for (const i of [2, 3]) await unlink((mine?.get(`a.test/${i}`) as unknown as SharedEntryData).file);
+    expect(mine?.body(mine.get('a.test/3') as never)).toEqual(Buffer.alloc(10_000, 3));
+    // An index deletion takes the body out of memory with the entry.
+    const three = mine?.get('a.test/3') as unknown as SharedEntryData;
+    small.apply({ set: [], deleted: [{ key: three.key, file: three.file }] });
+    expect(small.hotBytes).toBe(10_000);
+    small.close();
   });
 
   it('a site no longer served: its entries leave every copy and the index, and their files go', async () => {

@@ -34,10 +34,12 @@ export interface SharedEntryData {
   readonly bodyBytes: number;
 }
 
-/** An entry of this process's copy of the index: no body in memory. */
+/** An entry of this process's copy of the index: its body in a file, and in memory while it is hot. */
 interface SharedEntry extends CacheEntry, SharedEntryData {
   readonly body: null;
   readonly headers: IncomingHttpHeaders;
+  /** The body, while among this process's recently served small bodies ({@link HOT_BYTES}). */
+  hot: Buffer | null;
 }
 
 /** What changed in the index (the contract's `CacheIndexUpdate`). */
@@ -66,6 +68,8 @@ export interface SharedCacheOptions {
   entries?: readonly SharedEntryData[];
   /** How often the keys served from the cache are reported for their recency, ms (default 1000). */
   touchIntervalMs?: number;
+  /** Bytes of small bodies this process keeps in memory (default {@link HOT_BYTES}). */
+  hotBytes?: number;
 }
 
 /**
@@ -75,6 +79,17 @@ export interface SharedCacheOptions {
  * of an asynchronous read (`bench/cache`).
  */
 export const SYNC_BODY_BYTES = 64 * 1024;
+
+/**
+ * Bodies up to this many bytes, once served by a process, stay in its
+ * memory (least recently served out first, {@link HOT_BYTES} in all): a
+ * hit on a hot body makes no system call. A bigger body costs more to copy
+ * than to open, and is read from its file every time.
+ */
+export const HOT_BODY_BYTES = 16 * 1024;
+
+/** Bytes of hot bodies a process keeps, whatever the number of sites: 8 MiB. */
+export const HOT_BYTES = 8 * 1024 * 1024;
 
 /**
  * A process's side of the node's shared response cache (issue 32): the
@@ -102,6 +117,10 @@ export class SharedCache implements NodeCache {
   readonly #touchIntervalMs: number;
   readonly #flushTouched = (): void => this.#reportTouched();
   #files = 0;
+  /** The entries whose body is in memory, least recently served first. */
+  readonly #hot = new Set<SharedEntry>();
+  #hotBytes = 0;
+  readonly #hotBudget: number;
 
   constructor(options: SharedCacheOptions) {
     this.#dir = options.dir;
@@ -109,12 +128,18 @@ export class SharedCache implements NodeCache {
     this.#link = options.link;
     this.#siteNumber = options.siteNumber;
     this.#touchIntervalMs = options.touchIntervalMs ?? 1000;
+    this.#hotBudget = options.hotBytes ?? HOT_BYTES;
     for (const entry of options.entries ?? []) this.#put(entry);
   }
 
   /** Entries in this process's copy (tests). */
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Bytes of bodies held in memory (tests). */
+  get hotBytes(): number {
+    return this.#hotBytes;
   }
 
   forSite(site: CachingSite, config: CacheConfig): SiteCache | null {
@@ -125,7 +150,7 @@ export class SharedCache implements NodeCache {
   /** Follows what changed in the index: a deletion drops the copy only when it is of the same file. */
   apply(update: SharedCacheUpdate): void {
     for (const entry of update.set) this.#put(entry);
-    for (const { key, file } of update.deleted) if (this.#entries.get(key)?.file === file) this.#entries.delete(key);
+    for (const { key, file } of update.deleted) if (this.#entries.get(key)?.file === file) this.#delete(key);
   }
 
   retain(sites: ReadonlySet<CachingSite>): void {
@@ -140,13 +165,13 @@ export class SharedCache implements NodeCache {
     this.#live = live;
     if (gone.length === 0) return;
     const dropped = new Set(gone);
-    for (const [key, entry] of this.#entries) if (dropped.has(entry.site)) this.#entries.delete(key);
+    for (const [key, entry] of this.#entries) if (dropped.has(entry.site)) this.#delete(key);
     this.#link.released(gone);
   }
 
   purge(base: string): boolean {
-    let removed = this.#entries.delete(base);
-    for (const coding of STORED_CODINGS) if (this.#entries.delete(cacheKeyFor(base, coding))) removed = true;
+    let removed = this.#delete(base);
+    for (const coding of STORED_CODINGS) if (this.#delete(cacheKeyFor(base, coding))) removed = true;
     return removed;
   }
 
@@ -164,9 +189,17 @@ export class SharedCache implements NodeCache {
 
   /** An entry's body, read at once up to {@link SYNC_BODY_BYTES} (undefined above: {@link readBody}); null when its file is gone. */
   body(entry: SharedEntry): Buffer | null | undefined {
+    const hot = entry.hot;
+    if (hot !== null) {
+      this.#hot.delete(entry);
+      this.#hot.add(entry);
+      return hot;
+    }
     const bytes = entry.bodyBytes;
     if (bytes > SYNC_BODY_BYTES) return undefined;
-    const body = Buffer.allocUnsafe(bytes);
+    // A body kept hot owns its memory (not a slice of Node's shared pool slab, which it would keep whole).
+    const keep = bytes <= HOT_BODY_BYTES;
+    const body = keep ? Buffer.allocUnsafeSlow(bytes) : Buffer.allocUnsafe(bytes);
     try {
       const fd = openSync(entry.file, 'r');
       try {
@@ -185,6 +218,7 @@ export class SharedCache implements NodeCache {
       this.#lost(entry);
       return null;
     }
+    if (keep) this.#heat(entry, body);
     return body;
   }
 
@@ -228,14 +262,14 @@ export class SharedCache implements NodeCache {
         unlink(temporary, ignore);
         return false;
       }
-      this.#stored(entry);
+      this.#stored(entry, response.body);
       return true;
     }
     writeFile(temporary, response.body, (err) => {
       if (err !== null) return unlink(temporary, ignore);
       rename(temporary, file, (failed) => {
         if (failed !== null) unlink(temporary, ignore);
-        else this.#stored(entry);
+        else this.#stored(entry, response.body);
       });
     });
     return true;
@@ -247,17 +281,19 @@ export class SharedCache implements NodeCache {
     this.#touchTimer = null;
   }
 
-  #stored(entry: SharedEntryData): void {
+  #stored(entry: SharedEntryData, response: Buffer): void {
     // A site dropped while its body was written: the file goes (the index would refuse it too).
     if (!this.#live.has(entry.site)) {
       unlink(entry.file, ignore);
       return;
     }
-    this.#put(entry);
+    const put = this.#put(entry);
+    // The filling process has the body in memory already: hot at once.
+    if (entry.bodyBytes <= HOT_BODY_BYTES) this.#heat(put, response);
     this.#link.stored(entry);
   }
 
-  #put(data: SharedEntryData): void {
+  #put(data: SharedEntryData): SharedEntry {
     const entry: SharedEntry = {
       site: data.site,
       maxBytes: data.maxBytes,
@@ -272,12 +308,43 @@ export class SharedCache implements NodeCache {
       expiresAt: data.expiresAt,
       size: data.size,
       bodyBytes: data.bodyBytes,
+      hot: null,
     };
+    this.#delete(entry.key);
     this.#entries.set(entry.key, entry);
+    return entry;
+  }
+
+  /** Drops the entry of `key` from this copy (and its body from memory); true when there was one. */
+  #delete(key: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    this.#entries.delete(key);
+    this.#cool(entry);
+    return true;
+  }
+
+  /** Keeps `body` in memory with `entry`, the least recently served hot bodies leaving past the budget. */
+  #heat(entry: SharedEntry, body: Buffer): void {
+    if (body.length > this.#hotBudget) return;
+    entry.hot = body;
+    this.#hot.add(entry);
+    this.#hotBytes += body.length;
+    for (const old of this.#hot) {
+      if (this.#hotBytes <= this.#hotBudget) break;
+      this.#cool(old);
+    }
+  }
+
+  #cool(entry: SharedEntry): void {
+    if (entry.hot === null) return;
+    this.#hotBytes -= entry.hot.length;
+    entry.hot = null;
+    this.#hot.delete(entry);
   }
 
   #lost(entry: SharedEntry): void {
-    if (this.#entries.get(entry.key) === entry) this.#entries.delete(entry.key);
+    if (this.#entries.get(entry.key) === entry) this.#delete(entry.key);
   }
 
   #reportTouched(): void {
