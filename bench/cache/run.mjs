@@ -34,7 +34,7 @@ const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function micro() {
-  const { CacheRegistry, SharedCache } = await import(path.join(root, 'packages/proxy-core/dist/index.js'));
+  const { CacheRegistry, SharedCache } = await import('@proxyd/proxy-core');
   const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'bench-cache-'));
   const rows = [];
   try {
