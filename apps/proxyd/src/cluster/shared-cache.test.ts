@@ -216,16 +216,17 @@ describe('SharedCache: one response cache for the workers of a node', () => {
     for (const update of b.inbox) updates.push(update);
     for (const update of updates) small.apply(update);
     const mine = small.forSite(site, CONFIG);
+    if (mine === null) throw new Error('site 7 is shared');
     for (let i = 0; i < 4; i++) {
-      const entry = mine?.get(`a.test/${i}`);
-      expect(mine?.body(entry as never)).toEqual(Buffer.alloc(10_000, i));
+      const entry = mine.get(`a.test/${i}`);
+      expect(mine.body(entry as never)).toEqual(Buffer.alloc(10_000, i));
     }
     expect(small.hotBytes).toBe(20_000);
     // The last two served are hot: their files may go, they are still answered (until the index drops them).
-    for (const i of [2, 3]) await unlink((mine?.get(`a.test/${i}`) as unknown as SharedEntryData).file);
-    expect(mine?.body(mine.get('a.test/3') as never)).toEqual(Buffer.alloc(10_000, 3));
+    for (const i of [2, 3]) await unlink((mine.get(`a.test/${i}`) as unknown as SharedEntryData).file);
+    expect(mine.body(mine.get('a.test/3') as never)).toEqual(Buffer.alloc(10_000, 3));
     // An index deletion takes the body out of memory with the entry.
-    const three = mine?.get('a.test/3') as unknown as SharedEntryData;
+    const three = mine.get('a.test/3') as unknown as SharedEntryData;
     small.apply({ set: [], deleted: [{ key: three.key, file: three.file }] });
     expect(small.hotBytes).toBe(10_000);
     small.close();
