@@ -1,4 +1,5 @@
 export { Channel, ChannelError, type Handler, type IpcEndpoint } from './channel.js';
+export { CacheIndex, type CacheIndexUpdate, type SharedCacheEntry } from './contract/cache-index.js';
 export { CertificateSync } from './contract/certificate-sync.js';
 export {
   type CertificateSource,

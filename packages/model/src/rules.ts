@@ -16,6 +16,7 @@ export {
   autoHttpsRedirects,
   isHttpsSite,
 } from './auto-https.js';
+export { cachePurgeKey } from './cache-key.js';
 export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
 export {
   DEFAULTS,

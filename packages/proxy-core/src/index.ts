@@ -6,6 +6,14 @@
  * `AlpnChallengeResponder` for TLS-ALPN-01, the `CertificateStore` by SNI).
  * Everything else is internal. The config model is `@proxyd/model`.
  */
+export { CacheRegistry } from './cache/response-cache.js';
+export {
+  SharedCache,
+  type SharedCacheLink,
+  type SharedCacheOptions,
+  type SharedCacheUpdate,
+  type SharedEntryData,
+} from './cache/shared-cache.js';
 export type { ChallengeResponder } from './challenge.js';
 export {
   type ConnectionCounter,

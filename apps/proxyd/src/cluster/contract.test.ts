@@ -183,6 +183,7 @@ async function harness(transport: 'in-process' | 'ipc', first: RouteSnapshot): P
         metrics: false,
         rollups: false,
         visitorSalt: null,
+        cache: null,
       }),
       onReady(_index, _pid, answer) {
         const ready = answer as WorkerReady;

@@ -3,6 +3,7 @@ import type { CertificateManager } from '@proxyd/certificates';
 // The light entry: a worker never loads the ACME client.
 import { ChallengeTable } from '@proxyd/certificates/challenge-table';
 import {
+  type CacheIndexUpdate,
   type CertificateSupply,
   type CertificateUpdate,
   type Challenge,
@@ -12,13 +13,17 @@ import {
   type RouteAck,
   type RouteUpdate,
 } from '@proxyd/cluster';
-import type { Config } from '@proxyd/model';
+import type { Config, Site } from '@proxyd/model';
 import {
+  CacheRegistry,
   composeHooks,
   DataPlane,
   type DataPlaneOptions,
   type HealthEvent,
   PulledCertificateStore,
+  SharedCache,
+  type SharedCacheLink,
+  type SharedEntryData,
 } from '@proxyd/proxy-core';
 import {
   createAccessLog,
@@ -69,6 +74,12 @@ export interface LocalNodeOptions {
   certificates: NodeCertificates | null;
   /** Challenges presented now. */
   challenges: readonly Challenge[];
+  /**
+   * The node's shared response cache (a worker): the directory of its body
+   * files, the index's entries now and the way to the index. Absent: the
+   * node keeps its own caches in memory.
+   */
+  sharedCache?: { dir: string; entries: readonly SharedEntryData[]; link: SharedCacheLink };
   /** The data plane's knobs the transport decides (reusePort, shared keys, node-wide limits, health sharing). */
   dataPlane: Pick<
     DataPlaneOptions,
@@ -151,6 +162,19 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     };
   }
   const routes = new NodeRoutes();
+  const shared = options.sharedCache;
+  const cache =
+    shared === undefined
+      ? null
+      : new SharedCache({
+          dir: shared.dir,
+          // Unique on the node: a replacement of this worker has another pid.
+          prefix: `${options.index}-${process.pid}`,
+          link: shared.link,
+          entries: shared.entries,
+          // Site objects are the route publisher's numbers here, the same on every worker.
+          siteNumber: (site) => routes.siteNumber(site as Site),
+        });
   const first = routes.apply(options.table);
   if (first === null) throw new Error('a node starts from a whole route table');
   siteLog.setRoutes(first.routes);
@@ -159,6 +183,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     plane = await DataPlane.start(config, first.routes, hooks, {
       ...options.dataPlane,
       ...tls,
+      ...(cache === null ? {} : { caches: new CacheRegistry(cache) }),
       onCertificateError: (err) => tlsLog.error({ error: err.message }, 'certificate not loaded'),
       onSitePortError: (err) => serverLog.error({ error: err.message }, 'listener not opened'),
     });
@@ -201,6 +226,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       challenges?.cleanUp(challenge);
     },
     purge: async (key: string) => await plane.cache.purge(key),
+    applyCacheIndex: (update: CacheIndexUpdate) => cache?.apply(update),
     applyHealth: (event: HealthEvent) => plane.applyHealth(event),
     async metrics() {
       return metrics?.role === 'worker' ? await metrics.snapshot() : null;
@@ -217,6 +243,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     /** Drains the data plane, then hands over the last site-log lines and (a worker's) minutes, and closes analytics. */
     async stop(graceMs: number) {
       await plane.drain(graceMs);
+      cache?.close();
       const batch = siteLog.take();
       if (batch !== null) await options.siteLogs.writeLast(batch).catch(() => {});
       const last = options.lastRollups;

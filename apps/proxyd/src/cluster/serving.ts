@@ -25,6 +25,7 @@ import {
 } from '@proxyd/proxy-core';
 import type { Logging, MetricsSnapshot, ProxydMetrics, SiteLogBatch, SiteLogOutputs } from '@proxyd/telemetry';
 import { workerExecArgv, workerNodeOptions } from '../heap-tuning.js';
+import { type CacheDir, createCacheDir } from './cache-dir.js';
 import { type ProxydTelemetry, startLocalNode } from './local-node.js';
 
 /** The module every worker runs (built beside this one). */
@@ -117,8 +118,11 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
   const manager = options.certificates?.manager;
   const workers = options.count > 1;
   const pem = ({ name, cert, key }: CertificatePem): CertificatePem => ({ name, cert, key });
+  // With workers, one response cache for the node: its index here, its bodies in files every worker reads.
+  const cacheDir = workers ? await createCacheDir() : null;
   const fleet = new Fleet<ProxydTelemetry>({
     routes: options.routes,
+    ...(cacheDir === null ? {} : { cache: { removeFile: cacheDir.removeFile } }),
     ...(manager === undefined
       ? {}
       : {
@@ -145,7 +149,8 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
   });
   // Workers share one set of ticket keys (a session resumes on any of them); storage redis replaces it.
   const ticketKeys: { current: Buffer } = { current: randomBytes(48) };
-  const set = workers ? await startWorkers(options, fleet, ticketKeys) : await startHere(options, fleet);
+  const set =
+    cacheDir !== null ? await startWorkers(options, fleet, ticketKeys, cacheDir) : await startHere(options, fleet);
   fleet.attach(set);
   // The domains whose site caches, kept per change: a route write does not walk the table.
   const cached = new Set<string>();
@@ -230,6 +235,7 @@ async function startWorkers(
   options: ServingOptions,
   fleet: Fleet<ProxydTelemetry>,
   ticketKeys: { current: Buffer },
+  cacheDir: CacheDir,
 ): Promise<NodeSet<ProxydTelemetry> & { httpAddress: { host: string; port: number } }> {
   const { config } = options;
   const logger = options.logging.forTarget('proxy::server');
@@ -265,6 +271,7 @@ async function startWorkers(
       metrics: options.workerMetrics,
       rollups: options.history !== undefined,
       visitorSalt: options.history?.visitorSalt() ?? null,
+      cache: { dir: cacheDir.path, entries: join.cache ?? [] },
     }),
     setup(channel) {
       channel.handle<MinuteRollup[]>(ToPrimary.rollups, (rollups) => {
@@ -298,7 +305,10 @@ async function startWorkers(
   }
   return {
     nodes: set.nodes,
-    stop: (graceMs) => set.stop(graceMs),
+    async stop(graceMs) {
+      await set.stop(graceMs);
+      await cacheDir.remove();
+    },
     httpAddress: {
       host: config.global.default_bind[0] ?? options.bindHost ?? '0.0.0.0',
       port: config.global.http_port,

@@ -50,6 +50,10 @@ serveNodeOverIpc<WorkerInit>({
               capacity: init.certificateCacheCapacity,
             },
       challenges: init.challenges,
+      // One response cache for the node: bodies in files, the index the primary's, a copy here.
+      ...(init.cache === null
+        ? {}
+        : { sharedCache: { dir: init.cache.dir, entries: init.cache.entries, link: fleet.cacheIndex } }),
       dataPlane: {
         reusePort: true,
         secret: init.secret,

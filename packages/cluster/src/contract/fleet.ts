@@ -1,4 +1,5 @@
 import type { RouteSnapshot } from '@proxyd/model';
+import { CacheIndex, type CacheIndexUpdate, type SharedCacheEntry } from './cache-index.js';
 import { CertificateSync } from './certificate-sync.js';
 import type {
   CertificatePem,
@@ -41,6 +42,12 @@ export interface FleetOptions {
   rateLimiter?: (limit: number) => Limiter;
   /** Node-wide `max_connections_per_ip` counts (absent: each node counts its own). */
   connections?: ConnectionCountsLike;
+  /**
+   * One response cache for every node (workers): the fleet keeps its index
+   * ({@link CacheIndex}) and removes the body files of the entries that
+   * leave it. Absent: each node keeps its own cache.
+   */
+  cache?: { removeFile(file: string): void };
   /** A broadcast that did not reach every node (logged by the daemon; the fleet goes on). */
   onError?: (what: string, error: Error) => void;
   /**
@@ -68,6 +75,8 @@ export interface NodeJoin {
   /** The names served (for a `pulled` node; no certificate); null without certificates. */
   certificates: CertificateUpdate | null;
   challenges: Challenge[];
+  /** The shared response cache's entries now (null: each node keeps its own cache). */
+  cache: SharedCacheEntry[] | null;
 }
 
 /**
@@ -88,11 +97,21 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   #sending: Promise<void> | null = null;
   readonly #presented = new Map<string, Challenge>();
   readonly #rateLimits: RateLimitAuthority | null;
+  readonly #cache: CacheIndex | null;
+  /** Cache index changes gathered for the nodes (sent at the next turn), or null. */
+  #cacheUpdate: CacheIndexUpdate | null = null;
+  readonly #sendCacheUpdate = (): void => this.#flushCacheUpdate();
   #set: NodeSet<T> | null = null;
 
   constructor(options: FleetOptions) {
     this.#options = options;
     this.#rateLimits = options.rateLimiter === undefined ? null : new RateLimitAuthority(options.rateLimiter);
+    this.#cache = options.cache === undefined ? null : new CacheIndex(options.cache);
+  }
+
+  /** The shared response cache's index (null: each node keeps its own cache). */
+  get cacheIndex(): CacheIndex | null {
+    return this.#cache;
   }
 
   /** Where the fleet's calls go from now on (once the transport started its nodes). */
@@ -112,6 +131,7 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
       routes: this.#publisher.full(this.#options.routes()),
       certificates: source === undefined ? null : CertificateSync.join(source.names()),
       challenges: [...this.#presented.values()],
+      cache: this.#cache?.entries() ?? null,
     };
   }
 
@@ -208,10 +228,17 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
     await Promise.all(this.nodes.map((node) => node.cleanUpChallenge(challenge).catch(() => {})));
   }
 
-  /** Purges a cache key on every node; whether any had it. */
+  /**
+   * Purges a cache key on every node; whether any had it. With a shared
+   * cache the index drops the key first (and its files), the changes not
+   * sent yet go before the purge, and the purge resolves once every node's
+   * copy dropped it: no node answers it from the cache after.
+   */
   async purge(key: string): Promise<boolean> {
+    const removed = this.#cache?.purge(key).removed ?? false;
+    this.#flushCacheUpdate();
     const answers = await Promise.all(this.nodes.map((node) => node.purge(key)));
-    return answers.some((had) => had);
+    return removed || answers.some((had) => had);
   }
 
   /** Every node's metrics snapshot (those that keep metrics and answer). */
@@ -285,6 +312,38 @@ export class Fleet<T extends Telemetry = Telemetry> implements FleetPort {
   nodeGone(index: number): void {
     // Its connections are gone with it.
     this.#options.connections?.forget(index);
+  }
+
+  cacheStored(_from: number, entry: SharedCacheEntry): void {
+    if (this.#cache !== null) this.#queueCacheUpdate(this.#cache.store(entry));
+  }
+
+  cacheTouched(_from: number, keys: readonly string[]): void {
+    this.#cache?.touch(keys);
+  }
+
+  cacheReleased(_from: number, sites: readonly number[]): void {
+    if (this.#cache !== null) this.#queueCacheUpdate(this.#cache.release(sites));
+  }
+
+  /** Gathers `update` into the changes sent to every node at the next turn (one message per node for a burst). */
+  #queueCacheUpdate(update: CacheIndexUpdate): void {
+    if (update.set.length === 0 && update.deleted.length === 0) return;
+    const pending = this.#cacheUpdate;
+    if (pending === null) {
+      this.#cacheUpdate = update;
+      setImmediate(this.#sendCacheUpdate);
+      return;
+    }
+    for (const entry of update.set) pending.set.push(entry);
+    for (const gone of update.deleted) pending.deleted.push(gone);
+  }
+
+  #flushCacheUpdate(): void {
+    const update = this.#cacheUpdate;
+    if (update === null) return;
+    this.#cacheUpdate = null;
+    for (const node of this.nodes) node.applyCacheIndex(update);
   }
 
   #report(what: string, err: unknown): void {

@@ -1,3 +1,4 @@
+import type { CacheIndexUpdate, SharedCacheEntry } from './cache-index.js';
 import type { RouteUpdate } from './route-tables.js';
 
 /**
@@ -123,6 +124,12 @@ export interface DataPlaneNode<T extends Telemetry = Telemetry> {
   cleanUpChallenge(challenge: Challenge): Promise<void>;
   /** Purges a response-cache key; answers whether the node had it. */
   purge(key: string): Promise<boolean>;
+  /**
+   * What changed in the node's shared response-cache index (one way): the
+   * node's copy follows it. Only nodes of a fleet that shares its cache
+   * (workers) get it; a node with its own cache ignores it.
+   */
+  applyCacheIndex(update: CacheIndexUpdate): void;
   /** Applies what another node saw of an upstream (one way). */
   applyHealth(event: HealthEvent): void;
   /** The node's metrics snapshot (null: the node keeps none). */
@@ -153,4 +160,14 @@ export interface FleetPort extends CertificateSupply {
   releaseConnections(from: number, keys: readonly string[]): void;
   /** Node `index` went away: what it held is released. */
   nodeGone(index: number): void;
+  /**
+   * Node `from` wrote a response's body to its file and stored it in its
+   * copy of the shared cache index: the index takes it (or refuses it) and
+   * every node's copy follows (`DataPlaneNode.applyCacheIndex`).
+   */
+  cacheStored(from: number, entry: SharedCacheEntry): void;
+  /** Node `from` served these keys from the shared cache (their recency, for eviction). */
+  cacheTouched(from: number, keys: readonly string[]): void;
+  /** Node `from` no longer serves these sites (by number): their cache entries go. */
+  cacheReleased(from: number, sites: readonly number[]): void;
 }

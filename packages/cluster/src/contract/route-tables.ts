@@ -122,6 +122,16 @@ export class NodeRoutes {
   readonly #sites = new Map<number, { site: Site; routes: number }>();
   /** Domain (lowercase) → its route's site number. */
   readonly #domainSite = new Map<string, number>();
+  /** Site object → its publisher number (what the node's shared cache partitions by). */
+  readonly #numbers = new WeakMap<Site, number>();
+
+  /**
+   * The publisher's number of a Site object this node was given (the same
+   * on every node of the fleet); undefined for an object it was not given.
+   */
+  siteNumber(site: Site): number | undefined {
+    return this.#numbers.get(site);
+  }
 
   /** The version of the table held (0: none yet). */
   get version(): number {
@@ -250,6 +260,7 @@ export class NodeRoutes {
     const known = this.#sites.get(id);
     const site = known?.site ?? previous ?? route.site;
     this.#sites.set(id, { site, routes: (known?.routes ?? 0) + 1 });
+    this.#numbers.set(site, id);
     this.#domainSite.set(route.domain.toLowerCase(), id);
     return site === route.site ? route : { ...route, site };
   }

@@ -1,4 +1,5 @@
 import type { Config } from '@proxyd/model';
+import type { SharedCacheEntry } from '../contract/cache-index.js';
 import type { CertificateUpdate, Challenge } from '../contract/node.js';
 
 /**
@@ -38,6 +39,11 @@ export interface WorkerInit {
   rollups: boolean;
   /** The day's visitor salt (history's; null without history: a random one per worker). */
   visitorSalt: Buffer | null;
+  /**
+   * The node's shared response cache: the directory of its body files and
+   * the index's entries now (null: the worker keeps its own cache).
+   */
+  cache: { dir: string; entries: SharedCacheEntry[] } | null;
 }
 
 /** A worker's answer to init: the ports it bound. */
@@ -58,6 +64,8 @@ export const ToWorker = {
   challengeCleanUp: 'challenge.cleanup',
   /** A cache key: purge it; answers whether the worker had it. */
   cachePurge: 'cache.purge',
+  /** (one way) A `CacheIndexUpdate` of the shared response cache: the worker's copy follows it. */
+  cacheIndex: 'cache.index',
   /** Answers the worker's `MetricsSnapshot` (request counts, durations, health, process) for the primary's scrape. */
   metrics: 'metrics',
   /** Answers the worker's `NodeStats` (requests in flight, connections open). */
@@ -84,4 +92,10 @@ export const ToPrimary = {
   siteLog: 'site-log',
   /** The `MinuteRollup[]` of a draining worker, the current minute included (a request: answered once history has them). */
   rollups: 'rollups',
+  /** (one way) A `SharedCacheEntry` the worker stored (its body file written): the index takes it. */
+  cacheStored: 'cache.stored',
+  /** (one way) Keys the worker served from the shared cache since it last said (their recency). */
+  cacheTouched: 'cache.touched',
+  /** (one way) Site numbers the worker no longer serves: their cache entries go. */
+  cacheReleased: 'cache.released',
 } as const;

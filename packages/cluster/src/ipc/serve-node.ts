@@ -1,4 +1,5 @@
 import type { Channel } from '../channel.js';
+import type { CacheIndexUpdate, SharedCacheEntry } from '../contract/cache-index.js';
 import type { CertificatePem, CertificateUpdate, Challenge, DataPlaneNode, HealthEvent } from '../contract/node.js';
 import { connectToPrimary } from '../worker.js';
 import { RemoteConnectionCounter } from './connection-counts.js';
@@ -16,6 +17,12 @@ export interface FleetLink {
   rateLimitCounter(limit: number): { admit(domain: string, ip: string): Promise<boolean> };
   /** The node-wide count of connections per client address (proxy-core's `ConnectionCounter`). */
   readonly connectionCounter: RemoteConnectionCounter;
+  /** The node's shared response-cache index, kept by the primary (`FleetPort.cacheStored` and the rest). */
+  readonly cacheIndex: {
+    stored(entry: SharedCacheEntry): void;
+    touched(keys: readonly string[]): void;
+    released(sites: readonly number[]): void;
+  };
   /** The channel to the primary, for the daemon's own messages (site logs, last rollups). */
   readonly channel: Channel;
 }
@@ -43,6 +50,11 @@ export function serveNodeOverIpc<I>(handlers: WorkerNodeHandlers<I>): void {
         reportHealth: (event) => channel.notify(ToPrimary.health, event),
         rateLimitCounter: (limit) => rateLimits.counter(limit),
         connectionCounter: new RemoteConnectionCounter(channel),
+        cacheIndex: {
+          stored: (entry) => channel.notify(ToPrimary.cacheStored, entry),
+          touched: (keys) => channel.notify(ToPrimary.cacheTouched, keys),
+          released: (sites) => channel.notify(ToPrimary.cacheReleased, sites),
+        },
         channel,
       };
       const started = await handlers.start(init, link);
@@ -74,6 +86,7 @@ export function serveNode(channel: Channel, node: DataPlaneNode): void {
   });
   channel.handle<string>(ToWorker.cachePurge, (key) => node.purge(key));
   channel.handle<HealthEvent>(ToWorker.health, (event) => node.applyHealth(event));
+  channel.handle<CacheIndexUpdate>(ToWorker.cacheIndex, (update) => node.applyCacheIndex(update));
   channel.handle(ToWorker.metrics, () => node.metrics());
   channel.handle(ToWorker.stats, () => node.stats());
   channel.handle<string | null>(ToWorker.analyticsState, (domain) => node.analyticsState(domain));

@@ -1,4 +1,5 @@
 import type { Channel } from '../channel.js';
+import type { CacheIndexUpdate, SharedCacheEntry } from '../contract/cache-index.js';
 import type { Fleet, NodeJoin, NodeSet } from '../contract/fleet.js';
 import type {
   CertificateUpdate,
@@ -76,6 +77,9 @@ export async function startWorkerNodes<I, T extends Telemetry = Telemetry>(
       channel.handle<unknown[]>(RATE_LIMIT_ADMIT, (batch) => fleet.admitRateLimited(batch));
       serveConnectionCounts(channel, index, fleet);
       channel.handle<string>(ToPrimary.certificate, (name) => fleet.certificateFor(name));
+      channel.handle<SharedCacheEntry>(ToPrimary.cacheStored, (entry) => fleet.cacheStored(index, entry));
+      channel.handle<string[]>(ToPrimary.cacheTouched, (keys) => fleet.cacheTouched(index, keys));
+      channel.handle<number[]>(ToPrimary.cacheReleased, (sites) => fleet.cacheReleased(index, sites));
       options.setup?.(channel, index);
     },
     ...(options.onReady === undefined ? {} : { onReady: options.onReady }),
@@ -132,6 +136,11 @@ class WorkerNode<T extends Telemetry> implements DataPlaneNode<T> {
 
   applyHealth(event: HealthEvent): void {
     this.#pool()?.channel(this.index)?.notify(ToWorker.health, event);
+  }
+
+  applyCacheIndex(update: CacheIndexUpdate): void {
+    // A worker being replaced copies the index when it starts (its init): nothing to send it.
+    this.#pool()?.channel(this.index)?.notify(ToWorker.cacheIndex, update);
   }
 
   metrics(): Promise<T['metrics'] | null> {

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { defaultReverseProxy, emptySite, type RouteSpec } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { proxy, get as request, until, upstream, wait } from '../loopback.test-helpers.js';
+import type { CacheFills } from './response-cache.js';
 
 /** An upstream that answers with the headers the test asks for and counts hits per URL. */
 async function setup(
@@ -155,7 +156,10 @@ describe('response cache', () => {
     expect((await get('/big')).body.length).toBe(big.length);
     expect((await get('/big')).headers['x-cache']).toBe('MISS');
     expect(hits.get('/big')).toBe(2);
-    const cache = caches.forSite((routes[0] as RouteSpec).site, { max_size_bytes: 0, ttl_ms: 0 });
+    const cache = caches.forSite((routes[0] as RouteSpec).site, {
+      max_size_bytes: 0,
+      ttl_ms: 0,
+    }) as unknown as CacheFills;
     const burst = Promise.all(Array.from({ length: 8 }, () => get('/burst')));
     await until(() => hits.get('/burst') === 8);
     await wait(100);

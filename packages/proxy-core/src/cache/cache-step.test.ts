@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { RequestContext } from '../hooks.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { CacheFill, forwardThroughCache } from './cache-step.js';
-import { CacheRegistry } from './response-cache.js';
+import { CacheRegistry, type ResponseCache } from './response-cache.js';
 
 const handler = defaultReverseProxy([{ host: '127.0.0.1', port: 8080 }]);
 
@@ -77,7 +77,7 @@ describe('the cache step', () => {
     upstream.end(Buffer.from('ok'));
     upstream.resume();
     await new Promise((resolve) => upstream.on('close', resolve));
-    expect(caches.forSite(site, site.cache as NonNullable<Site['cache']>).size).toBe(1);
+    expect((caches.forSite(site, site.cache as NonNullable<Site['cache']>) as ResponseCache).size).toBe(1);
 
     const second = exchange(site);
     forwardThroughCache(forwarder, caches, second.req, second.res, second.ctx, handler, { path: '/p?x=1' });

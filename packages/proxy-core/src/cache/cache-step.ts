@@ -11,8 +11,8 @@ import {
   entrySize,
   isCacheableRequest,
   RequestCacheMode,
-  type ResponseCache,
   requestCacheMode,
+  type SiteCache,
   STORED_CODINGS,
 } from './response-cache.js';
 
@@ -44,11 +44,49 @@ export function forwardThroughCache(
   if ((mode & RequestCacheMode.Refresh) === 0) {
     const entry = lookup(cache, key, req.headers['accept-encoding']);
     if (entry !== undefined && forwarder.deliver !== undefined) {
-      markRequest(res, RequestEvent.CacheHit);
-      forwarder.deliver(req, res, ctx, options, entry.status, hitHeaders(entry), entry.body);
-      return;
+      const body = entry.body ?? cache.body(entry);
+      if (body !== null && body !== undefined) {
+        hit(forwarder, req, res, ctx, options, entry, body);
+        return;
+      }
+      if (body === undefined) {
+        // A big body of the node's shared cache, read asynchronously: a miss if its file is gone meanwhile.
+        cache.readBody(entry, (read) => {
+          if (read === null) forwardMiss(forwarder, cache, key, mode, req, res, ctx, handler, options);
+          else hit(forwarder, req, res, ctx, options, entry, read);
+        });
+        return;
+      }
     }
   }
+  forwardMiss(forwarder, cache, key, mode, req, res, ctx, handler, options);
+}
+
+function hit(
+  forwarder: Forwarder,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  options: ForwardOptions,
+  entry: CacheEntry,
+  body: Buffer,
+): void {
+  markRequest(res, RequestEvent.CacheHit);
+  forwarder.deliver?.(req, res, ctx, options, entry.status, hitHeaders(entry), body);
+}
+
+/** Forwards a request the cache did not answer (`X-Cache: MISS`), filling the cache when it may. */
+function forwardMiss(
+  forwarder: Forwarder,
+  cache: SiteCache,
+  key: string,
+  mode: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  handler: ReverseProxyHandler,
+  options: ForwardOptions,
+): void {
   res.setHeader('x-cache', 'MISS');
   markRequest(res, RequestEvent.CacheMiss);
   if (req.method !== 'GET' || (mode & RequestCacheMode.NoStore) !== 0) {
@@ -68,7 +106,7 @@ export function forwardThroughCache(
  * the client), else one the upstream encoded in a coding the client
  * accepts, in {@link STORED_CODINGS} order.
  */
-function lookup(cache: ResponseCache, key: string, acceptEncoding: string | undefined): CacheEntry | undefined {
+function lookup(cache: SiteCache, key: string, acceptEncoding: string | undefined): CacheEntry | undefined {
   const identity = cache.get(key);
   if (identity !== undefined || acceptEncoding === undefined) return identity;
   for (const coding of STORED_CODINGS) {
@@ -98,7 +136,7 @@ function hitHeaders(entry: CacheEntry): IncomingHttpHeaders {
  */
 export class CacheFill implements ResponseObserver {
   constructor(
-    readonly cache: ResponseCache,
+    readonly cache: SiteCache,
     readonly key: string,
   ) {}
 
@@ -113,7 +151,7 @@ export class CacheFill implements ResponseObserver {
 }
 
 function collectForCache(
-  cache: ResponseCache,
+  cache: SiteCache,
   key: string,
   proxyRes: IncomingMessage,
   upstreamHeaders: IncomingHttpHeaders,

@@ -1,11 +1,16 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { CacheConfig } from '@proxyd/model';
+import { cachePurgeKey } from '@proxyd/model/rules';
 
-/** One stored response: the upstream's status, headers (hop-by-hop removed) and whole body. */
+/**
+ * One stored response: the upstream's status, headers (hop-by-hop removed)
+ * and whole body, in memory or (`body` null) in a file of the node's shared
+ * cache, read with {@link SiteCache.body}.
+ */
 export interface CacheEntry {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
-  readonly body: Buffer;
+  readonly body: Buffer | null;
   /** When it was stored, ms since the epoch. */
   readonly storedAt: number;
   /** The upstream's own `Age` at store time, seconds. */
@@ -118,20 +123,50 @@ export function requestCacheMode(req: IncomingMessage): number {
   return mode;
 }
 
+/** A response the `cache` step stores: its body in memory. */
+export interface StoredResponse extends CacheEntry {
+  readonly body: Buffer;
+}
+
 /**
- * The response cache of one site: in memory, bounded by `max_size_bytes`
- * with least-recently-used eviction. The key is `{host}{request-target}`,
- * i.e. `{host}/{path}` with the path as the client sent it (not
- * percent-decoded) and its query string, which is what
- * `PURGE /cache/{host}/{path}` names.
+ * The cache of one site as the `cache` step uses it: in this process
+ * ({@link ResponseCache}), or shared by the workers of a node
+ * (`SharedSiteCache`, `shared-cache.ts`).
  */
-export class ResponseCache {
+export interface SiteCache {
+  /** The site's bound, bytes (`max_size`). */
   readonly maxBytes: number;
   /** The largest entry stored: an eighth of `max_size` (bigger bodies stream through uncached). */
   readonly maxEntryBytes: number;
   readonly ttlMs: number;
-  readonly #entries = new Map<string, CacheEntry>();
-  #bytes = 0;
+  /** Starts filling `key`; false when another response is already filling it. */
+  beginFill(key: string): boolean;
+  /** Charges `bytes` more to the fills in progress; false (nothing charged) when over `maxBytes`. */
+  reserveFill(bytes: number): boolean;
+  /** Ends the fill of `key` and releases the `bytes` it had reserved. */
+  endFill(key: string, bytes: number): void;
+  /** A fresh entry (and marks it recently used), or undefined. */
+  get(key: string, now?: number): CacheEntry | undefined;
+  /**
+   * The body of an entry {@link get} returned: the buffer at once, null
+   * when it is gone (answer as a miss), or undefined when it must be read
+   * asynchronously ({@link readBody}).
+   */
+  body(entry: CacheEntry): Buffer | null | undefined;
+  /** Reads an entry's body for which {@link body} answered undefined: `done` gets it, or null when it is gone. */
+  readBody(entry: CacheEntry, done: (body: Buffer | null) => void): void;
+  /** Stores a response (evicting least recently used ones); false when it is not stored. */
+  set(key: string, entry: StoredResponse): boolean;
+}
+
+/**
+ * The fills of one site's cache in this process: one fill per key, and
+ * the bodies buffered by fills in progress at most `maxBytes` together.
+ */
+export class CacheFills {
+  readonly maxBytes: number;
+  readonly maxEntryBytes: number;
+  readonly ttlMs: number;
   /** Keys being filled now: one fill per key, so a burst of misses buffers one body. */
   readonly #filling = new Set<string>();
   /** Body bytes buffered by fills in progress, at most `maxBytes` together. */
@@ -167,6 +202,18 @@ export class ResponseCache {
   get fillingBytes(): number {
     return this.#fillingBytes;
   }
+}
+
+/**
+ * The response cache of one site in this process: in memory, bounded by
+ * `max_size_bytes` with least-recently-used eviction. The key is
+ * `{host}{request-target}`, i.e. `{host}/{path}` with the path as the
+ * client sent it (not percent-decoded) and its query string, which is what
+ * `PURGE /cache/{host}/{path}` names.
+ */
+export class ResponseCache extends CacheFills implements SiteCache {
+  readonly #entries = new Map<string, StoredResponse>();
+  #bytes = 0;
 
   /** Bytes currently charged. */
   get bytes(): number {
@@ -179,7 +226,7 @@ export class ResponseCache {
   }
 
   /** A fresh entry (and marks it recently used), or undefined; a stale one is dropped. */
-  get(key: string, now = Date.now()): CacheEntry | undefined {
+  get(key: string, now = Date.now()): StoredResponse | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
     this.#entries.delete(key);
@@ -191,8 +238,17 @@ export class ResponseCache {
     return entry;
   }
 
+  /** Its body is in memory. */
+  body(entry: CacheEntry): Buffer | null {
+    return entry.body;
+  }
+
+  readBody(entry: CacheEntry, done: (body: Buffer | null) => void): void {
+    done(entry.body);
+  }
+
   /** Stores an entry, evicting the least recently used ones; an entry above the bound is not stored. */
-  set(key: string, entry: CacheEntry): boolean {
+  set(key: string, entry: StoredResponse): boolean {
     if (entry.size > this.maxBytes) return false;
     this.delete(key);
     this.#entries.set(key, entry);
@@ -258,15 +314,36 @@ export interface CachingSite {
 }
 
 /**
+ * A cache shared by the processes of a node (`SharedCache`,
+ * `shared-cache.ts`), as the registry uses it: a site's cache, the sites
+ * still served, a purge.
+ */
+export interface NodeCache {
+  /** The site's cache (null: the site is not one the node's caches share; it keeps its own). */
+  forSite(site: CachingSite, config: CacheConfig): SiteCache | null;
+  /** The sites of the published table: the caches of the others go. */
+  retain(sites: ReadonlySet<CachingSite>): void;
+  /** Removes the entries of a request key ({@link cachePurgeKey} form), every coding; true when there was one. */
+  purge(base: string): boolean;
+}
+
+/**
  * All sites' caches, as the admin API's `CachePort` sees them:
  * `{ enabled, purge(key) }`. A purge removes the key from every site's cache.
  * `enabled` follows the published route table (set by {@link retain}), not
  * the caches created so far: a site with `cache` makes PURGE answer 404 for
- * an absent key even before its first cacheable request.
+ * an absent key even before its first cacheable request. Each site's cache
+ * is this process's ({@link ResponseCache}), or, given a {@link NodeCache},
+ * the node's (one for every worker).
  */
 export class CacheRegistry {
-  #caches = new Map<CachingSite, ResponseCache>();
+  #caches = new Map<CachingSite, SiteCache>();
   #enabled = false;
+  readonly #node: NodeCache | null;
+
+  constructor(node: NodeCache | null = null) {
+    this.#node = node;
+  }
 
   /** True when at least one site of the last retained (published) table has `cache`. */
   get enabled(): boolean {
@@ -274,10 +351,10 @@ export class CacheRegistry {
   }
 
   /** The cache of a site (created on first use, kept while the Site object is live). */
-  forSite(site: CachingSite, config: CacheConfig): ResponseCache {
+  forSite(site: CachingSite, config: CacheConfig): SiteCache {
     let cache = this.#caches.get(site);
     if (cache === undefined) {
-      cache = new ResponseCache(config);
+      cache = this.#node?.forSite(site, config) ?? new ResponseCache(config);
       this.#caches.set(site, cache);
     }
     return cache;
@@ -293,6 +370,7 @@ export class CacheRegistry {
     for (const site of sites) if (site.cache !== null) enabled = true;
     this.#enabled = enabled;
     for (const site of this.#caches.keys()) if (!sites.has(site)) this.#caches.delete(site);
+    this.#node?.retain(sites);
   }
 
   /**
@@ -300,10 +378,10 @@ export class CacheRegistry {
    * leading `/` on the path is added. True when an entry was removed.
    */
   purge(key: string): boolean {
-    const slash = key.indexOf('/');
-    const normal = slash < 0 ? `${key.toLowerCase()}/` : `${key.slice(0, slash).toLowerCase()}${key.slice(slash)}`;
-    let removed = false;
+    const normal = cachePurgeKey(key);
+    let removed = this.#node?.purge(normal) ?? false;
     for (const cache of this.#caches.values()) {
+      if (!(cache instanceof ResponseCache)) continue;
       if (cache.delete(normal)) removed = true;
       for (const coding of STORED_CODINGS) if (cache.delete(cacheKeyFor(normal, coding))) removed = true;
     }

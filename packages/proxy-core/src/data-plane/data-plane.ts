@@ -47,6 +47,12 @@ export interface DataPlaneOptions {
   health?: HealthSharing;
   /** TLS session-ticket keys (48 bytes) shared by every worker; default random per listener. */
   ticketKeys?: Buffer;
+  /**
+   * Where the sites' `cache` steps keep their caches: a registry over the
+   * node's shared cache (`SharedCache`, one for every worker). Default:
+   * one in-memory cache per site in this process.
+   */
+  caches?: CacheRegistry;
   /** Answers ACME HTTP-01 challenges before host matching; default none. */
   challenges?: ChallengeResponder;
   /**
@@ -227,6 +233,7 @@ export class DataPlane {
       httpsPort,
       ...(options.reusePort === undefined ? {} : { reusePort: options.reusePort }),
       ...(options.health === undefined ? {} : { health: options.health }),
+      ...(options.caches === undefined ? {} : { caches: options.caches }),
       ...(options.ticketKeys === undefined ? {} : { ticketKeys: options.ticketKeys }),
       ...(options.redirects === undefined ? {} : { redirects: options.redirects }),
       ...(options.challenges === undefined ? {} : { challenges: options.challenges }),

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
+import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import { clientErrorHandler, kOwed } from '../client-errors.js';
 import { ClientIpResolver } from '../client-ip.js';
@@ -64,6 +65,8 @@ export interface ProxyServerOptions {
   httpsPort?: number;
   /** Upstream health shared with other processes (a multi-core daemon's workers); default: kept here. */
   health?: HealthSharing;
+  /** Where the sites' `cache` steps keep their caches (a node's shared cache); default: in this process. */
+  caches?: CacheRegistry;
   /**
    * The TLS session-ticket keys of the HTTPS listeners (48 bytes): the
    * workers of a multi-core daemon share one set, so a client resumes its
@@ -160,6 +163,7 @@ export class ProxyServer {
       ...(options.connectTimeoutMs !== undefined ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
       ...(options.health !== undefined ? { health: options.health } : {}),
+      ...(options.caches !== undefined ? { caches: options.caches } : {}),
     });
     const compileSite = options.compileSite ?? compileFallbackSite;
     const forwarder = this.#forwarder;
