@@ -70,16 +70,23 @@ function time(ms: number): Buffer {
   return year < 2050 ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`)) : tlv(0x18, Buffer.from(`${digits}Z`));
 }
 
-/** An IP's bytes for an iPAddress SAN. */
+/** An IP's bytes for an iPAddress SAN (IPv6 with `::` and an embedded IPv4 tail too). */
 function ipBytes(ip: string): Buffer {
   if (isIP(ip) === 4) return Buffer.from(ip.split('.').map(Number));
+  const groups = (s: string): string[] => {
+    if (s === '') return [];
+    const parts = s.split(':');
+    const last = parts.at(-1) as string;
+    if (!last.includes('.')) return parts;
+    const [a = 0, b = 0, c = 0, d = 0] = last.split('.').map(Number);
+    return [...parts.slice(0, -1), ((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+  };
   const [head = '', tail = ''] = ip.includes('::') ? ip.split('::') : [ip, ''];
-  const groups = (s: string) => (s === '' ? [] : s.split(':'));
   const h = groups(head);
   const t = groups(tail);
-  const all = [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  const all = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
   const out = Buffer.alloc(16);
-  all.forEach((g, i) => out.writeUInt16BE(Number.parseInt(g, 16), i * 2));
+  for (let i = 0; i < 8; i++) out.writeUInt16BE(Number.parseInt(all[i] ?? '0', 16), i * 2);
   return out;
 }
 
