@@ -43,3 +43,21 @@ describe('loopPacer', () => {
     expect(waited).toBeLessThan(400);
   });
 });
+
+describe('loopPacer: CPU off the loop', () => {
+  it('holds an attempt back while the thread pool kept a core busy, the loop idle', async () => {
+    const { pbkdf2 } = await import('node:crypto');
+    const pace = loopPacer({ utilization: 0.5, windowMs: 40, waitMs: 5 });
+    // Work on libuv's pool only: the loop waits, the process burns CPU.
+    const burn = () => new Promise((resolve) => pbkdf2('p', 's', 200_000, 32, 'sha256', resolve));
+    const until = performance.now() + 60;
+    while (performance.now() < until) await Promise.all([burn(), burn()]);
+    let started = false;
+    const paced = pace().then(() => {
+      started = true;
+    });
+    await burn();
+    expect(started).toBe(false);
+    await paced;
+  });
+});
