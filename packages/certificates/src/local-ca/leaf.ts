@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 // (its ASN.1 object model, ~80 % of the primary's CPU while 10,000 names
 // were certified); here the key pair and the signature are made on libuv's
 // thread pool and the loop only concatenates a few hundred bytes. The
-// structure is what `createLeafCertificate` made (same extensions, same
+// structure is what @peculiar/x509 made before (same extensions, same
 // order), pinned by local-ca.test.ts against Node's X509Certificate,
 // openssl and a TLS handshake.
 
