@@ -2,10 +2,11 @@ import { createHash, generateKeyPair, type KeyObject, randomBytes, sign } from '
 import { isIP } from 'node:net';
 
 // A local-CA leaf written as DER bytes directly, signed with node:crypto
-// (issue 30). Through @peculiar/x509 a leaf cost ~2 ms of the event loop
-// (its ASN.1 object model, ~80 % of the primary's CPU while 10,000 names
-// were certified); here the key pair and the signature are made on libuv's
-// thread pool and the loop only concatenates a few hundred bytes. The
+// (issue 30). Through @peculiar/x509 a leaf cost ~3.3 ms of CPU on the
+// event loop (its ASN.1 object model: about a third of the primary's busy
+// time while 10,000 names were certified); here the key pair and the
+// signature are made on libuv's thread pool and the loop only concatenates
+// a few hundred bytes (0.25 ms of CPU a leaf). The
 // structure is what @peculiar/x509 made before (same extensions, same
 // order), pinned by local-ca.test.ts against Node's X509Certificate,
 // openssl and a TLS handshake.
