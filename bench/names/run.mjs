@@ -62,6 +62,8 @@ const MEM_CAP_MB = env('MEM_CAP_MB', 6000);
 const COVER_MS = env('COVER_MS', 300_000);
 const WRITES_MS = env('WRITES_MS', 240_000);
 const CHANGES_MS = env('CHANGES_MS', 300_000);
+/** Caddy's whole row, from its spawn to the last change: each phase ends by then too (Caddy at 100k would take ~15 min). */
+const CADDY_MS = env('CADDY_MS', 480_000);
 const REQUEST_MS = env('REQUEST_MS', 60_000);
 /** The probe's quiet window before the writes: its baseline. */
 const IDLE_MS = env('IDLE_MS', 5_000);
@@ -758,7 +760,8 @@ async function benchCaddy(n) {
   const scan = outputScanner(child);
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   try {
-    const deadline = t0 + START_MS;
+    const budgetEnd = t0 + CADDY_MS;
+    const deadline = Math.min(t0 + START_MS, budgetEnd);
     const adminOk = await until(
       deadline,
       async () => {
@@ -793,7 +796,7 @@ async function benchCaddy(n) {
     result.issued = { afterStart: issued(storage, t0) };
 
     log(`caddy ${n}: coverage of ${sample.length} sampled names`);
-    result.coverage = await coverage(httpsPort, sample, ca, t0, performance.now() + COVER_MS);
+    result.coverage = await coverage(httpsPort, sample, ca, t0, Math.min(performance.now() + COVER_MS, budgetEnd));
     result.issued.afterCoverage = issued(storage, t0);
     log(
       `caddy ${n}: ${result.coverage.verified}/${result.coverage.sampled} verified; complete at ${result.coverage.completeS} s`,
@@ -816,8 +819,9 @@ async function benchCaddy(n) {
       const idle = probe ? await probe.window(() => sleep(IDLE_MS)) : null;
       log(`caddy ${n}: ${CADDY_CHANGES} sites added through the admin API`);
       const c0 = performance.now();
+      const changesEnd = Math.max(Math.min(c0 + CHANGES_MS, budgetEnd), c0 + 60_000);
       const work = async () => {
-        for (let i = 0; i < CADDY_CHANGES && performance.now() < c0 + CHANGES_MS; i++) {
+        for (let i = 0; i < CADDY_CHANGES && performance.now() < changesEnd; i++) {
           const name = `w${i}.names.test`;
           const s = performance.now();
           try {
@@ -827,7 +831,7 @@ async function benchCaddy(n) {
                 port: adminPort,
                 method: 'POST',
                 path: '/config/apps/http/servers/srv0/routes',
-                timeoutMs: CHANGES_MS,
+                timeoutMs: Math.max(changesEnd - performance.now(), 1000),
               },
               caddyRoute(name),
             );
@@ -840,7 +844,7 @@ async function benchCaddy(n) {
           latencies.push(performance.now() - s);
           // The change is done for a user when the new site answers over verified HTTPS.
           const served = await until(
-            c0 + CHANGES_MS,
+            changesEnd,
             async () => (await httpsGet(httpsPort, name, ca(), false, 5000)).status === 200,
             50,
           );
@@ -982,7 +986,7 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const jsonFile = path.join(resultsDir, `names-${stamp}.json`);
 writeFileSync(
   jsonFile,
-  `${JSON.stringify({ bench: 'names', commit, node: process.versions.node, cpus: availableParallelism(), sizes: SIZES, writes: WRITES, writeRate: WRITE_RATE, bounds: { START_MS, COVER_MS, WRITES_MS, CHANGES_MS }, goals: GOALS, results, table }, null, 2)}\n`,
+  `${JSON.stringify({ bench: 'names', commit, node: process.versions.node, cpus: availableParallelism(), sizes: SIZES, writes: WRITES, writeRate: WRITE_RATE, bounds: { START_MS, COVER_MS, WRITES_MS, CHANGES_MS, CADDY_MS }, goals: GOALS, results, table }, null, 2)}\n`,
 );
 console.log(`\nresults: ${path.relative(process.cwd(), jsonFile)}`);
 await session.shutdown(results.some((r) => r.error) ? 1 : 0);

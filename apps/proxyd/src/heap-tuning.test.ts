@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { releaseStartupMemory, tuneHeapForStreaming, workerExecArgv } from './heap-tuning.js';
+import { primaryReexecArgs, releaseStartupMemory, tuneHeapForStreaming, workerExecArgv } from './heap-tuning.js';
 
 /**
  * A child process allocates 500 MB of short-lived 64 KiB Buffers (as socket
@@ -88,5 +88,29 @@ describe('what starting took goes back (issue 32: an idle primary kept a 32 MB y
   it('can run more than once in one process', () => {
     releaseStartupMemory();
     releaseStartupMemory();
+  });
+});
+
+describe('the young generation of the primary (issue 30: 100,000 names certified)', () => {
+  const argv = ['/usr/bin/node', '/opt/proxyd/dist/main.js'];
+
+  it('`proxyd run` re-executes with the cap, its flags and arguments kept in order', () => {
+    expect(primaryReexecArgs([...argv, 'run', '--config', 'Proxyfile'], ['--enable-source-maps'], '')).toEqual([
+      '--enable-source-maps',
+      '--max-semi-space-size=2',
+      '/opt/proxyd/dist/main.js',
+      'run',
+      '--config',
+      'Proxyfile',
+    ]);
+  });
+
+  it('leaves other commands, an operator’s own size and a single executable alone', () => {
+    expect(primaryReexecArgs([...argv, 'routes', 'list'], [], '')).toBeNull();
+    expect(primaryReexecArgs([...argv, 'run'], ['--max-semi-space-size=8'], '')).toBeNull();
+    expect(primaryReexecArgs([...argv, 'run'], [], '--max_semi_space_size=4')).toBeNull();
+    expect(primaryReexecArgs([...argv, 'run'], [], '', true)).toBeNull();
+    // After the re-execution the flag is in execArgv: never a second time.
+    expect(primaryReexecArgs([...argv, 'run'], ['--max-semi-space-size=2'], '')).toBeNull();
   });
 });

@@ -86,3 +86,28 @@ export function releaseStartupMemory(): void {
   const gc = runInNewContext('gc') as (options: { type: string; execution: string; flavor: string }) => void;
   gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
+
+/**
+ * The arguments `proxyd run` re-executes itself with so that the primary's
+ * young generation is capped like a worker's (`--max-semi-space-size=2`),
+ * or null when nothing is to be done: not the daemon (`run` not among the
+ * arguments), the operator chose a size (`execArgv` or `NODE_OPTIONS`), or
+ * a single executable (it reads every argument as its own).
+ *
+ * Issue 30: while 100,000 names were certified the primary's young
+ * generation grew to 2 × 16 MB and more and stayed there (the primary at
+ * 356 MB PSS after 60 s of issuance, 246 MB with the cap; bench/names
+ * start.mjs). V8 sizes it when the process starts, so the flag must be on
+ * the command line: setting it at run time changes nothing.
+ */
+export function primaryReexecArgs(
+  argv: readonly string[] = process.argv,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env.NODE_OPTIONS ?? '',
+  singleExecutable = false,
+): string[] | null {
+  if (singleExecutable || !argv.slice(2).includes('run')) return null;
+  const chosen = (arg: string) => arg.replaceAll('_', '-').includes('max-semi-space-size');
+  if (execArgv.some(chosen) || chosen(nodeOptions)) return null;
+  return [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`, ...argv.slice(1)];
+}

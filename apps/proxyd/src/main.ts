@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: `proxyd run` may re-execute itself with the primary's heap flags before anything else loads.
+import './primary-heap.js';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { CertificateStorage } from '@proxyd/certificates';

@@ -1,13 +1,9 @@
-import { isIP } from 'node:net';
 import { type CryptoKey, type CryptoKeyPair, crypto, EC_SIGNING_ALGORITHM } from './keys.js';
 import {
   AuthorityKeyIdentifierExtension,
   BasicConstraintsExtension,
-  ExtendedKeyUsage,
-  ExtendedKeyUsageExtension,
   KeyUsageFlags,
   KeyUsagesExtension,
-  SubjectAlternativeNameExtension,
   SubjectKeyIdentifierExtension,
   type X509Certificate,
   X509CertificateGenerator,
@@ -101,49 +97,6 @@ export async function createIntermediateCertificate(
         new KeyUsagesExtension(KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign, true),
         await SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
         await AuthorityKeyIdentifierExtension.create(root.certificate.publicKey, false, crypto),
-      ],
-    },
-    crypto,
-  );
-}
-
-/**
- * A server leaf signed by `intermediate`: digitalSignature (critical),
- * serverAuth EKU, CA:FALSE, the names as SANs (IPs as iPAddress SANs, the
- * rest as dNSName; `names` already normalised), subject CN = the first name (when it fits in 64 characters),
- * a random serial, valid from `now − BACKDATE_MS` for `lifetimeMs` but never
- * past the intermediate.
- */
-export async function createLeafCertificate(
-  intermediate: Authority,
-  publicKey: CryptoKey,
-  names: readonly string[],
-  now: number,
-  lifetimeMs: number,
-): Promise<X509Certificate> {
-  // A CN is at most 64 characters (RFC 5280 ub-common-name); without one the SANs must be critical.
-  const first = names[0];
-  const withCn = first !== undefined && first.length <= 64;
-  return X509CertificateGenerator.create(
-    {
-      serialNumber: randomSerial(),
-      subject: withCn ? commonName(first) : '',
-      issuer: intermediate.certificate.subject,
-      notBefore: new Date(now - BACKDATE_MS),
-      notAfter: new Date(Math.min(now + lifetimeMs, intermediate.certificate.notAfter.getTime())),
-      publicKey,
-      signingKey: intermediate.privateKey,
-      signingAlgorithm: EC_SIGNING_ALGORITHM,
-      extensions: [
-        new BasicConstraintsExtension(false, undefined, true),
-        new KeyUsagesExtension(KeyUsageFlags.digitalSignature, true),
-        new ExtendedKeyUsageExtension([ExtendedKeyUsage.serverAuth], false),
-        new SubjectAlternativeNameExtension(
-          names.map((name) => ({ type: isIP(name) === 0 ? ('dns' as const) : ('ip' as const), value: name })),
-          !withCn,
-        ),
-        await SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
-        await AuthorityKeyIdentifierExtension.create(intermediate.certificate.publicKey, false, crypto),
       ],
     },
     crypto,

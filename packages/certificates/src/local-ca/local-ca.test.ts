@@ -372,3 +372,15 @@ describe('LocalCa: on the file storage', () => {
     }
   });
 });
+
+describe('LocalCa: IPv6 SANs (issue 30: leaves written as DER)', () => {
+  it('encodes compressed IPv6 and an embedded IPv4 tail byte for byte', async () => {
+    const ca = await LocalCa.open(new MemoryStorage());
+    const issued = await ca.issue(['2001:db8::8:1', '::ffff:10.1.2.3', 'fe80::']);
+    const [leaf] = chainOf(issued.certPem);
+    expect(leaf?.subjectAltName).toBe(
+      'IP Address:2001:DB8:0:0:0:0:8:1, IP Address:0:0:0:0:0:FFFF:A01:203, IP Address:FE80:0:0:0:0:0:0:0',
+    );
+    expect(leaf?.checkIP('2001:db8::8:1')).toBe('2001:db8::8:1');
+  });
+});

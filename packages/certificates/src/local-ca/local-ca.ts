@@ -1,17 +1,19 @@
+import { createPrivateKey, KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
 import type { CertificateStorage } from '../storage/storage.js';
 import {
   type Authority,
+  BACKDATE_MS,
   createIntermediateCertificate,
-  createLeafCertificate,
   createRootCertificate,
   INTERMEDIATE_LIFETIME_MS,
   LEAF_LIFETIME_MS,
   ROOT_LIFETIME_MS,
 } from './certificates.js';
 import { type CryptoKey, crypto, exportPrivateKeyPem, generateKeyPair, importSigningKey, publicKeyOf } from './keys.js';
+import { keyIdOf, type LeafSigner, signLeaf, subjectNameDer } from './leaf.js';
 import { needsRenewal } from './renewal.js';
 import { X509Certificate } from './x509.js';
 
@@ -76,7 +78,9 @@ export class LocalCa {
   private readonly now: () => number;
   private readonly intermediateLifetimeMs: number;
   private readonly root: Authority;
-  private intermediate: Authority & { pem: string };
+  private intermediate: StoredAuthority;
+  /** What signs leaves: the current intermediate as node:crypto needs it (rebuilt when it is renewed). */
+  private signer: LeafSigner;
   private renewing: Promise<void> | undefined;
 
   /** The root certificate, PEM: what `proxyd trust` installs and clients verify against. */
@@ -86,8 +90,8 @@ export class LocalCa {
     storage: CertificateStorage,
     now: () => number,
     intermediateLifetimeMs: number,
-    root: Authority & { pem: string },
-    intermediate: Authority & { pem: string },
+    root: StoredAuthority,
+    intermediate: StoredAuthority,
   ) {
     this.storage = storage;
     this.now = now;
@@ -95,6 +99,7 @@ export class LocalCa {
     this.root = root;
     this.rootPem = root.pem;
     this.intermediate = intermediate;
+    this.signer = leafSignerOf(intermediate);
   }
 
   /**
@@ -128,20 +133,20 @@ export class LocalCa {
   async issue(names: readonly string[], options: LocalCaIssueOptions = {}): Promise<LocalCaCertificate> {
     const normalised = normaliseNames(names);
     await this.renewIntermediateIfDue();
-    const keys = await generateKeyPair();
-    const leaf = await createLeafCertificate(
-      this.intermediate,
-      keys.publicKey,
+    const now = this.now();
+    const intermediatePem = this.intermediate.pem;
+    const leaf = await signLeaf(
+      this.signer,
       normalised,
-      this.now(),
-      options.lifetimeMs ?? LEAF_LIFETIME_MS,
+      now - BACKDATE_MS,
+      now + (options.lifetimeMs ?? LEAF_LIFETIME_MS),
     );
     return {
-      certPem: `${leaf.toString('pem')}\n${this.intermediate.pem}`,
-      keyPem: await exportPrivateKeyPem(keys.privateKey),
+      certPem: `${leaf.certPem}\n${intermediatePem}`,
+      keyPem: leaf.keyPem,
       names: normalised,
-      notBefore: leaf.notBefore,
-      notAfter: leaf.notAfter,
+      notBefore: new Date(leaf.notBefore),
+      notAfter: new Date(leaf.notAfter),
     };
   }
 
@@ -156,6 +161,7 @@ export class LocalCa {
         this.renewing = loadOrCreateIntermediate(this.storage, this.root, this.now, this.intermediateLifetimeMs)
           .then((intermediate) => {
             this.intermediate = intermediate;
+            this.signer = leafSignerOf(intermediate);
           })
           .finally(() => {
             this.renewing = undefined;
@@ -166,7 +172,19 @@ export class LocalCa {
   }
 }
 
-type StoredAuthority = Authority & { pem: string };
+/** A CA certificate with its key as WebCrypto and as node:crypto use it, and its PEM. */
+type StoredAuthority = Authority & { pem: string; signingKey: KeyObject };
+
+/** The intermediate as {@link signLeaf} needs it: a KeyObject, its subject's DER and its key identifier. */
+function leafSignerOf(intermediate: StoredAuthority): LeafSigner {
+  const certificate = intermediate.certificate;
+  return {
+    key: intermediate.signingKey,
+    subjectDer: subjectNameDer(Buffer.from(certificate.rawData)),
+    keyId: keyIdOf(Buffer.from(certificate.publicKey.rawData)),
+    notAfter: certificate.notAfter.getTime(),
+  };
+}
 
 /** Both halves of a stored pair as text, or null for a missing half. */
 async function loadPair(
@@ -198,9 +216,11 @@ async function parseAuthority(
     );
   }
   let privateKey: CryptoKey;
+  let signingKey: KeyObject;
   let spki: Buffer;
   try {
     privateKey = await importSigningKey(keyPem);
+    signingKey = createPrivateKey(keyPem);
     spki = publicKeyOf(keyPem);
   } catch (cause) {
     throw new CertificatesError(
@@ -210,7 +230,7 @@ async function parseAuthority(
     );
   }
   const keyMatches = spki.equals(Buffer.from(certificate.publicKey.rawData));
-  return { certificate, privateKey, pem: certificate.toString('pem'), keyMatches };
+  return { certificate, privateKey, signingKey, pem: certificate.toString('pem'), keyMatches };
 }
 
 /** Runs `fn` holding the local CA's storage lock. */
@@ -251,7 +271,7 @@ async function loadOrCreateRoot(storage: CertificateStorage, now: () => number, 
     const pem = certificate.toString('pem');
     await storage.store(LocalCaKeys.rootKey, await exportPrivateKeyPem(keys.privateKey), { secret: true });
     await storage.store(LocalCaKeys.rootCert, pem);
-    return { certificate, privateKey: keys.privateKey, pem };
+    return { certificate, privateKey: keys.privateKey, signingKey: KeyObject.from(keys.privateKey), pem };
   });
 }
 
@@ -295,7 +315,7 @@ async function loadOrCreateIntermediate(
     const pem = certificate.toString('pem');
     await storage.store(LocalCaKeys.intermediateKey, await exportPrivateKeyPem(keys.privateKey), { secret: true });
     await storage.store(LocalCaKeys.intermediateCert, pem);
-    return { certificate, privateKey: keys.privateKey, pem };
+    return { certificate, privateKey: keys.privateKey, signingKey: KeyObject.from(keys.privateKey), pem };
   });
 }
 

@@ -92,6 +92,12 @@ export interface CertificateManagerOptions {
    * stays served: an evicted one is read from storage at its next handshake.
    */
   cacheCapacity?: number;
+  /**
+   * Resolves when an attempt no handshake waits for may start (default: at
+   * once). The daemon passes `loopPacer()`: issuance takes what the event
+   * loop has spare, so route writes do not wait behind it.
+   */
+  pace?: () => Promise<void>;
 }
 
 /** A managed-name change: names to add (or whose issuer or DNS solver changed) and names to remove. */
@@ -203,6 +209,7 @@ export class CertificateManager implements CertificateStore, ChallengeResponder 
       onObtained: options.onObtained,
       concurrency,
       renewalSpread: options.renewalSpread ?? DEFAULT_RENEWAL_SPREAD,
+      pace: options.pace,
     });
     this.#onDemand =
       options.onDemand === undefined

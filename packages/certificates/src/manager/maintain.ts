@@ -57,6 +57,8 @@ export interface MaintainerOptions {
   concurrency: { local: number; acme: number };
   /** The lifetime rule's spread, a fraction of the lifetime (see `renewalDecision`). */
   renewalSpread: number;
+  /** Resolves when an attempt that no handshake waits for may start (see `loopPacer`); absent: at once. */
+  pace?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -81,6 +83,7 @@ export class Maintainer implements NameMaintenance {
   readonly #onObtained: ((name: string) => void) | undefined;
   readonly #concurrency: { local: number; acme: number };
   readonly #renewalSpread: number;
+  readonly #pace: (() => Promise<void>) | undefined;
   /** One issuance queue per issuer (`local`, or the ACME CA an attempt starts with). */
   readonly #queues = new Map<string, WorkQueue>();
   /**
@@ -109,6 +112,7 @@ export class Maintainer implements NameMaintenance {
     this.#onObtained = options.onObtained;
     this.#concurrency = options.concurrency;
     this.#renewalSpread = options.renewalSpread;
+    this.#pace = options.pace;
   }
 
   /**
@@ -247,7 +251,12 @@ export class Maintainer implements NameMaintenance {
       () =>
         queue.run(
           entry.name,
-          () => (this.#jobs.closed || entry.removed ? Promise.resolve() : this.#attempt(entry)),
+          async () => {
+            // A handshake waiting for the name is not paced; the rest take what the event loop has spare.
+            if (!urgent && this.#pace !== undefined) await this.#pace();
+            if (this.#jobs.closed || entry.removed) return;
+            await this.#attempt(entry);
+          },
           urgent,
         ),
       () => {
@@ -299,7 +308,7 @@ export class Maintainer implements NameMaintenance {
       // Never obtain over a stored file that does not parse: it is left as it is.
       if (read.error !== null) throw read.error;
       const obtained = await this.#obtainer.obtain(entry);
-      await this.#names.storeObtained(entry, obtained);
+      await this.#names.storeObtained(entry, obtained, read);
       this.#onObtained?.(entry.name);
       entry.backoff = null;
       entry.rateLimitedUntil = null;

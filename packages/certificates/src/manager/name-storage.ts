@@ -16,6 +16,8 @@ export interface StorageRead {
   meta: CertificateMetadata | null;
   /** A stored file that does not parse (or cannot be read): nothing is obtained over it. */
   error: unknown;
+  /** The issuer folders whose certificate and key were read, and the one whose metadata was. */
+  checked: { issuerIds: readonly string[]; metadataOf: string | undefined };
 }
 
 /** Options of {@link NameStorage}. */
@@ -80,7 +82,7 @@ export class NameStorage {
         this.logProblem(entry, err);
       }
     }
-    return { certificate: best, meta, error };
+    return { certificate: best, meta, error, checked: { issuerIds: ids, metadataOf: metaId } };
   }
 
   /** At setNames (or an on-demand name's first handshake): serve the stored certificate, restore its ARI state and failure history. */
@@ -108,18 +110,32 @@ export class NameStorage {
   }
 
   /** Stores a certificate just obtained, with fresh metadata (no ARI, no failures but the validation history). */
-  async storeObtained(entry: Entry, obtained: LoadedCertificate): Promise<void> {
-    await storeCertificate(this.#storage, obtained.issuerId, obtained, {
-      name: entry.name,
-      issuer: obtained.issuer,
-      notBefore: obtained.notBefore,
-      notAfter: obtained.notAfter,
-      ari: null,
-      lastError: null,
-      nextAttemptAt: null,
-      backoff: null,
-      validationFailures: entry.validationFailures,
-    });
+  async storeObtained(entry: Entry, obtained: LoadedCertificate, read?: StorageRead): Promise<void> {
+    // What the attempt read under the lock without an error is not read again before the write.
+    const checked =
+      read === undefined || read.error !== null
+        ? { certificate: false, metadata: false }
+        : {
+            certificate: read.checked.issuerIds.includes(obtained.issuerId),
+            metadata: read.checked.metadataOf === obtained.issuerId,
+          };
+    await storeCertificate(
+      this.#storage,
+      obtained.issuerId,
+      obtained,
+      {
+        name: entry.name,
+        issuer: obtained.issuer,
+        notBefore: obtained.notBefore,
+        notAfter: obtained.notAfter,
+        ari: null,
+        lastError: null,
+        nextAttemptAt: null,
+        backoff: null,
+        validationFailures: entry.validationFailures,
+      },
+      checked,
+    );
   }
 
   /** Writes the name's metadata beside its certificate (best effort: a failure is logged). */

@@ -227,3 +227,35 @@ describe('CertificateManager: challenge types', () => {
     expect(ca.orders.map((o) => o.challenge)).toEqual(['http-01']);
   });
 });
+
+describe('CertificateManager: the reads of an attempt (issue 30)', () => {
+  it('reads a new name’s files under its lock once, not again before the write, and still never writes over one that does not parse', async () => {
+    const { time, make } = setup();
+    const storage = new MemoryStorage();
+    const loads: string[] = [];
+    const load = storage.load.bind(storage);
+    storage.load = async (key) => {
+      loads.push(key);
+      return await load(key);
+    };
+    const manager = make({ storage, localCa: await LocalCa.open(storage, { now: time.clock }) });
+    await manager.setNames([{ name: 'a.test', issuer: 'internal' }]);
+    await manager.whenIdle();
+    expect(manager.has('a.test')).toBe(true);
+    const keys = certificateKeys('local', 'a.test');
+    // Certificate and key read twice each: when the name is added and under its lock; not again before the write.
+    expect(loads.filter((key) => key === keys.cert)).toHaveLength(2);
+    expect(loads.filter((key) => key === keys.key)).toHaveLength(2);
+    expect(storage.values.has(keys.cert)).toBe(true);
+
+    // A metadata file that does not parse: the attempt reads it under the lock and obtains nothing over it.
+    storage.values.set(certificateKeys('local', 'b.test').meta, Buffer.from('{not json'));
+    await manager.setNames([
+      { name: 'a.test', issuer: 'internal' },
+      { name: 'b.test', issuer: 'internal' },
+    ]);
+    await manager.whenIdle();
+    expect(manager.has('b.test')).toBe(false);
+    expect(storage.values.get(certificateKeys('local', 'b.test').meta)?.toString()).toBe('{not json');
+  });
+});

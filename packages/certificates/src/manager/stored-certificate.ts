@@ -242,16 +242,20 @@ export async function storeMetadata(
 /**
  * Stores a certificate (chain), its key (as a secret) and its metadata, key
  * first. Throws `CERT_STORED_CERTIFICATE_INVALID`, writing nothing, when a
- * file already there does not parse: it is never overwritten.
+ * file already there does not parse: it is never overwritten. `checked`
+ * says what the caller read and found parseable under the name's lock just
+ * before (the attempt does): those files are not read again (issue 30: four
+ * reads of a name's files fewer per certificate).
  */
 export async function storeCertificate(
   storage: CertificateStorage,
   issuerId: string,
   certificate: { certPem: string; keyPem: string },
   metadata: CertificateMetadata,
+  checked: { certificate: boolean; metadata: boolean } = { certificate: false, metadata: false },
 ): Promise<void> {
-  await loadCertificate(storage, issuerId, metadata.name);
-  await loadMetadata(storage, issuerId, metadata.name);
+  if (!checked.certificate) await loadCertificate(storage, issuerId, metadata.name);
+  if (!checked.metadata) await loadMetadata(storage, issuerId, metadata.name);
   const keys = certificateKeys(issuerId, metadata.name);
   await storage.store(keys.key, certificate.keyPem, { secret: true });
   await storage.store(keys.cert, certificate.certPem);

@@ -11,6 +11,7 @@ import {
   type ManagedName,
   type NameChanges,
 } from '../manager/index.js';
+import { loopPacer } from '../manager/loop-pacer.js';
 import type { CertificateSummary } from '../schedule/index.js';
 import { FileStorage } from '../storage/file-storage.js';
 import type { CertificateStorage } from '../storage/storage.js';
@@ -264,6 +265,8 @@ export async function createCertificateWiring(
     logger: options.logger,
     ...(options.onObtained === undefined ? {} : { onObtained: options.onObtained }),
     ...(options.cacheCapacity === undefined ? {} : { cacheCapacity: options.cacheCapacity }),
+    // Issuance leaves half of the event loop to route writes and the workers' certificate requests.
+    pace: loopPacer(),
   });
   return {
     manager,
