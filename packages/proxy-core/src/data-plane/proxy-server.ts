@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
@@ -18,6 +18,7 @@ import {
   type ListenerLimits,
 } from '../connection-limits.js';
 import { compileFallbackSite } from '../fallback-site.js';
+import { FastPath, fastPathEnabled } from '../fast/fast-path.js';
 import { HttpForwarder } from '../forward/forwarder.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { CompiledSite, Forwarder } from '../pipeline.js';
@@ -108,6 +109,13 @@ export interface ProxyServerOptions {
    * is then the node's cap, not this process's. Default none.
    */
   connectionCounter?: ConnectionCounter;
+  /**
+   * Whether plain-HTTP/1.1 connections go through the fast path first
+   * (`fast/`: llhttp on the raw socket, pooled raw upstream connections,
+   * node:http for whatever it does not cover). Default: on unless
+   * `PROXY_FAST_PATH=0`.
+   */
+  fastPath?: boolean;
 }
 
 /**
@@ -150,6 +158,8 @@ export class ProxyServer {
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   /** Requests recorded and not yet finished (only while an `onRequest` hook is set). */
   readonly #counts: RequestCounts = { inFlight: 0 };
+  /** The HTTP/1.1 fast path (null: off, every connection goes to node:http). */
+  readonly #fast: FastPath | null;
 
   constructor(options: ProxyServerOptions = {}) {
     const hooks = options.hooks ?? {};
@@ -190,6 +200,10 @@ export class ProxyServer {
       counts: this.#counts,
       httpsSuffix: httpsPortSuffix(options.httpsPort),
     });
+    this.#fast =
+      (options.fastPath ?? fastPathEnabled())
+        ? new FastPath({ door: this.#door, forwarder, hooks, clientIp, counts: this.#counts, limits })
+        : null;
     this.#retain();
     this.#prepareHealthChecks(this.#table.sites());
   }
@@ -206,6 +220,11 @@ export class ProxyServer {
    */
   stats(): { requestsInFlight: number; openConnections: number } {
     return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
+  }
+
+  /** Requests the HTTP/1.1 fast path has taken so far (0 when it is off); for tests and benchmarks. */
+  get fastPathRequests(): number {
+    return this.#fast?.served ?? 0;
   }
 
   /**
@@ -300,6 +319,15 @@ export class ProxyServer {
       { ...http1ServerOptions(this.#limits), ServerResponse: CountingResponse },
       handler,
     );
+    const fast = this.#fast;
+    if (fast !== null) {
+      // The fast path takes each connection first and gives it to node:http's own listener when it must.
+      const [nodeListener] = server.listeners('connection') as ((socket: Socket) => void)[];
+      server.removeAllListeners('connection');
+      const fallback = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
+      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
+      server.on('connection', (socket: Socket) => fast.accept(socket, false, fallback, timedOut));
+    }
     const sockets = this.#httpSockets;
     server.on('connection', (socket: Duplex) => {
       sockets.add(socket);
@@ -434,6 +462,7 @@ export class ProxyServer {
       ),
     );
     for (const socket of this.#tlsSockets) socket.destroy();
+    this.#fast?.close();
     for (const compiled of this.#table.compiledSites()) safeClose(compiled);
     this.#forwarder.close();
   }
@@ -518,3 +547,10 @@ function safeClose(compiled: CompiledSite): void {
 }
 
 function ignore(): void {}
+
+/** The error Node's server reports for a head not received in time (the `clientError` handler answers 408). */
+function headersTimeout(): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new Error('Request timeout');
+  err.code = 'ERR_HTTP_REQUEST_TIMEOUT';
+  return err;
+}

@@ -1,0 +1,161 @@
+// Issue 32: the HTTP/1.1 fast path answers exactly as the node:http path
+// does — the same bytes to the client (but the Date), the same request head
+// upstream, the same request records — and hands whatever it does not
+// cover to node:http, at a request's first byte, on the same connection.
+import http from 'node:http';
+import { describe, expect, it } from 'vitest';
+import type { RequestRecord } from '../hooks.js';
+import { rawExchange, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+
+/** The upstream every scenario talks to: a few answers chosen by path. */
+async function origin() {
+  return await upstream((req, res) => {
+    if (req.url?.startsWith('/chunked')) {
+      res.setHeader('content-type', 'text/plain');
+      res.write('one,');
+      res.end('two');
+    } else if (req.url === '/empty') {
+      res.writeHead(204, { 'x-kind': 'empty' }).end();
+    } else if (req.url === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 100_000 });
+      res.end(Buffer.alloc(100_000, 7));
+    } else if (req.url === '/page') {
+      res
+        .writeHead(200, { 'content-type': 'text/html', 'content-length': 27 })
+        .end('<html><body>hi</body></html'.slice(0, 27));
+    } else if (req.method === 'POST') {
+      let n = 0;
+      req.on('data', (c: Buffer) => {
+        n += c.length;
+      });
+      req.on('end', () => res.end(`got ${n}`));
+    } else {
+      res.setHeader('set-cookie', ['a=1', 'b=2']);
+      res.setHeader('keep-alive', 'timeout=30');
+      res.setHeader('x-frame-options', 'DENY');
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'x-upstream': 'yes' });
+      res.end(`path ${req.url}`);
+    }
+  });
+}
+
+/** The same proxy, with the fast path on or off, recording what it hands `onRequest`. */
+async function proxyWith(fastPath: boolean, upPort: number) {
+  const records: RequestRecord[] = [];
+  const { server, port } = await siteProxy(
+    [
+      site('f.test', [upPort]),
+      site('g.test', [upPort], (s) => {
+        s.encode = { encodings: ['gzip'], minimum_length: 0, prefer: [] } as never;
+      }),
+    ],
+    {
+      fastPath,
+      hooks: { onRequest: (r) => records.push(r) },
+    },
+  );
+  return { server, port, records };
+}
+
+/** A response with its Date line blanked (the one thing that differs between two runs). */
+const undated = (raw: string) => raw.replace(/\r\nDate: [^\r]*/g, '\r\nDate: -');
+
+/** What a record says, without its clock readings. */
+const stable = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });
+
+const REQUESTS: [string, string][] = [
+  [
+    'keep-alive GET, two requests pipelined, spoofed and odd headers',
+    'GET /a?x=1 HTTP/1.1\r\nHost: f.test\r\nUser-Agent: t/1\r\nReferer: http://r.test/\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nCookie: c=1\r\nCookie: d=2\r\nConnection: keep-alive, x-drop\r\nX-Drop: 1\r\n\r\n' +
+      'HEAD /b HTTP/1.1\r\nHost: F.test:80\r\nConnection: close\r\n\r\n',
+  ],
+  ['chunked upstream body, Connection: close', 'GET /chunked HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['204 without body', 'GET /empty HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['100 KB body', 'GET /big HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  [
+    'a fast GET, then a POST with a body (node:http) on the same connection',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nPOST /post HTTP/1.1\r\nHost: f.test\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello',
+  ],
+  [
+    'a fast GET, then CL + TE (smuggling: 400 and close)',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nPOST /x HTTP/1.1\r\nHost: f.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+  ],
+  [
+    'a fast GET, then two Host lines',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nGET /x HTTP/1.1\r\nHost: f.test\r\nHost: g.test\r\n\r\n',
+  ],
+  ['obs-fold', 'GET /x HTTP/1.1\r\nHost: f.test\r\nX-A: 1\r\n  folded\r\n\r\n'],
+  ['no route', 'GET /x HTTP/1.1\r\nHost: nowhere.test\r\nConnection: close\r\n\r\n'],
+  [
+    'a site with encode (node:http)',
+    'GET /a HTTP/1.1\r\nHost: g.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n',
+  ],
+  ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: f.test\r\n\r\n'],
+];
+
+describe('issue 32: the HTTP/1.1 fast path', () => {
+  it('answers byte for byte as node:http, sends the same head upstream and the same records', async () => {
+    const up = await origin();
+    const fast = await proxyWith(true, up.port);
+    const slow = await proxyWith(false, up.port);
+    for (const [name, bytes] of REQUESTS) {
+      const seenBefore = up.seen.length;
+      const a = undated(await rawExchange(fast.port, bytes, 1000));
+      const upFast = up.seen.slice(seenBefore).map((s) => [s.method, s.url, s.raw]);
+      const seenMid = up.seen.length;
+      const b = undated(await rawExchange(slow.port, bytes, 1000));
+      const upSlow = up.seen.slice(seenMid).map((s) => [s.method, s.url, s.raw]);
+      expect(a, name).toBe(b);
+      expect(a.length, name).toBeGreaterThan(0);
+      expect(upFast, name).toEqual(upSlow);
+    }
+    await until(() => fast.records.length === slow.records.length && slow.records.length >= REQUESTS.length);
+    expect(fast.records.map(stable)).toEqual(slow.records.map(stable));
+    expect(fast.server.fastPathRequests).toBeGreaterThanOrEqual(8);
+    expect(slow.server.fastPathRequests).toBe(0);
+  });
+
+  it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {
+    const silent = await upstream(() => {});
+    const closed = await upstream();
+    const closedPort = closed.port;
+    await closed.close();
+    for (const [port, status] of [
+      [closedPort, 502],
+      [silent.port, 504],
+    ] as const) {
+      const replies: string[] = [];
+      for (const fastPath of [true, false]) {
+        const { port: p, server } = await siteProxy([site('f.test', [port])], { fastPath, idleTimeoutMs: 200 });
+        replies.push(undated(await rawExchange(p, 'GET / HTTP/1.1\r\nHost: f.test\r\n\r\n', 1500)));
+        if (fastPath) expect(server.fastPathRequests).toBe(1);
+        // Passive health: a member that refused the connection leaves the rotation.
+        if (status === 502) expect([...server.forwarder.upstreamHealth()][0]?.healthy).toBe(false);
+      }
+      expect(replies[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(replies[0]).toBe(replies[1]);
+    }
+  });
+
+  it('reuses its upstream connection across requests and client connections', async () => {
+    const up = await origin();
+    const { port, server } = await proxyWith(true, up.port);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ port, host: '127.0.0.1', path: `/n${i}`, headers: { host: 'f.test' }, agent }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          })
+          .on('error', reject);
+      });
+    }
+    agent.destroy();
+    await rawExchange(port, 'GET /last HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n');
+    expect(new Set(up.seen.map((s) => s.socket)).size).toBe(1);
+    expect(server.fastPathRequests).toBe(4);
+    expect(server.forwarder.upstreamSocketCount()).toBe(1);
+    await wait(10);
+  });
+});
