@@ -326,7 +326,8 @@ export class ProxyServer {
       server.removeAllListeners('connection');
       const fallback = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
       const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
-      server.on('connection', (socket: Socket) => fast.accept(socket, false, fallback, timedOut));
+      const maxHeaderSize = this.#limits.maxHeaderSize;
+      server.on('connection', (socket: Socket) => fast.accept(socket, false, maxHeaderSize, fallback, timedOut));
     }
     const sockets = this.#httpSockets;
     server.on('connection', (socket: Duplex) => {
@@ -365,23 +366,38 @@ export class ProxyServer {
       }
     };
     const limits = this.#http2;
-    const server = http2.createSecureServer(
-      {
-        // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
-        ...http1ServerOptions(this.#limits),
-        ...http2ServerOptions(limits),
-        handshakeTimeout: this.#limits.handshakeTimeoutMs,
-        allowHTTP1: true,
-        Http1ServerResponse: CountingResponse,
-        Http2ServerResponse: CountingH2Response as never,
-        ...handshakeOptions(certificates, this.#alpnChallenges),
-        ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
-        // Node's default is a hash of the process's command line, which differs between two daemons (their
-        // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
-        sessionIdContext: SESSION_ID_CONTEXT,
-      },
-      handler as never,
-    );
+    const options: http2.SecureServerOptions = {
+      // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
+      ...http1ServerOptions(this.#limits),
+      ...http2ServerOptions(limits),
+      handshakeTimeout: this.#limits.handshakeTimeoutMs,
+      allowHTTP1: true,
+      Http1ServerResponse: CountingResponse,
+      Http2ServerResponse: CountingH2Response as never,
+      ...handshakeOptions(certificates, this.#alpnChallenges),
+      ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
+      // Node's default is a hash of the process's command line, which differs between two daemons (their
+      // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
+      sessionIdContext: SESSION_ID_CONTEXT,
+    };
+    const server = http2.createSecureServer(options, handler as never);
+    const fast = this.#fast;
+    if (fast !== null) {
+      // HTTP/1.1 (ALPN `http/1.1` or none) goes to the fast path first, which gives it to the server's own
+      // listener (node:http's HTTP/1.1 on this listener) when it must; h2 and anything else go there at once.
+      const [nodeListener] = server.listeners('secureConnection') as ((socket: tls.TLSSocket) => void)[];
+      server.removeAllListeners('secureConnection');
+      const toNode = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
+      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
+      // This listener's HTTP/1.1 head limit: HTTP/2's header list limit when set (the options above).
+      const maxHeaderSize = (options as { maxHeaderSize?: number }).maxHeaderSize ?? this.#limits.maxHeaderSize;
+      server.on('secureConnection', (socket: tls.TLSSocket) => {
+        const alpn = socket.alpnProtocol;
+        if (!socket.destroyed && (alpn === false || alpn === 'http/1.1')) {
+          fast.accept(socket, true, maxHeaderSize, toNode, timedOut);
+        } else toNode(socket);
+      });
+    }
     // Before the HTTP server's own listener: an `acme-tls/1` connection carries no HTTP.
     if (this.#alpnChallenges !== undefined) server.prependListener('secureConnection', closeChallengeConnection);
     const sockets = this.#tlsSockets;
@@ -452,6 +468,8 @@ export class ProxyServer {
   /** Stops every listener, closes connections, health checks and upstream sockets. */
   async close(): Promise<void> {
     for (const socket of this.#upgraded) socket.destroy();
+    // Before the servers' close, which waits for every connection: node:http does not know the fast path's.
+    this.#fast?.close();
     await Promise.all(
       this.#servers.map(
         (server) =>
@@ -462,7 +480,6 @@ export class ProxyServer {
       ),
     );
     for (const socket of this.#tlsSockets) socket.destroy();
-    this.#fast?.close();
     for (const compiled of this.#table.compiledSites()) safeClose(compiled);
     this.#forwarder.close();
   }

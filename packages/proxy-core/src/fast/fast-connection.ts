@@ -83,8 +83,12 @@ export class FastConnection extends Parser implements UpstreamClient {
     else this.socket.end();
   };
 
-  constructor(socket: Socket, path: FastPath, secure: boolean) {
+  /** A head longer than this (bytes, roughly as node:http counts them) is left to node:http. */
+  readonly #maxHead: number;
+
+  constructor(socket: Socket, path: FastPath, secure: boolean, maxHead: number) {
     super(REQUEST);
+    this.#maxHead = maxHead;
     this.socket = socket as Socket & DrainSocket;
     this.#path = path;
     this.#secure = secure;
@@ -201,7 +205,7 @@ export class FastConnection extends Parser implements UpstreamClient {
       this.#hosts !== 1 ||
       this.version() !== 11 ||
       req.url.charCodeAt(0) !== 0x2f ||
-      this.#headBytes + raw.length * 2 > this.#path.maxHeadBytes ||
+      this.#headBytes + raw.length * 2 > this.#maxHead ||
       raw.length > 200 ||
       this.socket[kDraining] === true
     ) {
@@ -233,7 +237,6 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#busy = true;
     path.served++;
     this.socket[kOwed] = 1;
-    this.socket.setTimeout(0);
     if (path.writeTimeoutMs > 0) this.#writeTimer = setTimeout(cutUnwritten, path.writeTimeoutMs, this);
     const clientIp = path.clientIp.enabled
       ? path.clientIp.resolve(this.socket.remoteAddress, req.forwardedFor)
@@ -423,7 +426,6 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#release();
     this.#record();
     this.#busy = false;
-    this.#served = true;
     this.socket[kOwed] = 0;
     if (this.#writeTimer !== null) {
       clearTimeout(this.#writeTimer);
@@ -433,7 +435,10 @@ export class FastConnection extends Parser implements UpstreamClient {
       this.socket.end();
       return;
     }
-    this.socket.setTimeout(this.#path.limits.keepAliveTimeoutMs);
+    // From the first answer on, silence between requests is the keep-alive timeout (a timeout while a
+    // request is in flight is ignored: the socket's timer re-arms with the answer's writes).
+    if (!this.#served) this.socket.setTimeout(this.#path.limits.keepAliveTimeoutMs);
+    this.#served = true;
     const pending = this.#pending;
     this.#pending = null;
     this.socket.resume();

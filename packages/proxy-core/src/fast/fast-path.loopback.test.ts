@@ -2,10 +2,14 @@
 // does — the same bytes to the client (but the Date), the same request head
 // upstream, the same request records — and hands whatever it does not
 // cover to node:http, at a request's first byte, on the same connection.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { Transform } from 'node:stream';
+import tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
-import { rawExchange, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+import { MemoryCertificateStore } from '../tls/certificate-store.js';
 
 /** The upstream every scenario talks to: a few answers chosen by path. */
 async function origin() {
@@ -19,6 +23,10 @@ async function origin() {
     } else if (req.url === '/big') {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 100_000 });
       res.end(Buffer.alloc(100_000, 7));
+    } else if (req.url === '/stream') {
+      res.setHeader('content-type', 'text/html');
+      res.write('<p>streamed</p>');
+      res.end('<p>more</p>');
     } else if (req.url === '/page') {
       res
         .writeHead(200, { 'content-type': 'text/html', 'content-length': 27 })
@@ -51,14 +59,54 @@ async function proxyWith(fastPath: boolean, upPort: number) {
     ],
     {
       fastPath,
-      hooks: { onRequest: (r) => records.push(r) },
+      hooks: {
+        onRequest: (r) => records.push(r),
+        // Stand-ins for analytics' injection: a small HTML body whole, a streamed one through a transform.
+        rewriteBody: (_ctx, req, _status, headers) =>
+          req.method !== 'HEAD' && headers['content-type'] === 'text/html' && headers['content-length'] !== undefined
+            ? (body) => Buffer.concat([body, Buffer.from('<!--injected-->')])
+            : null,
+        transformResponse: (_ctx, _req, _status, headers) => {
+          if (headers['content-type'] !== 'text/html') return null;
+          delete headers['content-length'];
+          return new Transform({
+            transform(chunk: Buffer, _enc, done) {
+              done(null, Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1'));
+            },
+          });
+        },
+      },
     },
   );
   return { server, port, records };
 }
 
+/** Sends `bytes` on a TLS connection with these ALPN protocols; everything the server writes until it closes. */
+function tlsExchange(port: number, alpn: string[] | undefined, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      port,
+      host: '127.0.0.1',
+      servername: 'f.test',
+      rejectUnauthorized: false,
+      ...(alpn === undefined ? {} : { ALPNProtocols: alpn }),
+    });
+    let data = '';
+    const timer = setTimeout(() => socket.destroy(), 1000);
+    socket.on('secureConnect', () => socket.write(bytes));
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', () => {});
+  });
+}
+
 /** A response with its Date line blanked (the one thing that differs between two runs). */
-const undated = (raw: string) => raw.replace(/\r\nDate: [^\r]*/g, '\r\nDate: -');
+const undated = (raw: string) => raw.replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
 
 /** What a record says, without its clock readings. */
 const stable = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });
@@ -69,6 +117,8 @@ const REQUESTS: [string, string][] = [
     'GET /a?x=1 HTTP/1.1\r\nHost: f.test\r\nUser-Agent: t/1\r\nReferer: http://r.test/\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nCookie: c=1\r\nCookie: d=2\r\nConnection: keep-alive, x-drop\r\nX-Drop: 1\r\n\r\n' +
       'HEAD /b HTTP/1.1\r\nHost: F.test:80\r\nConnection: close\r\n\r\n',
   ],
+  ['a small HTML body rewritten whole', 'GET /page HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['an HTML body streamed through a transform', 'GET /stream HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
   ['chunked upstream body, Connection: close', 'GET /chunked HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
   ['204 without body', 'GET /empty HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
   ['100 KB body', 'GET /big HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
@@ -111,8 +161,40 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     }
     await until(() => fast.records.length === slow.records.length && slow.records.length >= REQUESTS.length);
     expect(fast.records.map(stable)).toEqual(slow.records.map(stable));
-    expect(fast.server.fastPathRequests).toBeGreaterThanOrEqual(8);
+    expect(fast.server.fastPathRequests).toBeGreaterThanOrEqual(10);
     expect(slow.server.fastPathRequests).toBe(0);
+  });
+
+  it('serves HTTP/1.1 on the HTTPS listener (ALPN http/1.1 or none) as node:http does; h2 stays on node:http2', async () => {
+    const up = await origin();
+    const store = new MemoryCertificateStore();
+    const files = selfSigned(['f.test']);
+    store.set('f.test', { cert: readFileSync(files.cert), key: readFileSync(files.key) });
+    const replies: string[][] = [];
+    const served: number[] = [];
+    for (const fastPath of [true, false]) {
+      const { server } = await siteProxy([site('f.test', [up.port])], { fastPath, certificates: store });
+      const { port } = await server.listenHttps(0);
+      const got: string[] = [];
+      for (const alpn of [['http/1.1'], undefined]) {
+        got.push(
+          undated(
+            await tlsExchange(
+              port,
+              alpn,
+              'GET /s?q HTTP/1.1\r\nHost: f.test\r\n\r\nGET /chunked HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n',
+            ),
+          ),
+        );
+      }
+      const h2 = await tlsExchange(port, ['h2'], '');
+      got.push(String(h2.length > 0));
+      replies.push(got);
+      served.push(server.fastPathRequests);
+    }
+    expect(replies[0]?.[0]).toMatch(/^HTTP\/1.1 200 OK\r\n[^]*strict-transport-security/);
+    expect(replies[0]).toEqual(replies[1]);
+    expect(served).toEqual([4, 0]);
   });
 
   it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {

@@ -42,8 +42,6 @@ export class FastPath {
   readonly clientIp: ClientIpResolver;
   readonly counts: RequestCounts;
   readonly limits: Readonly<ListenerLimits>;
-  /** A head longer than this goes to node:http, which answers 431 over `maxHeaderSize`. */
-  readonly maxHeadBytes: number;
   /** The `Keep-Alive: timeout=N` Node announces (seconds). */
   readonly keepAliveSeconds: number;
   readonly writeTimeoutMs: number;
@@ -62,23 +60,30 @@ export class FastPath {
     this.clientIp = options.clientIp;
     this.counts = options.counts;
     this.limits = options.limits;
-    this.maxHeadBytes = options.limits.maxHeaderSize - 512;
     this.keepAliveSeconds = Math.floor(options.limits.keepAliveTimeoutMs / 1000);
     this.writeTimeoutMs = options.limits.writeTimeoutMs;
     this.upstreams = options.forwarder.fastUpstreams;
   }
 
   /**
-   * Takes a new connection. `fallback` gives it to node:http; `timedOut`
+   * Takes a new connection. `maxHeaderSize`: the listener's (node:http's
+   * option, bytes). `fallback` gives it to node:http; `timedOut`
    * answers a connection that sent no complete request in the header
    * timeout (the listeners' `clientError` handler, `408`).
    */
-  accept(socket: Socket, secure: boolean, fallback: Fallback, timedOut: (socket: Socket) => void): void {
+  accept(
+    socket: Socket,
+    secure: boolean,
+    maxHeaderSize: number,
+    fallback: Fallback,
+    timedOut: (socket: Socket) => void,
+  ): void {
     this.#fallbacks.set(socket, fallback);
     this.#timeouts.set(socket, timedOut);
     this.#connections.add(socket);
     socket.once('close', () => this.#connections.delete(socket));
-    new FastConnection(socket, this, secure);
+    // A head near the listener's limit goes to node:http, which answers 431 over it.
+    new FastConnection(socket, this, secure, maxHeaderSize - 512);
   }
 
   /** Hands a connection to node:http, its unread bytes (`buf`, from a request's first byte) first. */

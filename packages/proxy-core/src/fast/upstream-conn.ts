@@ -145,7 +145,11 @@ export class UpstreamConn extends Parser {
       this.socket.destroy();
       return;
     }
+    // Corked: the response head and the body parsed from one read leave in one write (writev).
+    const out = (c as { socket?: { cork(): void; uncork(): void } }).socket;
+    out?.cork();
     const ret = this.execute(buf);
+    out?.uncork();
     if (ret !== OK) {
       // A parse error; or bytes after a complete message (a body on a 204 or a HEAD answer):
       // the response is whole when done, but this connection is never reused.
