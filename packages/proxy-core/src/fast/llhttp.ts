@@ -84,6 +84,7 @@ interface LlhttpExports {
   llhttp_execute(ptr: number, data: number, len: number): number;
   llhttp_finish(ptr: number): number;
   llhttp_resume(ptr: number): void;
+  llhttp_reset(ptr: number): void;
   llhttp_get_method(ptr: number): number;
   llhttp_get_http_major(ptr: number): number;
   llhttp_get_http_minor(ptr: number): number;
@@ -172,6 +173,11 @@ export class Parser {
 
   resume(): void {
     (ll as LlhttpExports).llhttp_resume(this.ptr);
+  }
+
+  /** Back to the start of a message (after a body read past the parser), paused state cleared. */
+  reset(): void {
+    (ll as LlhttpExports).llhttp_reset(this.ptr);
   }
 
   method(): string {

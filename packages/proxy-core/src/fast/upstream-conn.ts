@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { DataPlaneError, DataPlaneErrorCode } from '../errors.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
-import { OK, Parser, RESPONSE } from './llhttp.js';
+import { OK, PAUSED, Parser, RESPONSE } from './llhttp.js';
 
 /** What an {@link UpstreamConn} reports to the exchange it carries (the client connection). */
 export interface UpstreamClient {
@@ -81,6 +81,12 @@ export class UpstreamConn extends Parser {
   /** How long the connection may sit in the pool, ms. */
   pooledMs: number;
   error = '';
+  /**
+   * Body bytes still to come of a response framed by Content-Length: they
+   * pass straight to the client, not through llhttp (no copy into wasm
+   * memory); -1 when llhttp reads the body (chunked, EOF-delimited, none).
+   */
+  #bodyLeft = -1;
   readonly #raw: string[] = [];
   #inValue = false;
   readonly #member: PoolMember;
@@ -148,7 +154,16 @@ export class UpstreamConn extends Parser {
     // Corked: the response head and the body parsed from one read leave in one write (writev).
     const out = (c as { socket?: { cork(): void; uncork(): void } }).socket;
     out?.cork();
-    const ret = this.execute(buf);
+    let ret = OK;
+    if (this.#bodyLeft > 0) this.#passBody(c, buf, 0);
+    else {
+      ret = this.execute(buf);
+      // Paused after a head with Content-Length: what follows in this read is body.
+      if (ret === PAUSED && this.#bodyLeft > 0) {
+        ret = OK;
+        this.#passBody(c, buf, this.pausedAt);
+      }
+    }
     out?.uncork();
     if (ret !== OK) {
       // A parse error; or bytes after a complete message (a body on a 204 or a HEAD answer):
@@ -168,6 +183,19 @@ export class UpstreamConn extends Parser {
       else this.socket.destroy();
       c.end();
     }
+  }
+
+  /** Hands body bytes of a Content-Length response from `buf[from]` on to the client; at its end the parser starts over. */
+  #passBody(c: UpstreamClient, buf: Buffer, from: number): void {
+    const n = Math.min(this.#bodyLeft, buf.length - from);
+    if (n > 0 && !c.data(from === 0 && n === buf.length ? buf : buf.subarray(from, from + n))) this.full = true;
+    this.#bodyLeft -= n;
+    if (this.#bodyLeft > 0) return;
+    this.#bodyLeft = -1;
+    this.done = true;
+    this.reset();
+    // Bytes past the declared body: the connection is out of step, never reused.
+    if (from + n < buf.length) this.reuse = false;
   }
 
   #pool(): void {
@@ -242,18 +270,29 @@ export class UpstreamConn extends Parser {
     this.reuse = keepAlive === 1;
     const raw = this.#raw;
     this.pooledMs = this.#idleMs;
+    let length = -1;
+    let chunked = false;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i] as string;
-      if (name.length === 10 && name.toLowerCase() === 'keep-alive') {
+      const n = name.length;
+      if (n === 10 && name.toLowerCase() === 'keep-alive') {
         const match = KEEP_ALIVE_TIMEOUT.exec(raw[i + 1] as string);
         if (match !== null) this.pooledMs = Number(match[1]) * 1000 - 1000;
-      }
+      } else if (n === 14 && name.toLowerCase() === 'content-length') {
+        // llhttp refused a second or malformed one before this callback.
+        length = Number(raw[i + 1]);
+      } else if (n === 17 && name.toLowerCase() === 'transfer-encoding') chunked = true;
     }
     this.started = true;
     const c = this.client as UpstreamClient;
     c.respond(status, raw);
     // 1: no body follows (the answer to HEAD, a 204 or 304), whatever the headers say.
-    return c.noBody || status === 204 || status === 304 ? 1 : 0;
+    if (c.noBody || status === 204 || status === 304) return 1;
+    if (length > 0 && !chunked) {
+      this.#bodyLeft = length;
+      return PAUSED;
+    }
+    return 0;
   }
 
   override onBody(b: Buffer, s: number, e: number): number {
