@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
 import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
 import { MemoryCertificateStore } from '../tls/certificate-store.js';
+import { fastPathEnabled } from './fast-path.js';
 
 /** The upstream every scenario talks to: a few answers chosen by path. */
 async function origin() {
@@ -144,6 +145,12 @@ const REQUESTS: [string, string][] = [
 ];
 
 describe('issue 32: the HTTP/1.1 fast path', () => {
+  it('is on unless PROXY_FAST_PATH=0', () => {
+    expect(fastPathEnabled({})).toBe(true);
+    expect(fastPathEnabled({ PROXY_FAST_PATH: '1' })).toBe(true);
+    expect(fastPathEnabled({ PROXY_FAST_PATH: '0' })).toBe(false);
+  });
+
   it('answers byte for byte as node:http, sends the same head upstream and the same records', async () => {
     const up = await origin();
     const fast = await proxyWith(true, up.port);
