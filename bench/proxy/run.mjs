@@ -6,6 +6,7 @@
 //
 //   BASELINE=../other-checkout BASELINE_NODE=/usr/bin/node ONLY="proxyd,proxyd base" node bench/proxy/run.mjs
 //   PROXYD_CHECKOUT=../a BASELINE=../a ONLY="proxyd,proxyd base" node bench/proxy/run.mjs   (null run: the noise band)
+//   FAST_PATH_AB=1 ONLY="proxyd,proxyd node:http,Caddy,Node floor" node bench/proxy/run.mjs   (fast path on vs off)
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
@@ -320,7 +321,7 @@ await addTarget('node floor', floorPort, floor);
 // proxyd, and optionally a second build of it (BASELINE=<checkout>, run by
 // BASELINE_NODE, default this node) measured in the same alternation: an A/B
 // of two commits or two Node versions in one run.
-async function addProxyd(name, main, node, siteLines = '') {
+async function addProxyd(name, main, node, siteLines = '', env = {}) {
   const proxydPort = await freePort();
   const adminPort = await freePort();
   const confDir = mkdtempSync(path.join(dir, 'proxyd-'));
@@ -351,7 +352,7 @@ ${siteLines}\treverse_proxy 127.0.0.1:${upPort}
       '--state-dir',
       path.join(confDir, 'state'),
     ],
-    { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench' },
+    { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench', ...env },
   );
   await addTarget(name, proxydPort, child);
 }
@@ -365,6 +366,12 @@ if (process.env.SITE_LOG === '1') {
     process.env.PROXYD_NODE ?? process.execPath,
     `\tlog {\n\t\toutput file ${logFile}\n\t}\n`,
   );
+}
+// FAST_PATH_AB=1: the same build with its HTTP/1.1 fast path off (every request on node:http), alternating.
+if (process.env.FAST_PATH_AB === '1') {
+  await addProxyd('proxyd node:http', PROXYD, process.env.PROXYD_NODE ?? process.execPath, '', {
+    PROXY_FAST_PATH: '0',
+  });
 }
 if (process.env.BASELINE) {
   const main = path.resolve(process.env.BASELINE, 'apps/proxyd/dist/main.js');

@@ -6,6 +6,7 @@
 //   ONLY="caddy,proxyd" MEASURES=handshake node bench/tls/run.mjs
 //   PROXYD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" ONLY=proxyd node bench/tls/run.mjs
 //   BASELINE=../other-checkout ONLY="proxyd,proxyd base" node bench/tls/run.mjs   (A/B of two builds)
+//   FAST_PATH_AB=1 MEASURES=keepalive ONLY="proxyd,proxyd node:http,caddy,node floor" node bench/tls/run.mjs
 //
 // Two measures, targets in alternation, ROUNDS times:
 // - handshake: every request on a new TLS connection, a full handshake each
@@ -451,7 +452,7 @@ ${HOST} {
 // proxyd (the built daemon; BASELINE adds another checkout's build as
 // "proxyd base"): HOST's certificate comes from its local CA, obtained after
 // start; the probe waits until a handshake for HOST succeeds.
-async function addProxyd(name, main, node) {
+async function addProxyd(name, main, node, env = {}) {
   const [httpPort, httpsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
   const confDir = mkdtempSync(path.join(dir, 'proxyd-'));
   writeFileSync(
@@ -484,11 +485,15 @@ ${HOST} {
       '--state-dir',
       path.join(confDir, 'state'),
     ],
-    { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench' },
+    { PROXY_LOG: 'warn', PROXY_ADMIN_TOKEN: 'bench', ...env },
   );
   await addTarget(name, httpsPort, child);
 }
 await addProxyd('proxyd', PROXYD, process.env.PROXYD_NODE ?? process.execPath);
+// FAST_PATH_AB=1: the same build with its HTTP/1.1 fast path off (every request on node:http), alternating.
+if (process.env.FAST_PATH_AB === '1') {
+  await addProxyd('proxyd node:http', PROXYD, process.env.PROXYD_NODE ?? process.execPath, { PROXY_FAST_PATH: '0' });
+}
 if (process.env.BASELINE) {
   const main = path.resolve(process.env.BASELINE, 'apps/proxyd/dist/main.js');
   if (!existsSync(main)) {

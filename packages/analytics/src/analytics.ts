@@ -226,6 +226,7 @@ export async function createAnalytics(options: AnalyticsOptions = {}): Promise<A
         setImmediate(drain);
       }
     },
+    interceptPrefix: RESERVED_PREFIX,
     intercept(req: IncomingMessage, res: ServerResponse, ctx: RequestContext) {
       if (!ctx.path.startsWith(RESERVED_PREFIX) || ctx.site.analytics === false) return false;
       if (ctx.path === SCRIPT_PATH) {

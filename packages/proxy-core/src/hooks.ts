@@ -47,6 +47,12 @@ export interface DataPlaneHooks {
    */
   intercept?(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean;
   /**
+   * A path prefix outside of which `intercept` never answers (analytics:
+   * `/_proxyd/`): requests elsewhere may skip it (the HTTP/1.1 fast path).
+   * Absent: every request is offered to `intercept`.
+   */
+  interceptPrefix?: string;
+  /**
    * Returns a transform for a response body (e.g. HTML script injection), or
    * null to pass it through untouched. `headers` may be edited in place
    * (e.g. drop Content-Length) before they are written.
@@ -77,7 +83,7 @@ export interface DataPlaneHooks {
 /** The largest body `DataPlaneHooks.rewriteBody` is offered: 64 KiB. */
 export const SMALL_BODY_BYTES = 64 * 1024;
 
-type HookName = keyof DataPlaneHooks;
+type HookName = Exclude<keyof DataPlaneHooks, 'interceptPrefix'>;
 
 /** The hooks of kind `name` of every set that has one, bound to their set, in order. */
 function hooksOf<K extends HookName>(sets: readonly DataPlaneHooks[], name: K): NonNullable<DataPlaneHooks[K]>[] {
@@ -136,6 +142,10 @@ export function composeHooks(...sets: DataPlaneHooks[]): DataPlaneHooks {
       return false;
     };
   }
+  // One prefix when every set that intercepts declares the same one; else none (every path is offered).
+  const prefixes = sets.filter((set) => set.intercept !== undefined).map((set) => set.interceptPrefix);
+  const prefix = prefixes[0];
+  if (prefix !== undefined && prefixes.every((p) => p === prefix)) composed.interceptPrefix = prefix;
   const rewrite = hooksOf(sets, 'rewriteBody');
   if (rewrite.length === 1) composed.rewriteBody = rewrite[0] as NonNullable<DataPlaneHooks['rewriteBody']>;
   else if (rewrite.length > 1) {

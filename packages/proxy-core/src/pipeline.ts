@@ -91,4 +91,20 @@ export interface CompiledSite {
   upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): void;
   /** Releases timers (rate-limit sweepers, health checks owned by the site). */
   close?(): void;
+  /**
+   * Set when every request of the site goes straight to one
+   * `reverse_proxy` with a fixed header edit (no auth, matcher, rewrite,
+   * redirect, cache, encode, rate limit, `handle`, `handle_errors`): the
+   * HTTP/1.1 fast path (`fast/`) may then serve its requests without
+   * running {@link handle}. Absent: the site always goes through `handle`.
+   */
+  readonly fast?: FastPlan;
+}
+
+/** What the HTTP/1.1 fast path needs of a site it may serve (see {@link CompiledSite.fast}). */
+export interface FastPlan {
+  readonly handler: ReverseProxyHandler;
+  /** The response header edit over plain HTTP and over TLS (the site's `header` ops and defaults). */
+  readonly plain: (headers: OutgoingHttpHeaders, status: number) => void;
+  readonly secure: (headers: OutgoingHttpHeaders, status: number) => void;
 }

@@ -203,6 +203,36 @@ export class FrontDoor {
     upgradeSocket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
+  /**
+   * The route whose site the HTTP/1.1 fast path may serve this request on,
+   * or null when {@link enter} would do anything for it besides calling
+   * that site's handler: an ACME challenge path, a catch-all listener, no
+   * route, the HTTP→HTTPS redirect, `hooks.intercept` (unless it declares
+   * an `interceptPrefix` the path is outside of), a pinned route or a
+   * `bind` restriction, or a site without a `fast` plan. The caller has
+   * checked framing, the single Host line and the origin-form target.
+   */
+  fastRoute(host: string, path: string, secure: boolean): Route | null {
+    if (this.#challenges !== undefined && isChallengePath(path)) return null;
+    if ((!secure && this.#table.hasFallbacks) || this.pinning || this.#binds?.restricted === true) return null;
+    const route = this.#table.matchHost(host);
+    if (route === undefined || (route.compiled as CompiledSite).fast === undefined) return null;
+    if (
+      !secure &&
+      route.httpsSite &&
+      this.#redirectCertificates !== undefined &&
+      wantsHttps(route, this.#redirectCertificates.has(host), this.httpsOpen)
+    ) {
+      return null;
+    }
+    const hooks = this.#hooks;
+    if (hooks.intercept !== undefined) {
+      const prefix = hooks.interceptPrefix;
+      if (prefix === undefined || path.startsWith(prefix)) return null;
+    }
+    return route;
+  }
+
   /** `route` when this listener serves it, else the listener's catch-all (or `route`, refused later). */
   #fallback(req: IncomingMessage, route: Route | undefined): Route | undefined {
     const localPort = req.socket.localPort;

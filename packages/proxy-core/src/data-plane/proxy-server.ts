@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
@@ -19,6 +19,7 @@ import {
   type ListenerLimits,
 } from '../connection-limits.js';
 import { compileFallbackSite } from '../fallback-site.js';
+import { FastPath, fastPathEnabled } from '../fast/fast-path.js';
 import { HttpForwarder } from '../forward/forwarder.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { CompiledSite, Forwarder } from '../pipeline.js';
@@ -111,6 +112,13 @@ export interface ProxyServerOptions {
    * is then the node's cap, not this process's. Default none.
    */
   connectionCounter?: ConnectionCounter;
+  /**
+   * Whether plain-HTTP/1.1 connections go through the fast path first
+   * (`fast/`: llhttp on the raw socket, pooled raw upstream connections,
+   * node:http for whatever it does not cover). Default: on unless
+   * `PROXY_FAST_PATH=0`.
+   */
+  fastPath?: boolean;
 }
 
 /**
@@ -153,6 +161,8 @@ export class ProxyServer {
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   /** Requests recorded and not yet finished (only while an `onRequest` hook is set). */
   readonly #counts: RequestCounts = { inFlight: 0 };
+  /** The HTTP/1.1 fast path (null: off, every connection goes to node:http). */
+  readonly #fast: FastPath | null;
 
   constructor(options: ProxyServerOptions = {}) {
     const hooks = options.hooks ?? {};
@@ -194,6 +204,10 @@ export class ProxyServer {
       counts: this.#counts,
       httpsSuffix: httpsPortSuffix(options.httpsPort),
     });
+    this.#fast =
+      (options.fastPath ?? fastPathEnabled())
+        ? new FastPath({ door: this.#door, forwarder, hooks, clientIp, counts: this.#counts, limits })
+        : null;
     this.#retain();
     this.#prepareHealthChecks(this.#table.sites());
   }
@@ -210,6 +224,11 @@ export class ProxyServer {
    */
   stats(): { requestsInFlight: number; openConnections: number } {
     return { requestsInFlight: this.#counts.inFlight, openConnections: this.#connections.open };
+  }
+
+  /** Requests the HTTP/1.1 fast path has taken so far (0 when it is off); for tests and benchmarks. */
+  get fastPathRequests(): number {
+    return this.#fast?.served ?? 0;
   }
 
   /**
@@ -304,6 +323,16 @@ export class ProxyServer {
       { ...http1ServerOptions(this.#limits), ServerResponse: CountingResponse },
       handler,
     );
+    const fast = this.#fast;
+    if (fast !== null) {
+      // The fast path takes each connection first and gives it to node:http's own listener when it must.
+      const [nodeListener] = server.listeners('connection') as ((socket: Socket) => void)[];
+      server.removeAllListeners('connection');
+      const fallback = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
+      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
+      const maxHeaderSize = this.#limits.maxHeaderSize;
+      server.on('connection', (socket: Socket) => fast.accept(socket, false, maxHeaderSize, fallback, timedOut));
+    }
     const sockets = this.#httpSockets;
     server.on('connection', (socket: Duplex) => {
       sockets.add(socket);
@@ -341,23 +370,38 @@ export class ProxyServer {
       }
     };
     const limits = this.#http2;
-    const server = http2.createSecureServer(
-      {
-        // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
-        ...http1ServerOptions(this.#limits),
-        ...http2ServerOptions(limits),
-        handshakeTimeout: this.#limits.handshakeTimeoutMs,
-        allowHTTP1: true,
-        Http1ServerResponse: CountingResponse,
-        Http2ServerResponse: CountingH2Response as never,
-        ...handshakeOptions(certificates, this.#alpnChallenges),
-        ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
-        // Node's default is a hash of the process's command line, which differs between two daemons (their
-        // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
-        sessionIdContext: SESSION_ID_CONTEXT,
-      },
-      handler as never,
-    );
+    const options: http2.SecureServerOptions = {
+      // HTTP/2's options last: its `maxHeaderSize` (the header list's) is HTTP/1.1's on this listener.
+      ...http1ServerOptions(this.#limits),
+      ...http2ServerOptions(limits),
+      handshakeTimeout: this.#limits.handshakeTimeoutMs,
+      allowHTTP1: true,
+      Http1ServerResponse: CountingResponse,
+      Http2ServerResponse: CountingH2Response as never,
+      ...handshakeOptions(certificates, this.#alpnChallenges),
+      ...(this.#ticketKeys === undefined ? {} : { ticketKeys: this.#ticketKeys }),
+      // Node's default is a hash of the process's command line, which differs between two daemons (their
+      // `--config` paths): a session could then resume on no other daemon even with shared ticket keys.
+      sessionIdContext: SESSION_ID_CONTEXT,
+    };
+    const server = http2.createSecureServer(options, handler as never);
+    const fast = this.#fast;
+    if (fast !== null) {
+      // HTTP/1.1 (ALPN `http/1.1` or none) goes to the fast path first, which gives it to the server's own
+      // listener (node:http's HTTP/1.1 on this listener) when it must; h2 and anything else go there at once.
+      const [nodeListener] = server.listeners('secureConnection') as ((socket: tls.TLSSocket) => void)[];
+      server.removeAllListeners('secureConnection');
+      const toNode = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
+      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
+      // This listener's HTTP/1.1 head limit: HTTP/2's header list limit when set (the options above).
+      const maxHeaderSize = (options as { maxHeaderSize?: number }).maxHeaderSize ?? this.#limits.maxHeaderSize;
+      server.on('secureConnection', (socket: tls.TLSSocket) => {
+        const alpn = socket.alpnProtocol;
+        if (!socket.destroyed && (alpn === false || alpn === 'http/1.1')) {
+          fast.accept(socket, true, maxHeaderSize, toNode, timedOut);
+        } else toNode(socket);
+      });
+    }
     // Before the HTTP server's own listener: an `acme-tls/1` connection carries no HTTP.
     if (this.#alpnChallenges !== undefined) server.prependListener('secureConnection', closeChallengeConnection);
     const sockets = this.#tlsSockets;
@@ -428,6 +472,8 @@ export class ProxyServer {
   /** Stops every listener, closes connections, health checks and upstream sockets. */
   async close(): Promise<void> {
     for (const socket of this.#upgraded) socket.destroy();
+    // Before the servers' close, which waits for every connection: node:http does not know the fast path's.
+    this.#fast?.close();
     await Promise.all(
       this.#servers.map(
         (server) =>
@@ -522,3 +568,10 @@ function safeClose(compiled: CompiledSite): void {
 }
 
 function ignore(): void {}
+
+/** The error Node's server reports for a head not received in time (the `clientError` handler answers 408). */
+function headersTimeout(): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new Error('Request timeout');
+  err.code = 'ERR_HTTP_REQUEST_TIMEOUT';
+  return err;
+}

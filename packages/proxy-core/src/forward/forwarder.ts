@@ -4,6 +4,7 @@ import type { ReverseProxyHandler } from '@proxyd/model';
 import { ProxyServer as HttpProxy } from 'http-proxy-3';
 import { CacheRegistry } from '../cache/response-cache.js';
 import type { ClientIpResolver } from '../client-ip.js';
+import { FastUpstreams } from '../fast/upstream-conn.js';
 import type { DataPlaneHooks, RequestContext } from '../hooks.js';
 import type { Forwarder, ForwardOptions } from '../pipeline.js';
 import { type HealthEvent, type HealthSharing, UpstreamPool } from '../pool/upstream-pool.js';
@@ -48,6 +49,14 @@ interface CompiledHandler {
   readonly retry: RetryPolicy | null;
   /** `versions h2c|2`: requests go as HTTP/2 streams. */
   readonly http2: boolean;
+  /** Whether the HTTP/1.1 fast path may forward to it ({@link HttpForwarder.fastUpstream}). */
+  readonly fast: boolean;
+}
+
+/** What the HTTP/1.1 fast path (`fast/`) forwards with: the handler's pool and upstream header plan. */
+export interface FastUpstream {
+  readonly pool: UpstreamPool;
+  readonly headers: UpstreamHeaderPlan;
 }
 
 /** Whether the Cookie header already holds `name=value` (the client sticks to that member). */
@@ -83,6 +92,7 @@ export class HttpForwarder implements Forwarder {
   readonly #http2: Http2Upstreams;
   /** The upstream read timeout of handlers without their own, ms. */
   readonly #idleTimeoutMs: number;
+  readonly #fastUpstreams: FastUpstreams;
   readonly #handlers = new Map<ReverseProxyHandler, CompiledHandler>();
   readonly #clientIp: ClientIpResolver | undefined;
   readonly #health: HealthSharing | undefined;
@@ -99,6 +109,7 @@ export class HttpForwarder implements Forwarder {
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     });
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+    this.#fastUpstreams = new FastUpstreams(options.connectTimeoutMs ?? 5000, this.#idleTimeoutMs);
     this.#http2 = new Http2Upstreams(options.connectTimeoutMs ?? 5000);
     this.#proxy = new HttpProxy({});
     // The library's web passes re-parse the target, copy every header and set
@@ -153,9 +164,25 @@ export class HttpForwarder implements Forwarder {
     this.#compile(handler);
   }
 
+  /**
+   * The pool and header plan of a handler the HTTP/1.1 fast path may
+   * forward to itself: plain-HTTP HTTP/1.1 members, no retry policy, no
+   * read or stream timeout of its own, no cookie stickiness, and `header_up`
+   * values without placeholders. Null: the handler needs {@link forward}.
+   */
+  fastUpstream(handler: ReverseProxyHandler): FastUpstream | null {
+    const compiled = this.#compile(handler);
+    return compiled.fast ? compiled : null;
+  }
+
+  /** The HTTP/1.1 fast path's upstream connections (same connect and idle timeouts as the agents'). */
+  get fastUpstreams(): FastUpstreams {
+    return this.#fastUpstreams;
+  }
+
   /** Sockets held by the upstream agents, in use or idle (for leak tests and metrics). */
   upstreamSocketCount(): number {
-    return this.#agents.socketCount();
+    return this.#agents.socketCount() + this.#fastUpstreams.count();
   }
 
   /** Closes the pools of these handlers (gone from the table): what a route change dropped, O(changes). */
@@ -186,6 +213,7 @@ export class HttpForwarder implements Forwarder {
     for (const compiled of this.#handlers.values()) compiled.pool.close();
     this.#handlers.clear();
     this.#agents.destroy();
+    this.#fastUpstreams.closeAll();
     this.#http2.close();
   }
 
@@ -278,10 +306,22 @@ export class HttpForwarder implements Forwarder {
     if (compiled === undefined) {
       const agents = this.#agents;
       const headers = upstreamHeaderPlan(handler.header_up);
+      const pool = new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health);
+      const http2 = handler.versions?.some((v) => v === '2' || v === 'h2c') === true;
       compiled = {
-        pool: new UpstreamPool(handler, (address) => agents.agentFor(address, handler.tls), this.#health),
+        pool,
         headers,
-        http2: handler.versions?.some((v) => v === '2' || v === 'h2c') === true,
+        http2,
+        fast:
+          !http2 &&
+          !pool.sticky &&
+          (handler.lb_retries ?? 0) === 0 &&
+          (handler.lb_try_duration_ms ?? 0) === 0 &&
+          handler.read_timeout_ms === undefined &&
+          handler.stream_timeout_ms === undefined &&
+          handler.flush_interval_ms !== -1 &&
+          headers.ops.every((op) => op.template === null) &&
+          pool.members.every((m) => m.target.protocol === 'http:'),
         retry:
           (handler.lb_retries ?? 0) > 0 || (handler.lb_try_duration_ms ?? 0) > 0
             ? {

@@ -1,0 +1,259 @@
+// Issue 32: the HTTP/1.1 fast path answers exactly as the node:http path
+// does — the same bytes to the client (but the Date), the same request head
+// upstream, the same request records — and hands whatever it does not
+// cover to node:http, at a request's first byte, on the same connection.
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { Transform } from 'node:stream';
+import tls from 'node:tls';
+import { describe, expect, it } from 'vitest';
+import type { RequestRecord } from '../hooks.js';
+import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+import { MemoryCertificateStore } from '../tls/certificate-store.js';
+import { fastPathEnabled } from './fast-path.js';
+
+/** The upstream every scenario talks to: a few answers chosen by path. */
+async function origin() {
+  return await upstream((req, res) => {
+    if (req.url?.startsWith('/chunked')) {
+      res.setHeader('content-type', 'text/plain');
+      res.write('one,');
+      res.end('two');
+    } else if (req.url === '/empty') {
+      res.writeHead(204, { 'x-kind': 'empty' }).end();
+    } else if (req.url === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 100_000 });
+      res.end(Buffer.alloc(100_000, 7));
+    } else if (req.url === '/stream') {
+      res.setHeader('content-type', 'text/html');
+      res.write('<p>streamed</p>');
+      res.end('<p>more</p>');
+    } else if (req.url === '/page') {
+      res
+        .writeHead(200, { 'content-type': 'text/html', 'content-length': 27 })
+        .end('<html><body>hi</body></html'.slice(0, 27));
+    } else if (req.method === 'POST') {
+      let n = 0;
+      req.on('data', (c: Buffer) => {
+        n += c.length;
+      });
+      req.on('end', () => res.end(`got ${n}`));
+    } else {
+      res.setHeader('set-cookie', ['a=1', 'b=2']);
+      res.setHeader('keep-alive', 'timeout=30');
+      res.setHeader('x-frame-options', 'DENY');
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'x-upstream': 'yes' });
+      res.end(`path ${req.url}`);
+    }
+  });
+}
+
+/** The same proxy, with the fast path on or off, recording what it hands `onRequest`. */
+async function proxyWith(fastPath: boolean, upPort: number) {
+  const records: RequestRecord[] = [];
+  const { server, port } = await siteProxy(
+    [
+      site('f.test', [upPort]),
+      site('g.test', [upPort], (s) => {
+        s.encode = { encodings: ['gzip'], minimum_length: 0, prefer: [] } as never;
+      }),
+    ],
+    {
+      fastPath,
+      hooks: {
+        onRequest: (r) => records.push(r),
+        // Stand-ins for analytics' injection: a small HTML body whole, a streamed one through a transform.
+        rewriteBody: (_ctx, req, _status, headers) =>
+          req.method !== 'HEAD' && headers['content-type'] === 'text/html' && headers['content-length'] !== undefined
+            ? (body) => Buffer.concat([body, Buffer.from('<!--injected-->')])
+            : null,
+        transformResponse: (_ctx, _req, _status, headers) => {
+          if (headers['content-type'] !== 'text/html') return null;
+          delete headers['content-length'];
+          return new Transform({
+            transform(chunk: Buffer, _enc, done) {
+              done(null, Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1'));
+            },
+          });
+        },
+      },
+    },
+  );
+  return { server, port, records };
+}
+
+/** Sends `bytes` on a TLS connection with these ALPN protocols; everything the server writes until it closes. */
+function tlsExchange(port: number, alpn: string[] | undefined, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      port,
+      host: '127.0.0.1',
+      servername: 'f.test',
+      rejectUnauthorized: false,
+      ...(alpn === undefined ? {} : { ALPNProtocols: alpn }),
+    });
+    let data = '';
+    const timer = setTimeout(() => socket.destroy(), 1000);
+    socket.on('secureConnect', () => socket.write(bytes));
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', () => {});
+  });
+}
+
+/** A response with its Date line blanked (the one thing that differs between two runs). */
+const undated = (raw: string) => raw.replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
+
+/** What a record says, without its clock readings. */
+const stable = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });
+
+const REQUESTS: [string, string][] = [
+  [
+    'keep-alive GET, two requests pipelined, spoofed and odd headers',
+    'GET /a?x=1 HTTP/1.1\r\nHost: f.test\r\nUser-Agent: t/1\r\nReferer: http://r.test/\r\nX-Forwarded-For: 6.6.6.6\r\nX_Forwarded_For: 7.7.7.7\r\nCookie: c=1\r\nCookie: d=2\r\nConnection: keep-alive, x-drop\r\nX-Drop: 1\r\n\r\n' +
+      'HEAD /b HTTP/1.1\r\nHost: F.test:80\r\nConnection: close\r\n\r\n',
+  ],
+  ['a small HTML body rewritten whole', 'GET /page HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['an HTML body streamed through a transform', 'GET /stream HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['chunked upstream body, Connection: close', 'GET /chunked HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['204 without body', 'GET /empty HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  ['100 KB body', 'GET /big HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
+  [
+    'a fast GET, then a POST with a body (node:http) on the same connection',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nPOST /post HTTP/1.1\r\nHost: f.test\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello',
+  ],
+  [
+    'a fast GET, then CL + TE (smuggling: 400 and close)',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nPOST /x HTTP/1.1\r\nHost: f.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+  ],
+  [
+    'a fast GET, then two Host lines',
+    'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nGET /x HTTP/1.1\r\nHost: f.test\r\nHost: g.test\r\n\r\n',
+  ],
+  ['obs-fold', 'GET /x HTTP/1.1\r\nHost: f.test\r\nX-A: 1\r\n  folded\r\n\r\n'],
+  ['no route', 'GET /x HTTP/1.1\r\nHost: nowhere.test\r\nConnection: close\r\n\r\n'],
+  [
+    'a site with encode (node:http)',
+    'GET /a HTTP/1.1\r\nHost: g.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n',
+  ],
+  ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: f.test\r\n\r\n'],
+];
+
+describe('issue 32: the HTTP/1.1 fast path', () => {
+  it('is on unless PROXY_FAST_PATH=0', () => {
+    expect(fastPathEnabled({})).toBe(true);
+    expect(fastPathEnabled({ PROXY_FAST_PATH: '1' })).toBe(true);
+    expect(fastPathEnabled({ PROXY_FAST_PATH: '0' })).toBe(false);
+  });
+
+  it('answers byte for byte as node:http, sends the same head upstream and the same records', async () => {
+    const up = await origin();
+    const fast = await proxyWith(true, up.port);
+    const slow = await proxyWith(false, up.port);
+    for (const [name, bytes] of REQUESTS) {
+      const seenBefore = up.seen.length;
+      const a = undated(await rawExchange(fast.port, bytes, 1000));
+      const upFast = up.seen.slice(seenBefore).map((s) => [s.method, s.url, s.raw]);
+      const seenMid = up.seen.length;
+      const b = undated(await rawExchange(slow.port, bytes, 1000));
+      const upSlow = up.seen.slice(seenMid).map((s) => [s.method, s.url, s.raw]);
+      expect(a, name).toBe(b);
+      expect(a.length, name).toBeGreaterThan(0);
+      expect(upFast, name).toEqual(upSlow);
+    }
+    await until(() => fast.records.length === slow.records.length && slow.records.length >= REQUESTS.length);
+    expect(fast.records.map(stable)).toEqual(slow.records.map(stable));
+    expect(fast.server.fastPathRequests).toBeGreaterThanOrEqual(10);
+    expect(slow.server.fastPathRequests).toBe(0);
+  });
+
+  it('serves HTTP/1.1 on the HTTPS listener (ALPN http/1.1 or none) as node:http does; h2 stays on node:http2', async () => {
+    const up = await origin();
+    const store = new MemoryCertificateStore();
+    const files = selfSigned(['f.test']);
+    store.set('f.test', { cert: readFileSync(files.cert), key: readFileSync(files.key) });
+    const replies: string[][] = [];
+    const served: number[] = [];
+    for (const fastPath of [true, false]) {
+      const { server } = await siteProxy([site('f.test', [up.port])], { fastPath, certificates: store });
+      const { port } = await server.listenHttps(0);
+      const got: string[] = [];
+      for (const alpn of [['http/1.1'], undefined]) {
+        got.push(
+          undated(
+            await tlsExchange(
+              port,
+              alpn,
+              'GET /s?q HTTP/1.1\r\nHost: f.test\r\n\r\nGET /chunked HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n',
+            ),
+          ),
+        );
+      }
+      const h2 = await tlsExchange(port, ['h2'], '');
+      got.push(String(h2.length > 0));
+      replies.push(got);
+      served.push(server.fastPathRequests);
+    }
+    expect(replies[0]?.[0]).toMatch(/^HTTP\/1.1 200 OK\r\n[^]*strict-transport-security/);
+    expect(replies[0]).toEqual(replies[1]);
+    expect(served).toEqual([4, 0]);
+  });
+
+  it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {
+    const silent = await upstream(() => {});
+    const closed = await upstream();
+    const closedPort = closed.port;
+    await closed.close();
+    for (const [port, status] of [
+      [closedPort, 502],
+      [silent.port, 504],
+    ] as const) {
+      const replies: string[] = [];
+      for (const fastPath of [true, false]) {
+        const { port: p, server } = await siteProxy([site('f.test', [port])], { fastPath, idleTimeoutMs: 200 });
+        replies.push(undated(await rawExchange(p, 'GET / HTTP/1.1\r\nHost: f.test\r\n\r\n', 1500)));
+        if (fastPath) expect(server.fastPathRequests).toBe(1);
+        // Passive health: a member that refused the connection leaves the rotation.
+        if (status === 502) expect([...server.forwarder.upstreamHealth()][0]?.healthy).toBe(false);
+      }
+      expect(replies[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(replies[0]).toBe(replies[1]);
+    }
+  });
+
+  it('reuses its upstream connection across requests and client connections', async () => {
+    const up = await origin();
+    const { port, server } = await proxyWith(true, up.port);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    // A Content-Length body (read past llhttp), a chunked one, then the first again: one upstream connection.
+    const lengths: number[] = [];
+    for (const path of ['/big', '/n1', '/big']) {
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ port, host: '127.0.0.1', path, headers: { host: 'f.test' }, agent }, (res) => {
+            let n = 0;
+            res.on('data', (c: Buffer) => {
+              n += c.length;
+            });
+            res.on('end', () => {
+              lengths.push(n);
+              resolve();
+            });
+          })
+          .on('error', reject);
+      });
+    }
+    expect(lengths).toEqual([100_000, 'path /n1'.length, 100_000]);
+    agent.destroy();
+    await rawExchange(port, 'GET /last HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n');
+    expect(new Set(up.seen.map((s) => s.socket)).size).toBe(1);
+    expect(server.fastPathRequests).toBe(4);
+    expect(server.forwarder.upstreamSocketCount()).toBe(1);
+    await wait(10);
+  });
+});

@@ -1,0 +1,73 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** Request headers whose repeats Node's parser drops (the first value wins). */
+const SINGLETONS = new Set([
+  'age',
+  'authorization',
+  'content-length',
+  'content-type',
+  'etag',
+  'expires',
+  'from',
+  'host',
+  'if-modified-since',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'proxy-authorization',
+  'referer',
+  'retry-after',
+  'server',
+  'user-agent',
+]);
+
+/**
+ * The request a {@link FastConnection} is serving, one object per
+ * connection reset per request: the members of `IncomingMessage` that the
+ * forwarding helpers (`buildUpstreamHeaders`, `forwardedFor`) and the
+ * response hooks read (`method`, `url`, `rawHeaders`, `headers`,
+ * `httpVersionMajor`, `socket`). `headers` is built on first read, with
+ * Node's rules for repeated lines (`set-cookie` an array, `cookie` joined
+ * with `; `, a singleton's first value, the rest joined with `, `).
+ */
+export class FastRequest {
+  method = 'GET';
+  url = '';
+  readonly rawHeaders: string[] = [];
+  readonly httpVersionMajor = 1;
+  readonly httpVersionMinor = 1;
+  socket: Socket | null = null;
+  /** The Host line's value (the connection checked there is exactly one). */
+  host = '';
+  connection: string | undefined = undefined;
+  forwardedFor: string | undefined = undefined;
+  #headers: IncomingHttpHeaders | null = null;
+
+  reset(): void {
+    this.url = '';
+    this.rawHeaders.length = 0;
+    this.host = '';
+    this.connection = undefined;
+    this.forwardedFor = undefined;
+    this.#headers = null;
+  }
+
+  get headers(): IncomingHttpHeaders {
+    if (this.#headers !== null) return this.#headers;
+    const out: Record<string, string | string[]> = {};
+    const raw = this.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = (raw[i] as string).toLowerCase();
+      const value = raw[i + 1] as string;
+      const prev = out[name];
+      if (prev === undefined) out[name] = name === 'set-cookie' ? [value] : value;
+      else if (name === 'set-cookie') (prev as string[]).push(value);
+      else if (name === 'cookie') out[name] = `${prev as string}; ${value}`;
+      else if (!SINGLETONS.has(name)) out[name] = `${prev as string}, ${value}`;
+    }
+    this.#headers = out as IncomingHttpHeaders;
+    return this.#headers;
+  }
+}
