@@ -48,6 +48,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../lib/session.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -94,17 +95,6 @@ process.on('exit', () => {
   rmSync(dir, { recursive: true, force: true });
 });
 process.on('SIGINT', () => process.exit(130));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function start(name, args, env = {}) {
   const child = spawn('taskset', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

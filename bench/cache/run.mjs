@@ -19,10 +19,10 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../lib/session.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -108,17 +108,6 @@ async function micro() {
   for (const r of rows) {
     console.log(`| ${r.size} B | ${r.memory.toFixed(0)} | ${r.shared.toFixed(0)} | ${r.cold.toFixed(0)} |`);
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** utime + stime (ticks) of `pid` and its descendants. */

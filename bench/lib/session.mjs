@@ -23,8 +23,6 @@ export function benchSession(name) {
   const dir = mkdtempSync(path.join(tmpdir(), `proxyd-bench-${name}-`));
   const children = [];
   let stopping = false;
-  /** Ports handed out stay reserved: a server not listening yet must not get its port handed out again. */
-  const taken = new Set();
 
   async function shutdown(code) {
     if (stopping) return;
@@ -67,22 +65,7 @@ export function benchSession(name) {
       return stopping;
     },
     /** A free loopback port, never one handed out before in this run. */
-    async freePort() {
-      for (;;) {
-        const port = await new Promise((resolve, reject) => {
-          const s = net.createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-          });
-        });
-        if (!taken.has(port)) {
-          taken.add(port);
-          return port;
-        }
-      }
-    },
+    freePort,
     /** Spawns a child of the run; its last 20 KB of output is `child.output()`, printed if it exits early. */
     start(label, cmd, args, env = {}) {
       const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -138,3 +121,24 @@ export const median = (xs) => {
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 };
+
+/** Ports handed out by {@link freePort} in this process: the kernel may give a closed one back at once. */
+const handedOut = new Set();
+
+/** A TCP port free on 127.0.0.1 right now (listen on 0, read it, release it), never one handed out before. */
+export async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => {
+        const { port } = s.address();
+        s.close(() => resolve(port));
+      });
+    });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}

@@ -19,6 +19,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../lib/session.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // PROXYD_CHECKOUT runs another checkout's build as "proxyd" (with BASELINE: an A/B of two builds, or a null run of one).
@@ -49,17 +50,6 @@ const dir = mkdtempSync(path.join(tmpdir(), 'proxyd-bench-'));
 // nginx workers may run as nobody: they must read the files served.
 chmodSync(dir, 0o755);
 const children = [];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function start(name, cmd, args, env = {}) {
   const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

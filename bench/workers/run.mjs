@@ -192,17 +192,6 @@ async function fail(message) {
 const budget = 120 + ROUNDS * 6 * (WARMUP + DURATION + 20);
 setTimeout(() => void fail(`the run took more than ${budget} s`), budget * 1000).unref();
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Resolves once `GET /small` with the bench Host answers 200 on the port (15 s at most). */
 async function waitFor(name, port, child) {
   const end = Date.now() + 15_000;
@@ -458,6 +447,7 @@ writeFileSync(
   clusterFile,
   `import cluster from 'node:cluster';
 import http from 'node:http';
+import { freePort } from '../lib/session.mjs';
 if (cluster.isPrimary) {
   let stopping = false;
   for (let i = 0; i < ${CORES}; i++) cluster.fork();
