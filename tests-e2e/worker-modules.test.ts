@@ -26,6 +26,8 @@ const CONTROL_PLANE_ONLY: readonly [string, RegExp][] = [
   ['the Proxyfile parser', /\/packages\/proxyfile\/|\/@proxyd\/proxyfile\//],
   ['the admin API', /\/packages\/admin-api\/|\/@proxyd\/admin-api\//],
   ['typebox', /\/node_modules\/typebox\//],
+  // Node's bundled undici: only fetch or WebSocket loads it (apps/proxyd/src/http-exports.ts).
+  ['undici', /^node:internal\/deps\/undici\/undici$/],
 ];
 
 /** The modules each process of the tree loaded, by pid. */
@@ -89,6 +91,8 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       const primary = byPid.get(running.child.pid as number) ?? [];
       // The trace is honest: the primary did load what the workers must not.
       expect(loaded(primary)).toEqual(expect.arrayContaining(['fastify', 'node:sqlite', 'the dashboard', 'typebox']));
+      // Importing node:http as an ES module loaded undici (~6 MB a process) until main.ts trimmed its exports.
+      expect(loaded(primary)).not.toContain('undici');
       for (const pid of workers) {
         const modules = byPid.get(pid) ?? [];
         expect(modules.some((url) => url.endsWith('/cluster/worker.js'))).toBe(true);
@@ -118,7 +122,9 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       const modules = byPid.get(running.child.pid as number) ?? [];
       expect(modules.some((url) => /\/node_modules\/fastify\//.test(url))).toBe(true);
       expect(
-        loaded(modules).filter((what) => ['acme-client', 'node:sqlite', 'dockerode', 'the dashboard'].includes(what)),
+        loaded(modules).filter((what) =>
+          ['acme-client', 'node:sqlite', 'dockerode', 'the dashboard', 'undici'].includes(what),
+        ),
       ).toEqual([]);
       expect(
         modules.filter((url) => /\/packages\/certificates\/dist\/index\.js$|\/node_modules\/@peculiar\//.test(url)),

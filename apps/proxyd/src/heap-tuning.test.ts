@@ -1,6 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { primaryReexecArgs, releaseStartupMemory, tuneHeapForStreaming, workerExecArgv } from './heap-tuning.js';
+import {
+  mallocEnv,
+  primaryReexecArgs,
+  releaseStartupMemory,
+  tuneHeapForStreaming,
+  workerExecArgv,
+} from './heap-tuning.js';
 
 /**
  * A child process allocates 500 MB of short-lived 64 KiB Buffers (as socket
@@ -76,6 +82,21 @@ describe('the young generation of a worker (issue 32: memory after load)', () =>
     expect(workerExecArgv(['--enable-source-maps'], '')).toEqual(['--enable-source-maps', '--max-semi-space-size=2']);
     expect(workerExecArgv(['--max-semi-space-size=8'], '')).toEqual(['--max-semi-space-size=8']);
     expect(workerExecArgv([], '--max_semi_space_size=4')).toEqual([]);
+  });
+});
+
+describe("glibc's malloc thresholds (issue 32: a worker's memory after load)", () => {
+  it('starts a process of the daemon with the trim threshold fixed at 128 KB', () => {
+    expect(mallocEnv({ PATH: '/usr/bin' })).toEqual({ PATH: '/usr/bin', MALLOC_TRIM_THRESHOLD_: '131072' });
+  });
+  it("leaves an operator's own malloc settings alone", () => {
+    for (const env of [
+      { MALLOC_ARENA_MAX: '2' },
+      { MALLOC_MMAP_THRESHOLD_: '65536' },
+      { GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=0' },
+    ]) {
+      expect(mallocEnv(env)).toEqual(env);
+    }
   });
 });
 

@@ -3,9 +3,9 @@
 // generation is capped (see `primaryReexecArgs`). Node's `process.execve`
 // (Unix) does it without a second process; elsewhere nothing happens.
 import { isSea } from 'node:sea';
-import { primaryReexecArgs } from './heap-tuning.js';
+import { mallocEnv, primaryReexecArgs } from './heap-tuning.js';
 
 const args = primaryReexecArgs(process.argv, process.execArgv, process.env.NODE_OPTIONS ?? '', isSea());
 if (args !== null && typeof process.execve === 'function') {
-  process.execve(process.execPath, [process.execPath, ...args], process.env);
+  process.execve(process.execPath, [process.execPath, ...args], mallocEnv());
 }

@@ -1,11 +1,9 @@
 import { Config } from '@proxyd/model';
-import { Compile, type Validator } from 'typebox/compile';
+import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionOf, quoteText } from './lexer.js';
 import type { Document } from './parser.js';
-
-let checker: Validator<Record<string, never>, typeof Config> | null = null;
 
 /**
  * The most telling error of the flat list TypeBox reports: the one deepest in
@@ -26,9 +24,13 @@ function specific(errors: readonly TLocalizedValidationError[]): TLocalizedValid
  * their own; this is the backstop that keeps a value they let through (a
  * compiler gap) from ever reaching the data plane. The error names the site
  * block (its first address and position) and the schema path.
+ *
+ * The checker is compiled for each call and not kept: a daemon checks at
+ * start and at each reload, and a kept checker (~130 KB of generated code
+ * with its closures) stayed in an idle primary for good (issue 32).
  */
 export function checkModel(config: Config, doc: Document): void {
-  checker ??= Compile(Config);
+  const checker = Compile(Config);
   if (checker.Check(config)) return;
   const first = specific(checker.Errors(config));
   const path = first?.instancePath ?? '';
