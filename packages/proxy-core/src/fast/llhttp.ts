@@ -98,12 +98,27 @@ let current: Parser | null = null;
 let chunk: Buffer = Buffer.alloc(0);
 let base = 0;
 
+/**
+ * The vendored wasm: `vendor/llhttp/` of this package, two levels above
+ * `dist/fast/llhttp.js` (the repository, and the single executable, which
+ * mirrors it), or one level above the bundle's module (the npm package,
+ * whose modules are all in `dist/`; apps/proxyd/scripts/bundle.mjs).
+ */
+function readWasm(): Buffer {
+  try {
+    return readFileSync(new URL('../../vendor/llhttp/llhttp_simd.wasm', import.meta.url));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return readFileSync(new URL('../vendor/llhttp/llhttp_simd.wasm', import.meta.url));
+  }
+}
+
 /** The wasm module, instantiated on first use (a process that never takes the fast path never loads it). */
 let ll: LlhttpExports | null = null;
 
 function instance(): LlhttpExports {
   if (ll !== null) return ll;
-  const bytes = readFileSync(new URL('../../vendor/llhttp/llhttp_simd.wasm', import.meta.url));
+  const bytes = readWasm();
   const p = () => current as Parser;
   const made = new WebAssembly.Instance(new WebAssembly.Module(bytes), {
     env: {
