@@ -143,13 +143,9 @@ export class UpstreamConn extends Parser {
   /** One read of `n` bytes into `buf` (this connection's {@link #buf}). */
   #read(n: number, buf: Buffer): boolean {
     const c = this.client;
-    if (c === null) {
-      this.feed(buf.subarray(0, n));
-      return true;
-    }
     this.feed(buf.subarray(0, n));
     // The client still holds bytes of this buffer: the next read takes a new one (`onread.buffer` is asked after each read).
-    if (c.holds()) this.#buf = Buffer.allocUnsafe(READ_BYTES);
+    if (c?.holds() === true) this.#buf = Buffer.allocUnsafe(READ_BYTES);
     // `feed` pauses the socket itself when the client is full.
     return true;
   }
