@@ -43,6 +43,8 @@ export class FastConnection extends Parser implements UpstreamClient {
   readonly req = new FastRequest();
   /** The exchange in flight: its upstream connection (null between requests). */
   #upstream: UpstreamConn | null = null;
+  /** A chunk went to a rewrite or a transform since {@link holds} last asked. */
+  #held = false;
   #busy = false;
   #pending: Buffer | null = null;
   #inValue = false;
@@ -322,11 +324,22 @@ export class FastConnection extends Parser implements UpstreamClient {
 
   data(chunk: Buffer): boolean {
     if (this.#whole !== null) {
+      this.#held = true;
       this.#whole.chunks.push(chunk);
       return true;
     }
-    if (this.#transform !== null) return this.#transform.write(chunk) || true;
+    if (this.#transform !== null) {
+      this.#held = true;
+      return this.#transform.write(chunk) || true;
+    }
     return this.#write(chunk);
+  }
+
+  holds(): boolean {
+    const held = this.#held;
+    this.#held = false;
+    // A write the kernel did not take at once is queued with the chunk itself.
+    return held || this.socket.writableLength > 0;
   }
 
   end(): void {

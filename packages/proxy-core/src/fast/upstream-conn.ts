@@ -15,6 +15,11 @@ export interface UpstreamClient {
   end(): void;
   /** The exchange failed before (`started` false) or during the response; `code` as Node's error codes. */
   fail(code: string, started: boolean, reused: boolean): void;
+  /**
+   * Whether bytes passed to {@link data} since the last call may still be referenced (queued behind a
+   * slow client, collected for a rewrite, handed to a transform): the upstream then reads into a new buffer.
+   */
+  holds(): boolean;
 }
 
 /** The fast path's upstream connections of one data plane: idle ones per member, and every open one. */
@@ -59,6 +64,11 @@ export class FastUpstreams {
 const KEEP_ALIVE_TIMEOUT = /(?:^|[\s,])timeout\s*=\s*(\d+)/i;
 /** Idle connections kept per member (as the agents keep: `UpstreamAgent`). */
 const MAX_IDLE = 256;
+/**
+ * Bytes one read from an upstream takes (Node's own reads take 64 KiB into a new buffer each): a
+ * 100 KB response mostly arrives in one read and leaves to the client in one write.
+ */
+export const READ_BYTES = 128 * 1024;
 
 /**
  * One raw keep-alive connection to an upstream member, whose responses
@@ -92,6 +102,8 @@ export class UpstreamConn extends Parser {
   readonly #member: PoolMember;
   readonly #idleMs: number;
   readonly #owner: FastUpstreams;
+  /** Where reads land, reused while nothing holds on to what the last read put there. */
+  #buf = Buffer.allocUnsafe(READ_BYTES);
 
   constructor(owner: FastUpstreams, member: PoolMember) {
     super(RESPONSE);
@@ -100,7 +112,12 @@ export class UpstreamConn extends Parser {
     this.#member = member;
     this.#idleMs = idleMs;
     this.pooledMs = idleMs;
-    const socket = net.connect({ host: member.address.host, port: member.address.port, noDelay: true });
+    const socket = net.connect({
+      host: member.address.host,
+      port: member.address.port,
+      noDelay: true,
+      onread: { buffer: () => this.#buf, callback: (n, buf) => this.#read(n, buf as Buffer) },
+    });
     this.socket = socket;
     owner.open.add(this);
     const timer = setTimeout(() => {
@@ -114,7 +131,6 @@ export class UpstreamConn extends Parser {
     socket.on('timeout', () =>
       socket.destroy(new DataPlaneError(DataPlaneErrorCode.IDLE_TIMEOUT, `upstream idle for ${socket.timeout} ms`)),
     );
-    socket.on('data', (buf: Buffer) => this.feed(buf));
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.error ||= err.code ?? 'ECONNRESET';
     });
@@ -122,6 +138,16 @@ export class UpstreamConn extends Parser {
       clearTimeout(timer);
       this.closed();
     });
+  }
+
+  /** One read of `n` bytes into `buf` (this connection's {@link #buf}). */
+  #read(n: number, buf: Buffer): boolean {
+    const c = this.client;
+    this.feed(buf.subarray(0, n));
+    // The client still holds bytes of this buffer: the next read takes a new one (`onread.buffer` is asked after each read).
+    if (c?.holds() === true) this.#buf = Buffer.allocUnsafe(READ_BYTES);
+    // `feed` pauses the socket itself when the client is full.
+    return true;
   }
 
   /** Sends one request (`head`, no body) for `client`. */
@@ -175,7 +201,8 @@ export class UpstreamConn extends Parser {
     }
     if (this.full) {
       this.full = false;
-      this.socket.pause();
+      // Once the response is whole there is nothing to hold back: the next exchange reads at once.
+      if (!this.done) this.socket.pause();
     }
     if (this.done && this.client !== null) {
       this.client = null;
