@@ -9,7 +9,8 @@
 //    - off:      no storage (the cert dir);
 //    - redis:    `storage redis` (certificates, history exchange, ticket keys through Redis);
 //    - rl node:  `storage redis`, the site with `rate_limit 1000000/s` (nothing refused), counted per node;
-//    - rl fleet: the same with `rate_limit_scope fleet` (synced to Redis every 100 ms).
+//    - rl fleet: the same with `rate_limit_scope fleet` (synced to Redis every 100 ms);
+//    - off again: off once more, elsewhere in the order (the null row).
 //    The clients: CLIENTS addresses in X-Forwarded-For (trusted from 127.0.0.1), a different one per request,
 //    so the fleet limiter syncs that many keys a second, not one. CPU µs per request: the proxyd process's
 //    (user + system, /proc) over the requests wrk counted; Redis's CPU likewise. Goal: redis ≤ 2 % over off.
