@@ -2,7 +2,7 @@
 // cleaned up however the run ends, free loopback ports, and readings of
 // /proc. One copy here instead of one per bench/<name>/run.mjs.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -106,6 +106,40 @@ export function cpuSeconds(pid, children = false) {
   } catch {
     return Number.NaN;
   }
+}
+
+/** `pid` and its live descendants (by the parent pid in /proc/<pid>/stat), `pid` first. */
+export function treePids(pid) {
+  const byParent = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (f[0] === 'Z') continue;
+      const list = byParent.get(Number(f[1])) ?? [];
+      list.push(Number(entry));
+      byParent.set(Number(f[1]), list);
+    } catch {}
+  }
+  const out = [];
+  const stack = [pid];
+  while (stack.length > 0) {
+    const p = stack.pop();
+    out.push(p);
+    stack.push(...(byParent.get(p) ?? []));
+  }
+  return out;
+}
+
+/** CPU seconds (user + system) of `pids` summed; a process gone meanwhile counts 0. */
+export function cpuSecondsOf(pids) {
+  let total = 0;
+  for (const pid of pids) {
+    const s = cpuSeconds(pid);
+    if (!Number.isNaN(s)) total += s;
+  }
+  return total;
 }
 
 /** A wrk latency (`812.00us`, `1.20ms`, `2.01s`) in ms. */
