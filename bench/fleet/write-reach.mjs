@@ -95,7 +95,13 @@ async function startRedis() {
   ]);
   for (let i = 0; ; i++) {
     try {
-      if (execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG') return port;
+      if (
+        execFileSync('redis-cli', ['-p', String(port), 'PING'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }).trim() === 'PONG'
+      )
+        return port;
     } catch {}
     if (i > 100) throw new Error('redis-server did not answer within 10 s');
     await sleep(100);
