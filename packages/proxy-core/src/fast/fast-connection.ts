@@ -3,10 +3,10 @@ import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
 import { kOwed } from '../client-errors.js';
 import { type DrainSocket, kDraining } from '../data-plane/client-connections.js';
+import { freeRequestBytes, holdRequestBytes, mayHoldBody } from '../forward/exchange.js';
 import { forwardedFor } from '../forward/forwarded-headers.js';
 import type { FastUpstream } from '../forward/forwarder.js';
 import { responseHeaders } from '../forward/response-headers.js';
-import { freeRequestBytes, holdRequestBytes, mayHoldBody } from '../forward/exchange.js';
 import { applyRewrite, rewriteFor, transformFor } from '../forward/response-hooks.js';
 import { isConnectFailure, isTimeout } from '../forward/retry.js';
 import { buildUpstreamHeaders } from '../forward/upstream-headers.js';
@@ -23,8 +23,8 @@ import type { UpstreamClient, UpstreamConn } from './upstream-conn.js';
 const TEXT = 'text/plain; charset=utf-8';
 const EVENT_STREAM = /^text\/event-stream/i;
 const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-/** Methods Node's ClientRequest sends without `Content-Length: 0` when they have no body (its `useChunkedEncodingByDefault`). */
-const NO_LENGTH_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+/** Methods Node's ClientRequest sends without framing when they have no body (the others: an empty chunked body). */
+const NO_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 /** Node's `continueExpression`: an Expect value it answers with `100 Continue`. */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 /** `chunked` alone, as `transfer-encoding.ts` accepts it; any other Transfer-Encoding goes to node:http (400/501). */
@@ -575,9 +575,9 @@ export class FastConnection extends Parser implements UpstreamClient {
     const lines = buildUpstreamHeaders(req as never, forwardedFor(req as never, ctx, path.clientIp), fast.headers, ctx);
     let head = `${req.method} ${url} HTTP/1.1\r\n`;
     for (let i = 0; i < lines.length; i += 2) head += `${lines[i]}: ${lines[i + 1]}\r\n`;
-    // As node:http's ClientRequest ends a request without body: `Content-Length: 0` but for GET and its kind.
-    const empty = body === NO_BODY && this.#declared < 0 && !NO_LENGTH_METHODS.has(req.method);
-    this.#head = `${head}Connection: keep-alive\r\n${empty ? 'Content-Length: 0\r\n' : ''}\r\n`;
+    // As node:http's ClientRequest sends a request without body: an empty chunked one but for GET and its kind.
+    const empty = body === NO_BODY && this.#declared < 0 && !NO_BODY_METHODS.has(req.method);
+    this.#head = `${head}Connection: keep-alive\r\n${empty ? 'Transfer-Encoding: chunked\r\n\r\n0\r\n' : ''}\r\n`;
     // The client waits for `100 Continue` before its body (Expect is not forwarded).
     if (this.#expect && (body !== NO_BODY || this.#declared === 0)) {
       this.#sent100 = true;
@@ -836,7 +836,7 @@ export class FastConnection extends Parser implements UpstreamClient {
       query: q < 0 ? undefined : req.url.slice(q + 1),
       status: this.#headersSent ? this.#status : 0,
       bytesSent: req.method === 'HEAD' || !this.#headersSent ? 0 : this.#bodyBytes,
-      bytesReceived: this.#declared > 0 ? this.#declared : 0,
+      bytesReceived: Math.max(this.#declared, 0),
       durationMs: performance.now() - this.#startedMono,
       clientIp: ctx.clientIp,
       referer: req.headers.referer,
