@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
 import { kOwed } from '../client-errors.js';
 import { type DrainSocket, kDraining } from '../data-plane/client-connections.js';
-import { freeRequestBytes, holdRequestBytes, mayHoldBody } from '../forward/exchange.js';
+import { mayHoldBody } from '../forward/exchange.js';
 import { forwardedFor } from '../forward/forwarded-headers.js';
 import type { FastUpstream } from '../forward/forwarder.js';
 import { responseHeaders } from '../forward/response-headers.js';
@@ -15,9 +15,9 @@ import type { FastPlan } from '../pipeline.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { normalizeHost } from '../route-table.js';
 import type { FastPath } from './fast-path.js';
-import { FastRequest } from './fast-request.js';
-import { OK, PAUSED, Parser, REQUEST } from './llhttp.js';
-import { responseHead } from './response-head.js';
+import { OK, PAUSED } from './llhttp.js';
+import { BAD_REQUEST_HEAD, CHUNKED, NO_BODY, RequestReader } from './request-reader.js';
+import { ResponseWriter } from './response-head.js';
 import type { UpstreamClient, UpstreamConn } from './upstream-conn.js';
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -25,22 +25,9 @@ const EVENT_STREAM = /^text\/event-stream/i;
 const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Methods Node's ClientRequest sends without framing when they have no body (the others: an empty chunked body). */
 const NO_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
-/** Node's `continueExpression`: an Expect value it answers with `100 Continue`. */
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
-/** `chunked` alone, as `transfer-encoding.ts` accepts it; any other Transfer-Encoding goes to node:http (400/501). */
-const CHUNKED_ONLY = /^[ \t]*chunked[ \t]*$/i;
 const CONTINUE_HEAD = 'HTTP/1.1 100 Continue\r\n\r\n';
-/** What the `clientError` handler answers a request whose body fails to parse or ends early (`client-errors.ts`). */
-const BAD_REQUEST_HEAD = 'HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
-/** … and one whose body outlived `requestTimeoutMs`. */
-const REQUEST_TIMEOUT_HEAD = 'HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
 /** What `BodyWatch` answers a body that stalled or trickled (`connection-limits.ts`). */
 const BODY_TIMEOUT = 'request timeout\n';
-
-/** How the request being read frames its body. */
-const NO_BODY = 0;
-const LENGTH = 1;
-const CHUNKED = 2;
 
 /**
  * One client connection on the HTTP/1.1 fast path: requests parsed by
@@ -58,75 +45,32 @@ const CHUNKED = 2;
  * answers it as before (same parser, same strictness: CL with TE, two
  * Content-Lengths, a bad one).
  *
- * A request body is read as node:http's path reads it (`forward/send.ts`,
- * `connection-limits.ts`): up to `REQUEST_BUFFER_BYTES` before the upstream
- * request opens, then streamed with backpressure; `100 Continue` when the
- * client expects it; the body timeout and minimum rate (`408`); a response
- * that leaves the body unread says `Connection: close` and the connection
- * closes lingering.
+ * A request is read as `request-reader.ts` says (head, body);
+ * `100 Continue` first when the client expects it; a response that leaves
+ * the body unread says `Connection: close` and the connection closes
+ * lingering.
  */
-export class FastConnection extends Parser implements UpstreamClient {
-  readonly socket: Socket & DrainSocket;
+export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #path: FastPath;
   readonly #secure: boolean;
-  readonly req = new FastRequest();
-  /** The exchange in flight: its upstream connection (null between requests). */
-  #upstream: UpstreamConn | null = null;
   /** A chunk went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
   #busy = false;
-  #pending: Buffer | null = null;
-  #inValue = false;
-  /** The head of the current message has been handed over or refused: stop parsing. */
-  #reject = false;
-  #headBytes = 0;
-  #hosts = 0;
-  #other = false;
-  #keep = true;
-  /** A message's head is being parsed (from its first byte to the end of its headers). */
-  #inHead = false;
-  /** llhttp finished a message (its body included) in the last `execute`. */
-  #complete = false;
   /** The bytes of a head that came in several reads, from its first byte (handed over whole if need be). */
   #partial: Buffer | null = null;
   /** Bounds a head that comes in several reads (`headersTimeoutMs`, as node:http's). */
   #headTimer: NodeJS.Timeout | null = null;
   /** After a response that closes the connection: what the client still sends is read and dropped. */
   #discard = false;
-  /** Per request: its framing ({@link NO_BODY}, {@link LENGTH}, {@link CHUNKED}) and its Content-Length (-1: none). */
-  #body = NO_BODY;
-  #declared = -1;
-  #teLines = 0;
-  #teValue = '';
-  #expectLines = 0;
-  #expect = false;
   #sent100 = false;
-  /** An HTTP/1.0 request. */
-  #v10 = false;
-  /** The body is being read from the client. */
-  #receiving = false;
-  /** Content-Length bytes still to read (they pass by llhttp). */
-  #bodyLeft = 0;
-  /** Body chunks read before the upstream request opened (null once it has), and their size. */
-  #collected: Buffer[] | null = null;
-  #collectedBytes = 0;
-  /** The client's socket is paused until the upstream takes the body written so far. */
-  #bodyPaused = false;
-  /** Body clocks: the request's start, the current rate window's start and the connection's bytes then (ms, bytes). */
-  #requestAt = 0;
-  #windowAt = 0;
-  #windowBytes = 0;
   /** Per request. */
   #ctx: RequestContext | null = null;
   #plan: FastPlan | null = null;
   #fast: FastUpstream | null = null;
   #member: PoolMember | null = null;
   #head = '';
-  #headersSent = false;
-  #status = 0;
-  #chunked = false;
-  #bodyBytes = 0;
-  #contentType: string | undefined = undefined;
+  /** The response to the request in flight. */
+  readonly #res: ResponseWriter;
   #retried = false;
   #startedAt = 0;
   #startedMono = 0;
@@ -136,28 +80,23 @@ export class FastConnection extends Parser implements UpstreamClient {
   #transform: Transform | null = null;
   #writeTimer: NodeJS.Timeout | null = null;
   readonly #onData = (buf: Buffer) => this.feed(buf);
-  readonly #onDrain = () => this.#upstream?.flow();
+  readonly #onDrain = () => this.upstream?.flow();
   readonly #onClose = () => this.#closed();
   readonly #onTimeout = () => this.#timedOut();
   readonly #onError = () => {};
   /** The client half-closed (the listener allows half-open connections, as node:http does): end ours too. */
   readonly #onEnd = () => {
     // A body cut short: node:http's parser fails at the end of input (400).
-    if (this.#receiving) this.#refuseBody(BAD_REQUEST_HEAD);
-    else if (this.#busy) this.#keep = false;
+    if (this.receiving) this.refuseBody(BAD_REQUEST_HEAD);
+    else if (this.#busy) this.keep = false;
     else if (!this.#discard) this.socket.end();
   };
 
-  /** A head longer than this (bytes, roughly as node:http counts them) is left to node:http. */
-  readonly #maxHead: number;
-
   constructor(socket: Socket, path: FastPath, secure: boolean, maxHead: number) {
-    super(REQUEST);
-    this.#maxHead = maxHead;
-    this.socket = socket as Socket & DrainSocket;
+    super(socket as Socket & DrainSocket, path.limits, maxHead);
+    this.#res = new ResponseWriter(socket);
     this.#path = path;
     this.#secure = secure;
-    this.req.socket = socket;
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     socket.on('close', this.#onClose);
@@ -174,43 +113,43 @@ export class FastConnection extends Parser implements UpstreamClient {
 
   feed(buf: Buffer): void {
     if (this.#discard) return;
-    if (this.#receiving) {
-      this.#readBody(buf);
+    if (this.receiving) {
+      this.readBody(buf);
       return;
     }
     if (this.#busy) {
       // A pipelined request: read after this answer (the socket pauses meanwhile).
-      this.#pending = this.#pending === null ? buf : Buffer.concat([this.#pending, buf]);
+      this.pending = this.pending === null ? buf : Buffer.concat([this.pending, buf]);
       this.socket.pause();
       return;
     }
     const partial = this.#partial;
     // From the request's first byte: what node:http gets if it must take the request.
     const start = partial === null ? buf : Buffer.concat([partial, buf]);
-    this.#complete = false;
+    this.complete = false;
     const ret = this.execute(buf);
-    if (!this.#reject) {
+    if (!this.reject) {
       if (ret === PAUSED) {
         this.#headDone();
-        if (this.#complete) {
+        if (this.complete) {
           // A message without body.
           this.resume();
-          this.#pending = this.pausedAt < buf.length ? buf.subarray(this.pausedAt) : null;
+          this.pending = this.pausedAt < buf.length ? buf.subarray(this.pausedAt) : null;
           this.#dispatch(start);
           return;
         }
         // Paused after a head that announces a body: what follows in this read is body.
         const at = this.pausedAt;
-        if (this.#dispatch(start) && this.#receiving) {
-          if (this.#body === CHUNKED) this.resume();
-          if (at < buf.length) this.#readBody(buf.subarray(at));
+        if (this.#dispatch(start) && this.receiving) {
+          if (this.body === CHUNKED) this.resume();
+          if (at < buf.length) this.readBody(buf.subarray(at));
         }
         return;
       }
       if (ret === OK) {
-        if (!this.#inHead) return;
+        if (!this.inHead) return;
         // A head still incomplete: wait for the rest (node:http answers 431 over the size limit).
-        if (start.length <= this.#maxHead) {
+        if (start.length <= this.maxHead) {
           this.#partial = start;
           if (this.#headTimer === null) {
             this.#headTimer = setTimeout(headTimedOut, this.#path.limits.headersTimeoutMs, this);
@@ -252,245 +191,20 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#path.fallback(socket, buf, this.#secure);
   }
 
-  override onMessageBegin(): number {
-    const req = this.req;
-    req.reset();
-    this.#inValue = false;
-    this.#reject = false;
-    this.#inHead = true;
-    this.#headBytes = 0;
-    this.#hosts = 0;
-    this.#other = false;
-    this.#declared = -1;
-    this.#teLines = 0;
-    this.#expectLines = 0;
-    this.#expect = false;
-    return 0;
-  }
-
-  override onUrl(b: Buffer, s: number, e: number): number {
-    this.req.url += b.toString('latin1', s, e);
-    this.#headBytes += e - s;
-    return 0;
-  }
-
-  override onHeaderField(b: Buffer, s: number, e: number): number {
-    // Trailers of a chunked body: not forwarded (node:http's ClientRequest does not either).
-    if (!this.#inHead) return 0;
-    const raw = this.req.rawHeaders;
-    if (this.#inValue || raw.length === 0) raw.push(b.toString('latin1', s, e), '');
-    else raw[raw.length - 2] += b.toString('latin1', s, e);
-    this.#inValue = false;
-    this.#headBytes += e - s + 4;
-    return 0;
-  }
-
-  override onHeaderValue(b: Buffer, s: number, e: number): number {
-    if (!this.#inHead) return 0;
-    const raw = this.req.rawHeaders;
-    raw[raw.length - 1] += b.toString('latin1', s, e);
-    this.#inValue = true;
-    this.#headBytes += e - s;
-    return 0;
-  }
-
-  override onHeadersComplete(_status: number, upgrade: number, keepAlive: number): number {
-    const req = this.req;
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i] as string;
-      const n = name.length;
-      // The names that decide framing or ask for a protocol step are looked at; the rest pass.
-      if (n === 4) {
-        if (name.toLowerCase() === 'host') {
-          this.#hosts++;
-          req.host = raw[i + 1] as string;
-        }
-      } else if (n === 14 || n === 17 || n === 6 || n === 7 || n === 2) {
-        const lower = name.toLowerCase();
-        // llhttp refused a second Content-Length, a bad one, and one beside Transfer-Encoding.
-        if (lower === 'content-length') this.#declared = Number((raw[i + 1] as string).trim());
-        else if (lower === 'transfer-encoding') {
-          this.#teLines++;
-          this.#teValue = raw[i + 1] as string;
-        } else if (lower === 'expect') {
-          this.#expectLines++;
-          this.#expect = CONTINUE.test(raw[i + 1] as string);
-        } else if (lower === 'upgrade' || lower === 'te') this.#other = true;
-      } else if (n === 10 && name.toLowerCase() === 'connection') {
-        req.connection = req.connection === undefined ? (raw[i + 1] as string) : `${req.connection}, ${raw[i + 1]}`;
-      } else if (n === 15 && name.toLowerCase() === 'x-forwarded-for') {
-        const v = raw[i + 1] as string;
-        req.forwardedFor = req.forwardedFor === undefined ? v : `${req.forwardedFor}, ${v}`;
-      }
-    }
-    req.method = this.method();
-    this.#keep = keepAlive === 1;
-    this.#inHead = false;
-    const version = this.version();
-    const v10 = version === 10;
-    this.#v10 = v10;
-    req.httpVersionMinor = v10 ? 0 : 1;
-    let body = NO_BODY;
-    if (this.#teLines > 0) {
-      // `chunked` alone on one line of an HTTP/1.1 request; anything else is refused by the front door (400/501).
-      if (this.#teLines === 1 && !v10 && CHUNKED_ONLY.test(this.#teValue)) body = CHUNKED;
-      else this.#other = true;
-    } else if (this.#declared > 0) body = LENGTH;
-    else if (Number.isNaN(this.#declared)) this.#other = true;
-    // Expect: one `100-continue` on HTTP/1.1 (node:http answers anything else 417, and ignores it on HTTP/1.0).
-    if (this.#expectLines > 0 && (this.#expectLines > 1 || !this.#expect || v10)) this.#other = true;
-    this.#body = body;
-    if (
-      upgrade !== 0 ||
-      this.#other ||
-      this.#hosts !== 1 ||
-      (version !== 11 && !v10) ||
-      req.url.charCodeAt(0) !== 0x2f ||
-      this.#headBytes + raw.length * 2 > this.#maxHead ||
-      raw.length > 200 ||
-      this.socket[kDraining] === true
-    ) {
-      this.#reject = true;
-      return -1;
-    }
-    // A body: stop here, so the request is routed before a byte of it is read.
-    return body === NO_BODY ? 0 : PAUSED;
-  }
-
-  override onBody(b: Buffer, s: number, e: number): number {
-    // A chunked body's data, decoded (a Content-Length body passes by llhttp: {@link #readBody}).
-    if (this.#receiving && e > s) this.#bodyChunk(b.subarray(s, e));
-    return 0;
-  }
-
-  override onMessageComplete(): number {
-    this.#complete = true;
-    return PAUSED;
-  }
-
-  /** Bytes of the request body being received (`buf`: one read, or what followed the head in it). */
-  #readBody(buf: Buffer): void {
-    const limits = this.#path.limits;
-    const now = Date.now();
-    if (limits.requestTimeoutMs > 0 && now - this.#requestAt > limits.requestTimeoutMs) {
-      this.#refuseBody(REQUEST_TIMEOUT_HEAD);
-      return;
-    }
-    const span = now - this.#windowAt;
-    if (limits.bodyMinRate > 0 && limits.bodyTimeoutMs > 0 && span >= limits.bodyTimeoutMs) {
-      const bytes = this.socket.bytesRead;
-      if ((bytes - this.#windowBytes) * 1000 < limits.bodyMinRate * span) {
-        this.#cutBody();
-        return;
-      }
-      this.#windowAt = now;
-      this.#windowBytes = bytes;
-    }
-    if (this.#body === LENGTH) {
-      const n = Math.min(this.#bodyLeft, buf.length);
-      this.#bodyLeft -= n;
-      if (n > 0) this.#bodyChunk(n === buf.length ? buf : buf.subarray(0, n));
-      if (this.#bodyLeft > 0 || !this.#receiving) return;
-      // The body passed by llhttp, paused after the head: it starts over at the next message.
-      this.reset();
-      this.#bodyEnd(n < buf.length ? buf.subarray(n) : null);
-      return;
-    }
-    this.#complete = false;
-    const ret = this.execute(buf);
-    if (!this.#receiving) return;
-    if (ret === PAUSED && this.#complete) {
-      this.resume();
-      this.#bodyEnd(this.pausedAt < buf.length ? buf.subarray(this.pausedAt) : null);
-    } else if (ret !== OK) this.#refuseBody(BAD_REQUEST_HEAD);
-  }
-
-  /** A chunk of the request body: collected until the upstream request opens, then written upstream. */
-  #bodyChunk(chunk: Buffer): void {
-    const collected = this.#collected;
-    if (collected !== null) {
-      collected.push(chunk);
-      this.#collectedBytes += chunk.length;
-      // Too big to hold: the upstream request opens and the body streams, from what arrived.
-      if (!holdRequestBytes(this.#collectedBytes, chunk.length)) this.#open();
-      return;
-    }
-    this.#sendChunk(chunk);
-  }
-
-  #sendChunk(chunk: Buffer): void {
-    const up = this.#upstream;
-    // The upstream answered and went already: the rest of the body is read and dropped.
-    if (up === null) return;
-    let ok: boolean;
-    if (this.#body === CHUNKED) {
-      up.write(`${chunk.length.toString(16)}\r\n`);
-      up.write(chunk);
-      ok = up.write('\r\n');
-    } else ok = up.write(chunk);
-    if (!ok && !this.#bodyPaused && this.#receiving) {
-      // The upstream is slower than the client: stop reading (and timing) it until it drains.
-      this.#bodyPaused = true;
-      this.socket.pause();
-    }
-  }
-
-  /** The request body was read to its end; `rest`: what followed it in the read (a pipelined request). */
-  #bodyEnd(rest: Buffer | null): void {
-    this.#receiving = false;
-    this.#bodyPaused = false;
-    if (rest !== null) {
-      this.#pending = rest;
-      this.socket.pause();
-    }
-    if (this.#collected !== null) {
-      this.#open();
-      return;
-    }
-    const up = this.#upstream;
-    if (up === null) return;
-    if (this.#body === CHUNKED) up.write('0\r\n\r\n');
-    up.sending = false;
-  }
-
-  /** No more of the body is read (answered or cut): what was collected is let go. */
-  #stopReceiving(): void {
-    this.#receiving = false;
-    this.#bodyPaused = false;
-    if (this.#collected !== null) {
-      this.#collected = null;
-      freeRequestBytes(this.#collectedBytes);
-      this.#collectedBytes = 0;
-    }
-  }
-
-  /** UpstreamClient: the upstream took the body written so far. */
-  pull(): void {
-    if (!this.#bodyPaused) return;
-    this.#bodyPaused = false;
-    if (!this.#receiving) return;
-    // The time it waited for the upstream does not count against the client.
-    this.#windowAt = Date.now();
-    this.#windowBytes = this.socket.bytesRead;
-    this.socket.setTimeout(this.#path.limits.bodyTimeoutMs);
-    this.socket.resume();
-  }
-
   /** The body stalled or trickled (`bodyTimeoutMs`, `bodyMinRate`): 408, or a reset once a response began. */
-  #cutBody(): void {
-    this.#stopReceiving();
-    const up = this.#upstream;
-    this.#upstream = null;
+  protected override cutBody(): void {
+    this.stopReceiving();
+    const up = this.upstream;
+    this.upstream = null;
     up?.abort();
     this.#transform?.destroy();
     this.#transform = null;
     this.#whole = null;
-    if (this.#headersSent) {
+    if (this.#res.headersSent) {
       this.socket.destroy();
       return;
     }
-    this.#keep = false;
+    this.keep = false;
     this.#answer(408, BODY_TIMEOUT, {
       'content-type': TEXT,
       'content-length': BODY_TIMEOUT.length,
@@ -499,12 +213,12 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   /** The body failed to parse, the client ended it early, or the request outlived `requestTimeoutMs`: as the `clientError` handler answers. */
-  #refuseBody(head: string): void {
-    this.#stopReceiving();
-    const up = this.#upstream;
-    this.#upstream = null;
+  protected override refuseBody(head: string): void {
+    this.stopReceiving();
+    const up = this.upstream;
+    this.upstream = null;
     up?.abort();
-    if (!this.#headersSent && this.socket.writable) this.socket.end(head);
+    if (!this.#res.headersSent && this.socket.writable) this.socket.end(head);
     this.socket.destroy();
   }
 
@@ -541,10 +255,7 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#ctx = ctx;
     this.#plan = plan;
     this.#fast = fast;
-    this.#headersSent = false;
-    this.#status = 0;
-    this.#bodyBytes = 0;
-    this.#contentType = undefined;
+    this.#res.reset();
     this.#retried = false;
     this.#sent100 = false;
     this.#recording = path.hooks.onRequest !== undefined;
@@ -553,15 +264,8 @@ export class FastConnection extends Parser implements UpstreamClient {
       this.#startedMono = performance.now();
       path.counts.inFlight++;
     }
-    const body = this.#body;
-    if (body !== NO_BODY) {
-      // The body's clocks start now (`BodyWatch`: the request enters the data plane).
-      this.#receiving = true;
-      this.#bodyLeft = this.#declared;
-      this.#requestAt = this.#windowAt = Date.now();
-      this.#windowBytes = this.socket.bytesRead;
-      this.socket.setTimeout(path.limits.bodyTimeoutMs);
-    }
+    const body = this.body;
+    if (body !== NO_BODY) this.startBody();
     const member = fast.pool.pick(clientIp, undefined);
     if (member === null) {
       this.#answer(503, 'no healthy upstream\n', {
@@ -576,38 +280,33 @@ export class FastConnection extends Parser implements UpstreamClient {
     let head = `${req.method} ${url} HTTP/1.1\r\n`;
     for (let i = 0; i < lines.length; i += 2) head += `${lines[i]}: ${lines[i + 1]}\r\n`;
     // As node:http's ClientRequest sends a request without body: an empty chunked one but for GET and its kind.
-    const empty = body === NO_BODY && this.#declared < 0 && !NO_BODY_METHODS.has(req.method);
+    const empty = body === NO_BODY && this.declared < 0 && !NO_BODY_METHODS.has(req.method);
     this.#head = `${head}Connection: keep-alive\r\n${empty ? 'Transfer-Encoding: chunked\r\n\r\n0\r\n' : ''}\r\n`;
     // The client waits for `100 Continue` before its body (Expect is not forwarded).
-    if (this.#expect && (body !== NO_BODY || this.#declared === 0)) {
+    if (this.expect && (body !== NO_BODY || this.declared === 0)) {
       this.#sent100 = true;
       this.socket.write(CONTINUE_HEAD, 'latin1');
     }
     // A body is read first, up to REQUEST_BUFFER_BYTES, before the upstream request opens (`forward/send.ts`).
-    if (body !== NO_BODY && mayHoldBody()) this.#collected = [];
-    else this.#open();
+    if (body !== NO_BODY && mayHoldBody()) this.collected = [];
+    else this.open();
     return true;
   }
 
   /** Opens the upstream request: its head, the body collected so far, its end when read whole. */
-  #open(): void {
+  protected override open(): void {
     const up = this.#path.upstreams.take(this.#member as PoolMember);
-    this.#upstream = up;
-    up.sending = this.#receiving;
-    const collected = this.#collected;
-    if (collected === null && !this.#receiving && this.#body !== CHUNKED) {
+    this.upstream = up;
+    up.sending = this.receiving;
+    if (this.collected === null && !this.receiving && this.body !== CHUNKED) {
       up.start(this, this.#head);
       return;
     }
     up.socket.cork();
     up.start(this, this.#head);
-    if (collected !== null) {
-      this.#collected = null;
-      freeRequestBytes(this.#collectedBytes);
-      this.#collectedBytes = 0;
-      for (const chunk of collected) this.#sendChunk(chunk);
-    }
-    if (!this.#receiving && this.#body === CHUNKED) up.write('0\r\n\r\n');
+    const collected = this.takeCollected();
+    if (collected !== null) for (const chunk of collected) this.sendChunk(chunk);
+    if (!this.receiving && this.body === CHUNKED) up.write('0\r\n\r\n');
     up.socket.uncork();
   }
 
@@ -617,7 +316,7 @@ export class FastConnection extends Parser implements UpstreamClient {
     const headers = responseHeaders(raw, null) as OutgoingHttpHeaders;
     if (status === 204 && headers['content-length'] !== undefined) delete headers['content-length'];
     const ctype = headers['content-type'];
-    if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.#upstream?.socket.setTimeout(0);
+    if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.upstream?.socket.setTimeout(0);
     const plan = this.#plan as FastPlan;
     (this.#secure ? plan.secure : plan.plain)(headers, status);
     const hooks = this.#path.hooks;
@@ -666,7 +365,7 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   end(): void {
-    this.#upstream = null;
+    this.upstream = null;
     const whole = this.#whole;
     if (whole !== null) {
       this.#whole = null;
@@ -688,7 +387,7 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   fail(code: string, started: boolean, reused: boolean): void {
-    this.#upstream = null;
+    this.upstream = null;
     if (!this.#busy) return;
     const member = this.#member as PoolMember;
     if (
@@ -696,23 +395,23 @@ export class FastConnection extends Parser implements UpstreamClient {
       !this.#retried &&
       reused &&
       (code === 'ECONNRESET' || code === 'EPIPE') &&
-      this.#body === NO_BODY &&
-      this.#declared < 0 &&
+      this.body === NO_BODY &&
+      this.declared < 0 &&
       RETRIABLE_METHODS.has(this.req.method)
     ) {
       // The upstream closed a pooled connection as we reused it: nothing was processed, send it again once.
       this.#retried = true;
-      this.#open();
+      this.open();
       return;
     }
     this.#release();
     if (isConnectFailure(code)) (this.#fast as FastUpstream).pool.markFailed(member);
-    if (started || this.#headersSent) {
+    if (started || this.#res.headersSent) {
       this.socket.destroy();
       return;
     }
     const timeout = isTimeout(code);
-    this.#keep = false;
+    this.keep = false;
     this.#answer(timeout ? 504 : 502, timeout ? 'gateway timeout\n' : 'bad gateway\n', {
       'content-type': TEXT,
       connection: 'close',
@@ -728,51 +427,28 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#finish();
   }
 
-  /**
-   * Writes the head as `writeHead(status, headers)` does: chunked when a
-   * body follows without Content-Length (to HTTP/1.0: unframed, and the
-   * connection closes after it); `Connection: close` while the request body
-   * is unread, or after an `Expect` not answered with `100 Continue`.
-   */
+  /** Writes the head (`ResponseWriter`); `Connection: close` while the request body is unread, or after an `Expect` not answered with `100 Continue`. */
   #writeHead(status: number, headers: OutgoingHttpHeaders): void {
-    const bodyless = this.req.method === 'HEAD' || status === 204 || status === 304;
-    const length = headers['content-length'] !== undefined;
-    this.#chunked = !bodyless && !length && !this.#v10;
-    const type = headers['content-type'];
-    if (typeof type === 'string') this.#contentType = type;
-    if (
-      headers.connection !== undefined ||
-      this.#receiving ||
-      (this.#v10 && !length) ||
-      (this.#expect && !this.#sent100)
-    ) {
-      this.#keep = false;
-    }
-    const keep = this.#keep && this.socket[kDraining] !== true;
-    this.#keep = keep;
-    this.#status = status;
-    this.#headersSent = true;
-    this.#bodyless = bodyless;
-    const framing = this.#chunked ? 'Transfer-Encoding: chunked\r\n' : '';
-    this.socket.write(responseHead(status, headers, keep, this.#path.keepAliveSeconds, framing), 'latin1');
+    if (this.receiving || (this.expect && !this.#sent100)) this.keep = false;
+    this.keep = this.#res.writeHead(
+      status,
+      headers,
+      this.req.method === 'HEAD',
+      this.v10,
+      this.keep && this.socket[kDraining] !== true,
+      this.#path.keepAliveSeconds,
+    );
   }
 
-  #bodyless = false;
+  #write(chunk: Buffer): boolean {
+    return this.#res.write(chunk);
+  }
+
   /** A request was answered on this connection (a timeout is then the keep-alive one). */
   #served = false;
 
-  #write(chunk: Buffer): boolean {
-    if (this.#bodyless) return true;
-    this.#bodyBytes += chunk.length;
-    if (!this.#chunked) return this.socket.write(chunk);
-    if (chunk.length === 0) return true;
-    this.socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-    this.socket.write(chunk);
-    return this.socket.write('\r\n', 'latin1');
-  }
-
   #finish(): void {
-    if (this.#chunked) this.socket.write('0\r\n\r\n', 'latin1');
+    this.#res.end();
     this.#transform = null;
     this.#release();
     this.#record();
@@ -782,14 +458,14 @@ export class FastConnection extends Parser implements UpstreamClient {
       clearTimeout(this.#writeTimer);
       this.#writeTimer = null;
     }
-    const unread = this.#receiving;
+    const unread = this.receiving;
     if (unread) {
-      this.#stopReceiving();
-      this.#keep = false;
+      this.stopReceiving();
+      this.keep = false;
     }
-    if (!this.#keep) {
+    if (!this.keep) {
       this.#discard = true;
-      this.#pending = null;
+      this.pending = null;
       this.socket.end();
       // A body left unread: what the client still sends is read and dropped until it closes, at most
       // `lingerMs` (a reset could erase the answer from its buffers), as `BodyWatch`'s lingering close.
@@ -805,8 +481,8 @@ export class FastConnection extends Parser implements UpstreamClient {
     const keepAliveMs = this.#path.limits.keepAliveTimeoutMs;
     if (this.socket.timeout !== keepAliveMs) this.socket.setTimeout(keepAliveMs);
     this.#served = true;
-    const pending = this.#pending;
-    this.#pending = null;
+    const pending = this.pending;
+    this.pending = null;
     this.socket.resume();
     if (pending !== null) this.feed(pending);
   }
@@ -834,14 +510,14 @@ export class FastConnection extends Parser implements UpstreamClient {
       method: req.method,
       path: ctx.path,
       query: q < 0 ? undefined : req.url.slice(q + 1),
-      status: this.#headersSent ? this.#status : 0,
-      bytesSent: req.method === 'HEAD' || !this.#headersSent ? 0 : this.#bodyBytes,
-      bytesReceived: Math.max(this.#declared, 0),
+      status: this.#res.headersSent ? this.#res.status : 0,
+      bytesSent: req.method === 'HEAD' || !this.#res.headersSent ? 0 : this.#res.bodyBytes,
+      bytesReceived: Math.max(this.declared, 0),
       durationMs: performance.now() - this.#startedMono,
       clientIp: ctx.clientIp,
       referer: req.headers.referer,
       userAgent: req.headers['user-agent'],
-      contentType: this.#contentType,
+      contentType: this.#res.contentType,
       startedAt: this.#startedAt,
       protocol: 'h1',
       events: 0,
@@ -854,9 +530,9 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   #timedOut(): void {
-    if (this.#receiving) {
+    if (this.receiving) {
       // No body byte for `bodyTimeoutMs` while it was read (a paused read does not count).
-      if (!this.#bodyPaused) this.#cutBody();
+      if (!this.bodyPaused) this.cutBody();
       return;
     }
     if (this.#busy) return;
@@ -867,12 +543,12 @@ export class FastConnection extends Parser implements UpstreamClient {
   #closed(): void {
     this.free();
     this.#headDone();
-    this.#stopReceiving();
+    this.stopReceiving();
     if (this.#writeTimer !== null) clearTimeout(this.#writeTimer);
     if (!this.#busy) return;
     this.#busy = false;
-    const up = this.#upstream;
-    this.#upstream = null;
+    const up = this.upstream;
+    this.upstream = null;
     up?.abort();
     this.#transform?.destroy();
     this.#release();
