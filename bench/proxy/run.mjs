@@ -7,12 +7,15 @@
 //   BASELINE=../other-checkout BASELINE_NODE=/usr/bin/node ONLY="proxyd,proxyd base" node bench/proxy/run.mjs
 //   PROXYD_CHECKOUT=../a BASELINE=../a ONLY="proxyd,proxyd base" node bench/proxy/run.mjs   (null run: the noise band)
 //   FAST_PATH_AB=1 ONLY="proxyd,proxyd node:http,Caddy,Node floor" node bench/proxy/run.mjs   (fast path on vs off)
+//   FILES=post FAST_PATH_AB=1 ONLY="caddy,node floor,proxyd,proxyd node:http" node bench/proxy/run.mjs   (a 1 KB JSON POST)
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
 // worker); wrk and the upstream (an nginx worker serving two static files)
 // share core 0. Targets run in alternation, ROUNDS times, for a 30-byte and a
-// 100 KB body; req/s, p50/p99 and CPU per request are medians over rounds, peak RSS is VmHWM.
+// 100 KB body (FILES=small,large, the default), and a POST of a 1 KB JSON
+// body answered `ok` (FILES=post: wrk's Lua script; the upstream reads and
+// drops the body); req/s, p50/p99 and CPU per request are medians over rounds, peak RSS is VmHWM.
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -144,6 +147,7 @@ function wrk(port, file, seconds) {
       '--latency',
       '-H',
       `Host: ${HOST}`,
+      ...(file === 'post' ? ['-s', path.join(dir, 'post.lua')] : []),
       `http://127.0.0.1:${port}/${file}`,
     ],
     { encoding: 'utf8' },
@@ -175,6 +179,12 @@ process.on('SIGINT', () => process.exit(130));
 const upPort = await freePort();
 writeFileSync(path.join(dir, 'small'), `${'x'.repeat(29)}\n`);
 writeFileSync(path.join(dir, 'large'), 'y'.repeat(100 * 1024));
+// FILES=post: a 1 KB JSON body (an API call), POSTed by wrk's script.
+const postBody = JSON.stringify({ user: 'ada', items: Array.from({ length: 40 }, (_, i) => ({ id: i, n: 'x' })) });
+writeFileSync(
+  path.join(dir, 'post.lua'),
+  `wrk.method = "POST"\nwrk.body = '${postBody.padEnd(1024).slice(0, 1024)}'\nwrk.headers["Content-Type"] = "application/json"\n`,
+);
 const nginxConf = (name, port, body) => {
   const conf = path.join(dir, `${name}.conf`);
   writeFileSync(
@@ -207,7 +217,11 @@ start('upstream', 'taskset', [
   LOAD_CORE,
   'nginx',
   '-c',
-  nginxConf('upstream', upPort, `root ${dir}; location / { default_type text/plain; }`),
+  nginxConf(
+    'upstream',
+    upPort,
+    `root ${dir}; location / { default_type text/plain; } location = /post { default_type text/plain; return 200 "ok\\n"; }`,
+  ),
   '-p',
   dir,
 ]);
@@ -406,6 +420,7 @@ const mean = (xs) => {
 for (const [file, label] of [
   ['small', '30-byte body'],
   ['large', '100 KB body'],
+  ['post', '1 KB POST'],
 ]) {
   console.log(`\n${label}`);
   console.log('target       req/s     p50 ms   p99 ms   peak RSS MB   ×Caddy   ×floor   CPU µs/req');
@@ -455,7 +470,7 @@ for (const file of FILES) {
       `${mean(ratios).toFixed(3)}× base (rounds ${ratios.map((x) => x.toFixed(3)).join(' ')}), CPU/req ${mean(cpu).toFixed(3)}× base`,
     );
   }
-  console.log(`  ${file === 'small' ? '30 B ' : '100 KB'}: proxyd ${parts.join(', ')}`);
+  console.log(`  ${{ small: '30 B ', large: '100 KB', post: 'POST 1 KB' }[file] ?? file}: proxyd ${parts.join(', ')}`);
 }
 stopAll();
 process.exit(0);

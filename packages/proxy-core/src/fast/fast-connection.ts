@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
 import { kOwed } from '../client-errors.js';
 import { type DrainSocket, kDraining } from '../data-plane/client-connections.js';
+import { mayHoldBody } from '../forward/exchange.js';
 import { forwardedFor } from '../forward/forwarded-headers.js';
 import type { FastUpstream } from '../forward/forwarder.js';
 import { responseHeaders } from '../forward/response-headers.js';
@@ -14,14 +15,19 @@ import type { FastPlan } from '../pipeline.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { normalizeHost } from '../route-table.js';
 import type { FastPath } from './fast-path.js';
-import { FastRequest } from './fast-request.js';
-import { PAUSED, Parser, REQUEST } from './llhttp.js';
-import { responseHead } from './response-head.js';
+import { OK, PAUSED } from './llhttp.js';
+import { BAD_REQUEST_HEAD, CHUNKED, NO_BODY, RequestReader } from './request-reader.js';
+import { ResponseWriter } from './response-head.js';
 import type { UpstreamClient, UpstreamConn } from './upstream-conn.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 const EVENT_STREAM = /^text\/event-stream/i;
 const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Methods Node's ClientRequest sends without framing when they have no body (the others: an empty chunked body). */
+const NO_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+const CONTINUE_HEAD = 'HTTP/1.1 100 Continue\r\n\r\n';
+/** What `BodyWatch` answers a body that stalled or trickled (`connection-limits.ts`). */
+const BODY_TIMEOUT = 'request timeout\n';
 
 /**
  * One client connection on the HTTP/1.1 fast path: requests parsed by
@@ -30,42 +36,41 @@ const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * raw upstream connection ({@link UpstreamConn}) — or, at that request's
  * first byte, the connection is handed with its unread bytes to the
  * node:http server for good ({@link FastPath.fallback}). A request is served
- * here when its head arrived whole in one read, it is HTTP/1.1 with exactly
- * one Host line, an origin-form target and no body, Expect or Upgrade, and
- * its route is fast (`FrontDoor.fastRoute`, `CompiledSite.fast`,
- * `HttpForwarder.fastUpstream`); anything llhttp refuses goes to node:http
- * too, which answers it as before (same parser, same strictness).
+ * here when it is HTTP/1.1 or HTTP/1.0 with exactly one Host line and an
+ * origin-form target, no Upgrade or TE, at most an `Expect: 100-continue`
+ * (HTTP/1.1), a body framed by one Content-Length or by `Transfer-Encoding:
+ * chunked` alone (HTTP/1.1), and its route is fast (`FrontDoor.fastRoute`,
+ * `CompiledSite.fast`, `HttpForwarder.fastUpstream`); a head may come in
+ * several reads. Anything llhttp refuses goes to node:http too, which
+ * answers it as before (same parser, same strictness: CL with TE, two
+ * Content-Lengths, a bad one).
+ *
+ * A request is read as `request-reader.ts` says (head, body);
+ * `100 Continue` first when the client expects it; a response that leaves
+ * the body unread says `Connection: close` and the connection closes
+ * lingering.
  */
-export class FastConnection extends Parser implements UpstreamClient {
-  readonly socket: Socket & DrainSocket;
+export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #path: FastPath;
   readonly #secure: boolean;
-  readonly req = new FastRequest();
-  /** The exchange in flight: its upstream connection (null between requests). */
-  #upstream: UpstreamConn | null = null;
   /** A chunk went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
   #busy = false;
-  #pending: Buffer | null = null;
-  #inValue = false;
-  /** The head of the current message has been handed over or refused: stop parsing. */
-  #reject = false;
-  #headBytes = 0;
-  #hosts = 0;
-  #framed = false;
-  #other = false;
-  #keep = true;
+  /** The bytes of a head that came in several reads, from its first byte (handed over whole if need be). */
+  #partial: Buffer | null = null;
+  /** Bounds a head that comes in several reads (`headersTimeoutMs`, as node:http's). */
+  #headTimer: NodeJS.Timeout | null = null;
+  /** After a response that closes the connection: what the client still sends is read and dropped. */
+  #discard = false;
+  #sent100 = false;
   /** Per request. */
   #ctx: RequestContext | null = null;
   #plan: FastPlan | null = null;
   #fast: FastUpstream | null = null;
   #member: PoolMember | null = null;
   #head = '';
-  #headersSent = false;
-  #status = 0;
-  #chunked = false;
-  #bodyBytes = 0;
-  #contentType: string | undefined = undefined;
+  /** The response to the request in flight. */
+  readonly #res: ResponseWriter;
   #retried = false;
   #startedAt = 0;
   #startedMono = 0;
@@ -75,26 +80,23 @@ export class FastConnection extends Parser implements UpstreamClient {
   #transform: Transform | null = null;
   #writeTimer: NodeJS.Timeout | null = null;
   readonly #onData = (buf: Buffer) => this.feed(buf);
-  readonly #onDrain = () => this.#upstream?.flow();
+  readonly #onDrain = () => this.upstream?.flow();
   readonly #onClose = () => this.#closed();
   readonly #onTimeout = () => this.#timedOut();
   readonly #onError = () => {};
   /** The client half-closed (the listener allows half-open connections, as node:http does): end ours too. */
   readonly #onEnd = () => {
-    if (this.#busy) this.#keep = false;
-    else this.socket.end();
+    // A body cut short: node:http's parser fails at the end of input (400).
+    if (this.receiving) this.refuseBody(BAD_REQUEST_HEAD);
+    else if (this.#busy) this.keep = false;
+    else if (!this.#discard) this.socket.end();
   };
 
-  /** A head longer than this (bytes, roughly as node:http counts them) is left to node:http. */
-  readonly #maxHead: number;
-
   constructor(socket: Socket, path: FastPath, secure: boolean, maxHead: number) {
-    super(REQUEST);
-    this.#maxHead = maxHead;
-    this.socket = socket as Socket & DrainSocket;
+    super(socket as Socket & DrainSocket, path.limits, maxHead);
+    this.#res = new ResponseWriter(socket);
     this.#path = path;
     this.#secure = secure;
-    this.req.socket = socket;
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     socket.on('close', this.#onClose);
@@ -110,24 +112,73 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   feed(buf: Buffer): void {
+    if (this.#discard) return;
+    if (this.receiving) {
+      this.readBody(buf);
+      return;
+    }
     if (this.#busy) {
       // A pipelined request: read after this answer (the socket pauses meanwhile).
-      this.#pending = this.#pending === null ? buf : Buffer.concat([this.#pending, buf]);
+      this.pending = this.pending === null ? buf : Buffer.concat([this.pending, buf]);
       this.socket.pause();
       return;
     }
+    const partial = this.#partial;
+    // From the request's first byte: what node:http gets if it must take the request.
+    const start = partial === null ? buf : Buffer.concat([partial, buf]);
+    this.complete = false;
     const ret = this.execute(buf);
-    if (ret === PAUSED && !this.#reject) {
-      this.resume();
-      this.#pending = this.pausedAt < buf.length ? buf.subarray(this.pausedAt) : null;
-      this.#dispatch(buf);
-      return;
+    if (!this.reject) {
+      if (ret === PAUSED) {
+        this.#headDone();
+        if (this.complete) {
+          // A message without body.
+          this.resume();
+          this.pending = this.pausedAt < buf.length ? buf.subarray(this.pausedAt) : null;
+          this.#dispatch(start);
+          return;
+        }
+        // Paused after a head that announces a body: what follows in this read is body.
+        const at = this.pausedAt;
+        if (this.#dispatch(start) && this.receiving) {
+          if (this.body === CHUNKED) this.resume();
+          if (at < buf.length) this.readBody(buf.subarray(at));
+        }
+        return;
+      }
+      if (ret === OK) {
+        if (!this.inHead) return;
+        // A head still incomplete: wait for the rest (node:http answers 431 over the size limit).
+        if (start.length <= this.maxHead) {
+          this.#partial = start;
+          if (this.#headTimer === null) {
+            this.#headTimer = setTimeout(headTimedOut, this.#path.limits.headersTimeoutMs, this);
+            this.#headTimer.unref();
+          }
+          return;
+        }
+      }
     }
-    // Refused by llhttp, not served here, or a head split over reads: node:http takes it from its first byte.
-    this.#handOver(buf);
+    // Refused by llhttp, not served here, or a head too long: node:http takes it from its first byte.
+    this.#handOver(start);
+  }
+
+  #headDone(): void {
+    this.#partial = null;
+    if (this.#headTimer !== null) {
+      clearTimeout(this.#headTimer);
+      this.#headTimer = null;
+    }
+  }
+
+  /** A head that came in several reads was not complete within `headersTimeoutMs`: 408, as node:http. */
+  headTimedOut(): void {
+    this.#headTimer = null;
+    if (this.#partial !== null && !this.#busy) this.#path.timedOut(this.socket);
   }
 
   #handOver(buf: Buffer): void {
+    this.#headDone();
     const socket = this.socket;
     socket.removeListener('data', this.#onData);
     socket.removeListener('drain', this.#onDrain);
@@ -140,89 +191,39 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#path.fallback(socket, buf, this.#secure);
   }
 
-  override onMessageBegin(): number {
-    const req = this.req;
-    req.reset();
-    this.#inValue = false;
-    this.#reject = false;
-    this.#headBytes = 0;
-    this.#hosts = 0;
-    this.#framed = false;
-    this.#other = false;
-    return 0;
-  }
-
-  override onUrl(b: Buffer, s: number, e: number): number {
-    this.req.url += b.toString('latin1', s, e);
-    this.#headBytes += e - s;
-    return 0;
-  }
-
-  override onHeaderField(b: Buffer, s: number, e: number): number {
-    const raw = this.req.rawHeaders;
-    if (this.#inValue || raw.length === 0) raw.push(b.toString('latin1', s, e), '');
-    else raw[raw.length - 2] += b.toString('latin1', s, e);
-    this.#inValue = false;
-    this.#headBytes += e - s + 4;
-    return 0;
-  }
-
-  override onHeaderValue(b: Buffer, s: number, e: number): number {
-    const raw = this.req.rawHeaders;
-    raw[raw.length - 1] += b.toString('latin1', s, e);
-    this.#inValue = true;
-    this.#headBytes += e - s;
-    return 0;
-  }
-
-  override onHeadersComplete(_status: number, upgrade: number, keepAlive: number): number {
-    const req = this.req;
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i] as string;
-      const n = name.length;
-      // The names that decide framing or ask for a protocol step are looked at; the rest pass.
-      if (n === 4) {
-        if (name.toLowerCase() === 'host') {
-          this.#hosts++;
-          req.host = raw[i + 1] as string;
-        }
-      } else if (n === 14 || n === 17 || n === 6 || n === 7 || n === 2) {
-        const lower = name.toLowerCase();
-        if (lower === 'content-length' || lower === 'transfer-encoding') this.#framed = true;
-        else if (lower === 'expect' || lower === 'upgrade' || lower === 'te') this.#other = true;
-      } else if (n === 10 && name.toLowerCase() === 'connection') {
-        req.connection = req.connection === undefined ? (raw[i + 1] as string) : `${req.connection}, ${raw[i + 1]}`;
-      } else if (n === 15 && name.toLowerCase() === 'x-forwarded-for') {
-        const v = raw[i + 1] as string;
-        req.forwardedFor = req.forwardedFor === undefined ? v : `${req.forwardedFor}, ${v}`;
-      }
+  /** The body stalled or trickled (`bodyTimeoutMs`, `bodyMinRate`): 408, or a reset once a response began. */
+  protected override cutBody(): void {
+    this.stopReceiving();
+    const up = this.upstream;
+    this.upstream = null;
+    up?.abort();
+    this.#transform?.destroy();
+    this.#transform = null;
+    this.#whole = null;
+    if (this.#res.headersSent) {
+      this.socket.destroy();
+      return;
     }
-    req.method = this.method();
-    this.#keep = keepAlive === 1;
-    if (
-      upgrade !== 0 ||
-      this.#framed ||
-      this.#other ||
-      this.#hosts !== 1 ||
-      this.version() !== 11 ||
-      req.url.charCodeAt(0) !== 0x2f ||
-      this.#headBytes + raw.length * 2 > this.#maxHead ||
-      raw.length > 200 ||
-      this.socket[kDraining] === true
-    ) {
-      this.#reject = true;
-      return -1;
-    }
-    return 0;
+    this.keep = false;
+    this.#answer(408, BODY_TIMEOUT, {
+      'content-type': TEXT,
+      'content-length': BODY_TIMEOUT.length,
+      connection: 'close',
+    });
   }
 
-  override onMessageComplete(): number {
-    return PAUSED;
+  /** The body failed to parse, the client ended it early, or the request outlived `requestTimeoutMs`: as the `clientError` handler answers. */
+  protected override refuseBody(head: string): void {
+    this.stopReceiving();
+    const up = this.upstream;
+    this.upstream = null;
+    up?.abort();
+    if (!this.#res.headersSent && this.socket.writable) this.socket.end(head);
+    this.socket.destroy();
   }
 
-  /** Serves the parsed request here, or hands the connection over from its first byte (`buf`). */
-  #dispatch(buf: Buffer): void {
+  /** Serves the parsed request here (true), or hands the connection over from its first byte (`buf`). */
+  #dispatch(buf: Buffer): boolean {
     const req = this.req;
     const path = this.#path;
     const host = normalizeHost(req.host);
@@ -234,7 +235,7 @@ export class FastConnection extends Parser implements UpstreamClient {
     const fast = plan === undefined ? null : path.forwarder.fastUpstream(plan.handler);
     if (route == null || plan === undefined || fast === null) {
       this.#handOver(buf);
-      return;
+      return false;
     }
     this.#busy = true;
     path.served++;
@@ -254,38 +255,59 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#ctx = ctx;
     this.#plan = plan;
     this.#fast = fast;
-    this.#headersSent = false;
-    this.#status = 0;
-    this.#bodyBytes = 0;
-    this.#contentType = undefined;
+    this.#res.reset();
     this.#retried = false;
+    this.#sent100 = false;
     this.#recording = path.hooks.onRequest !== undefined;
     if (this.#recording) {
       this.#startedAt = Date.now();
       this.#startedMono = performance.now();
       path.counts.inFlight++;
     }
+    const body = this.body;
+    if (body !== NO_BODY) this.startBody();
     const member = fast.pool.pick(clientIp, undefined);
     if (member === null) {
       this.#answer(503, 'no healthy upstream\n', {
         'content-type': TEXT,
         'retry-after': String(fast.pool.retryAfterSeconds()),
       });
-      return;
+      return true;
     }
     this.#member = member;
     member.active++;
     const lines = buildUpstreamHeaders(req as never, forwardedFor(req as never, ctx, path.clientIp), fast.headers, ctx);
     let head = `${req.method} ${url} HTTP/1.1\r\n`;
     for (let i = 0; i < lines.length; i += 2) head += `${lines[i]}: ${lines[i + 1]}\r\n`;
-    this.#head = `${head}Connection: keep-alive\r\n\r\n`;
-    this.#send();
+    // As node:http's ClientRequest sends a request without body: an empty chunked one but for GET and its kind.
+    const empty = body === NO_BODY && this.declared < 0 && !NO_BODY_METHODS.has(req.method);
+    this.#head = `${head}Connection: keep-alive\r\n${empty ? 'Transfer-Encoding: chunked\r\n\r\n0\r\n' : ''}\r\n`;
+    // The client waits for `100 Continue` before its body (Expect is not forwarded).
+    if (this.expect && (body !== NO_BODY || this.declared === 0)) {
+      this.#sent100 = true;
+      this.socket.write(CONTINUE_HEAD, 'latin1');
+    }
+    // A body is read first, up to REQUEST_BUFFER_BYTES, before the upstream request opens (`forward/send.ts`).
+    if (body !== NO_BODY && mayHoldBody()) this.collected = [];
+    else this.open();
+    return true;
   }
 
-  #send(): void {
+  /** Opens the upstream request: its head, the body collected so far, its end when read whole. */
+  protected override open(): void {
     const up = this.#path.upstreams.take(this.#member as PoolMember);
-    this.#upstream = up;
+    this.upstream = up;
+    up.sending = this.receiving;
+    if (this.collected === null && !this.receiving && this.body !== CHUNKED) {
+      up.start(this, this.#head);
+      return;
+    }
+    up.socket.cork();
     up.start(this, this.#head);
+    const collected = this.takeCollected();
+    if (collected !== null) for (const chunk of collected) this.sendChunk(chunk);
+    if (!this.receiving && this.body === CHUNKED) up.write('0\r\n\r\n');
+    up.socket.uncork();
   }
 
   // UpstreamClient: the upstream's answer.
@@ -294,7 +316,7 @@ export class FastConnection extends Parser implements UpstreamClient {
     const headers = responseHeaders(raw, null) as OutgoingHttpHeaders;
     if (status === 204 && headers['content-length'] !== undefined) delete headers['content-length'];
     const ctype = headers['content-type'];
-    if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.#upstream?.socket.setTimeout(0);
+    if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.upstream?.socket.setTimeout(0);
     const plan = this.#plan as FastPlan;
     (this.#secure ? plan.secure : plan.plain)(headers, status);
     const hooks = this.#path.hooks;
@@ -343,7 +365,7 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   end(): void {
-    this.#upstream = null;
+    this.upstream = null;
     const whole = this.#whole;
     if (whole !== null) {
       this.#whole = null;
@@ -365,7 +387,7 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   fail(code: string, started: boolean, reused: boolean): void {
-    this.#upstream = null;
+    this.upstream = null;
     if (!this.#busy) return;
     const member = this.#member as PoolMember;
     if (
@@ -373,21 +395,23 @@ export class FastConnection extends Parser implements UpstreamClient {
       !this.#retried &&
       reused &&
       (code === 'ECONNRESET' || code === 'EPIPE') &&
+      this.body === NO_BODY &&
+      this.declared < 0 &&
       RETRIABLE_METHODS.has(this.req.method)
     ) {
       // The upstream closed a pooled connection as we reused it: nothing was processed, send it again once.
       this.#retried = true;
-      this.#send();
+      this.open();
       return;
     }
     this.#release();
     if (isConnectFailure(code)) (this.#fast as FastUpstream).pool.markFailed(member);
-    if (started || this.#headersSent) {
+    if (started || this.#res.headersSent) {
       this.socket.destroy();
       return;
     }
     const timeout = isTimeout(code);
-    this.#keep = false;
+    this.keep = false;
     this.#answer(timeout ? 504 : 502, timeout ? 'gateway timeout\n' : 'bad gateway\n', {
       'content-type': TEXT,
       connection: 'close',
@@ -403,38 +427,28 @@ export class FastConnection extends Parser implements UpstreamClient {
     this.#finish();
   }
 
-  /** Writes the head as `writeHead(status, headers)` does: chunked when a body follows without Content-Length. */
+  /** Writes the head (`ResponseWriter`); `Connection: close` while the request body is unread, or after an `Expect` not answered with `100 Continue`. */
   #writeHead(status: number, headers: OutgoingHttpHeaders): void {
-    const bodyless = this.req.method === 'HEAD' || status === 204 || status === 304;
-    this.#chunked = !bodyless && headers['content-length'] === undefined;
-    const type = headers['content-type'];
-    if (typeof type === 'string') this.#contentType = type;
-    if (headers.connection !== undefined) this.#keep = false;
-    const keep = this.#keep && this.socket[kDraining] !== true;
-    this.#keep = keep;
-    this.#status = status;
-    this.#headersSent = true;
-    this.#bodyless = bodyless;
-    const framing = this.#chunked ? 'Transfer-Encoding: chunked\r\n' : '';
-    this.socket.write(responseHead(status, headers, keep, this.#path.keepAliveSeconds, framing), 'latin1');
+    if (this.receiving || (this.expect && !this.#sent100)) this.keep = false;
+    this.keep = this.#res.writeHead(
+      status,
+      headers,
+      this.req.method === 'HEAD',
+      this.v10,
+      this.keep && this.socket[kDraining] !== true,
+      this.#path.keepAliveSeconds,
+    );
   }
 
-  #bodyless = false;
+  #write(chunk: Buffer): boolean {
+    return this.#res.write(chunk);
+  }
+
   /** A request was answered on this connection (a timeout is then the keep-alive one). */
   #served = false;
 
-  #write(chunk: Buffer): boolean {
-    if (this.#bodyless) return true;
-    this.#bodyBytes += chunk.length;
-    if (!this.#chunked) return this.socket.write(chunk);
-    if (chunk.length === 0) return true;
-    this.socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-    this.socket.write(chunk);
-    return this.socket.write('\r\n', 'latin1');
-  }
-
   #finish(): void {
-    if (this.#chunked) this.socket.write('0\r\n\r\n', 'latin1');
+    this.#res.end();
     this.#transform = null;
     this.#release();
     this.#record();
@@ -444,16 +458,31 @@ export class FastConnection extends Parser implements UpstreamClient {
       clearTimeout(this.#writeTimer);
       this.#writeTimer = null;
     }
-    if (!this.#keep) {
+    const unread = this.receiving;
+    if (unread) {
+      this.stopReceiving();
+      this.keep = false;
+    }
+    if (!this.keep) {
+      this.#discard = true;
+      this.pending = null;
       this.socket.end();
+      // A body left unread: what the client still sends is read and dropped until it closes, at most
+      // `lingerMs` (a reset could erase the answer from its buffers), as `BodyWatch`'s lingering close.
+      const lingerMs = this.#path.limits.lingerMs;
+      if (unread && lingerMs > 0) {
+        this.socket.resume();
+        setTimeout(destroyLingering, lingerMs, this.socket).unref();
+      }
       return;
     }
     // From the first answer on, silence between requests is the keep-alive timeout (a timeout while a
     // request is in flight is ignored: the socket's timer re-arms with the answer's writes).
-    if (!this.#served) this.socket.setTimeout(this.#path.limits.keepAliveTimeoutMs);
+    const keepAliveMs = this.#path.limits.keepAliveTimeoutMs;
+    if (this.socket.timeout !== keepAliveMs) this.socket.setTimeout(keepAliveMs);
     this.#served = true;
-    const pending = this.#pending;
-    this.#pending = null;
+    const pending = this.pending;
+    this.pending = null;
     this.socket.resume();
     if (pending !== null) this.feed(pending);
   }
@@ -481,14 +510,14 @@ export class FastConnection extends Parser implements UpstreamClient {
       method: req.method,
       path: ctx.path,
       query: q < 0 ? undefined : req.url.slice(q + 1),
-      status: this.#headersSent ? this.#status : 0,
-      bytesSent: req.method === 'HEAD' || !this.#headersSent ? 0 : this.#bodyBytes,
-      bytesReceived: 0,
+      status: this.#res.headersSent ? this.#res.status : 0,
+      bytesSent: req.method === 'HEAD' || !this.#res.headersSent ? 0 : this.#res.bodyBytes,
+      bytesReceived: Math.max(this.declared, 0),
       durationMs: performance.now() - this.#startedMono,
       clientIp: ctx.clientIp,
       referer: req.headers.referer,
       userAgent: req.headers['user-agent'],
-      contentType: this.#contentType,
+      contentType: this.#res.contentType,
       startedAt: this.#startedAt,
       protocol: 'h1',
       events: 0,
@@ -501,6 +530,11 @@ export class FastConnection extends Parser implements UpstreamClient {
   }
 
   #timedOut(): void {
+    if (this.receiving) {
+      // No body byte for `bodyTimeoutMs` while it was read (a paused read does not count).
+      if (!this.bodyPaused) this.cutBody();
+      return;
+    }
     if (this.#busy) return;
     if (this.#served) this.socket.destroy();
     else this.#path.timedOut(this.socket);
@@ -508,11 +542,13 @@ export class FastConnection extends Parser implements UpstreamClient {
 
   #closed(): void {
     this.free();
+    this.#headDone();
+    this.stopReceiving();
     if (this.#writeTimer !== null) clearTimeout(this.#writeTimer);
     if (!this.#busy) return;
     this.#busy = false;
-    const up = this.#upstream;
-    this.#upstream = null;
+    const up = this.upstream;
+    this.upstream = null;
     up?.abort();
     this.#transform?.destroy();
     this.#release();
@@ -527,6 +563,14 @@ export class FastConnection extends Parser implements UpstreamClient {
 
 function cutUnwritten(conn: FastConnection): void {
   conn.cut();
+}
+
+function headTimedOut(conn: FastConnection): void {
+  conn.headTimedOut();
+}
+
+function destroyLingering(socket: Socket): void {
+  socket.destroy();
 }
 
 function peerIp(ip: string | undefined): string {

@@ -124,7 +124,7 @@ const REQUESTS: [string, string][] = [
   ['204 without body', 'GET /empty HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
   ['100 KB body', 'GET /big HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n'],
   [
-    'a fast GET, then a POST with a body (node:http) on the same connection',
+    'a fast GET, then a POST with a body on the same connection',
     'GET /first HTTP/1.1\r\nHost: f.test\r\n\r\nPOST /post HTTP/1.1\r\nHost: f.test\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello',
   ],
   [

@@ -37,7 +37,8 @@ export class FastRequest {
   url = '';
   readonly rawHeaders: string[] = [];
   readonly httpVersionMajor = 1;
-  readonly httpVersionMinor = 1;
+  /** 1, or 0 for an HTTP/1.0 request. */
+  httpVersionMinor = 1;
   socket: Socket | null = null;
   /** The Host line's value (the connection checked there is exactly one). */
   host = '';

@@ -1,4 +1,5 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 
 let dateSecond = 0;
 let dateValue = '';
@@ -52,4 +53,74 @@ export function responseHead(
       : 'Connection: close\r\n';
   }
   return `${head}${framing}\r\n`;
+}
+
+/**
+ * The response of a fast-path connection as `ServerResponse` writes it:
+ * the head as `writeHead(status, headers)` does ({@link responseHead}),
+ * chunked when a body follows without Content-Length (to HTTP/1.0:
+ * unframed, and the connection closes after it), no body after HEAD, 204
+ * or 304. One per connection, {@link reset} per request.
+ */
+export class ResponseWriter {
+  headersSent = false;
+  status = 0;
+  /** Body bytes written (before chunk framing). */
+  bodyBytes = 0;
+  contentType: string | undefined = undefined;
+  #chunked = false;
+  #bodyless = false;
+
+  constructor(readonly socket: Socket) {}
+
+  reset(): void {
+    this.headersSent = false;
+    this.status = 0;
+    this.bodyBytes = 0;
+    this.contentType = undefined;
+  }
+
+  /**
+   * Writes the head. `head`: the request is a HEAD; `http10`: an HTTP/1.0
+   * request; `keep`: the connection may stay open. Returns whether it
+   * does (not after a Connection line of its own, nor after an unframed
+   * HTTP/1.0 body).
+   */
+  writeHead(
+    status: number,
+    headers: OutgoingHttpHeaders,
+    head: boolean,
+    http10: boolean,
+    keep: boolean,
+    keepAliveSeconds: number,
+  ): boolean {
+    const bodyless = head || status === 204 || status === 304;
+    const length = headers['content-length'] !== undefined;
+    this.#chunked = !bodyless && !length && !http10;
+    this.#bodyless = bodyless;
+    const type = headers['content-type'];
+    if (typeof type === 'string') this.contentType = type;
+    const open = keep && headers.connection === undefined && !(http10 && !length);
+    this.status = status;
+    this.headersSent = true;
+    const framing = this.#chunked ? 'Transfer-Encoding: chunked\r\n' : '';
+    this.socket.write(responseHead(status, headers, open, keepAliveSeconds, framing), 'latin1');
+    return open;
+  }
+
+  /** Writes body bytes (framed as a chunk when chunked); false when the socket's buffer is full. */
+  write(chunk: Buffer): boolean {
+    if (this.#bodyless) return true;
+    this.bodyBytes += chunk.length;
+    if (!this.#chunked) return this.socket.write(chunk);
+    if (chunk.length === 0) return true;
+    this.socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+    this.socket.write(chunk);
+    return this.socket.write('\r\n', 'latin1');
+  }
+
+  /** Ends the body (the last chunk when chunked). */
+  end(): void {
+    if (this.#chunked) this.socket.write('0\r\n\r\n', 'latin1');
+  }
 }

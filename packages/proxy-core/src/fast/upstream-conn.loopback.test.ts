@@ -46,6 +46,7 @@ describe('issue 32: the fast path reads upstream responses into a reused buffer'
           return true;
         },
         holds: () => true,
+        pull: () => {},
         end: () => resolve(Buffer.concat(chunks)),
         fail: (code) => reject(new Error(code)),
       };

@@ -13,6 +13,8 @@ export interface UpstreamClient {
   data(chunk: Buffer): boolean;
   /** The response ended. */
   end(): void;
+  /** The upstream took what {@link UpstreamConn.write} queued (its socket drained): send more of the request body. */
+  pull(): void;
   /** The exchange failed before (`started` false) or during the response; `code` as Node's error codes. */
   fail(code: string, started: boolean, reused: boolean): void;
   /**
@@ -88,6 +90,11 @@ export class UpstreamConn extends Parser {
   done = false;
   reuse = false;
   full = false;
+  /**
+   * The request's body is still being written: a response that ends before
+   * it does leaves this connection out of step (never pooled).
+   */
+  sending = false;
   /** How long the connection may sit in the pool, ms. */
   pooledMs: number;
   error = '';
@@ -131,6 +138,7 @@ export class UpstreamConn extends Parser {
     socket.on('timeout', () =>
       socket.destroy(new DataPlaneError(DataPlaneErrorCode.IDLE_TIMEOUT, `upstream idle for ${socket.timeout} ms`)),
     );
+    socket.on('drain', () => this.client?.pull());
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.error ||= err.code ?? 'ECONNRESET';
     });
@@ -150,13 +158,18 @@ export class UpstreamConn extends Parser {
     return true;
   }
 
-  /** Sends one request (`head`, no body) for `client`. */
+  /** Sends one request's head for `client`; its body, if any, follows with {@link write}. */
   start(client: UpstreamClient, head: string): void {
     this.client = client;
     this.started = false;
     this.done = false;
     this.full = false;
     this.socket.write(head, 'latin1');
+  }
+
+  /** Writes request body bytes (framed by the caller); false: wait for {@link UpstreamClient.pull}. */
+  write(chunk: Buffer | string): boolean {
+    return typeof chunk === 'string' ? this.socket.write(chunk, 'latin1') : this.socket.write(chunk);
   }
 
   /** The client's socket drained: read on. */
@@ -206,7 +219,7 @@ export class UpstreamConn extends Parser {
     }
     if (this.done && this.client !== null) {
       this.client = null;
-      if (this.reuse && !this.socket.destroyed) this.#pool();
+      if (this.reuse && !this.sending && !this.socket.destroyed) this.#pool();
       else this.socket.destroy();
       c.end();
     }

@@ -131,8 +131,23 @@ export function requestBytesBuffered(): number {
 export function holdBody(exchange: Exchange, chunk: Buffer): boolean {
   (exchange.body as Buffer[]).push(chunk);
   exchange.bodyBytes += chunk.length;
-  bufferedTotal += chunk.length;
-  return exchange.bodyBytes <= REQUEST_BUFFER_BYTES && bufferedTotal <= REQUEST_BUFFER_TOTAL;
+  return holdRequestBytes(exchange.bodyBytes, chunk.length);
+}
+
+/**
+ * Counts `n` more bytes of a request body being collected, which holds
+ * `held` bytes with them; false when that body must stream instead (over
+ * {@link REQUEST_BUFFER_BYTES}, or the process over {@link REQUEST_BUFFER_TOTAL}).
+ * The HTTP/1.1 fast path counts its bodies here too.
+ */
+export function holdRequestBytes(held: number, n: number): boolean {
+  bufferedTotal += n;
+  return held <= REQUEST_BUFFER_BYTES && bufferedTotal <= REQUEST_BUFFER_TOTAL;
+}
+
+/** Bytes counted by {@link holdRequestBytes} are no longer held. */
+export function freeRequestBytes(n: number): void {
+  bufferedTotal -= n;
 }
 
 /** Whether a new body may be collected (the process holds less than {@link REQUEST_BUFFER_TOTAL}). */
