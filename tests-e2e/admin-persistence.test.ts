@@ -14,8 +14,9 @@ type SavedRoute = { domain: string; upstream: string; tls: boolean; source: stri
 
 /**
  * What the state directory holds, read as the route store documents it: `routes.json` (absent before
- * the first start that folds a journal), then each complete line of `routes.json.journal` in order (a
- * last line without its newline is a write that never returned; issue 30). Domain → upstream.
+ * the first start that folds a journal), then each complete line of `routes.json.journal` in order, up
+ * to the zero bytes written ahead of the next line (a last line without its newline is a write that
+ * never returned; issue 30). Domain → upstream.
  */
 async function savedRoutes(stateDir: string): Promise<Map<string, string>> {
   const saved = new Map<string, string>();
@@ -26,7 +27,7 @@ async function savedRoutes(stateDir: string): Promise<Map<string, string>> {
     expect(file.format).toBe('proxyd-routes/1');
     for (const r of file.routes) saved.set(r.domain, r.upstream);
   }
-  const journal = (await read('routes.json.journal')) ?? '';
+  const journal = ((await read('routes.json.journal')) ?? '').replace(/\0+$/, '');
   for (const line of journal.split('\n').slice(0, -1)) {
     const batch = JSON.parse(line) as { put: SavedRoute[]; delete: string[] };
     for (const domain of batch.delete) saved.delete(domain);

@@ -28,7 +28,7 @@ import https from 'node:https';
 import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchSession } from '../lib/session.mjs';
+import { benchSession, CLK_TCK } from '../lib/session.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -47,6 +47,8 @@ const ONLY = flag('--only') ?? process.env.ONLY ?? 'proxyd,caddy';
 /** proxyd's `--workers`; unset: its default (one per CPU), what the issue's goals are set for. */
 const WORKERS = flag('--workers') ?? process.env.WORKERS;
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
+/** Node options for proxyd alone (its primary passes them on to its workers), e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`. */
+const NODE_ARGS = (process.env.PROXYD_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** POST /routes in the run: half TCP (token), half the admin socket; each transport allows 60 a minute (spec §8). */
 const WRITES = env('WRITES', 100);
 /** Writes per second at most (a write starts when the one before ended and its slot came). */
@@ -67,6 +69,12 @@ const CADDY_MS = env('CADDY_MS', 480_000);
 const REQUEST_MS = env('REQUEST_MS', 60_000);
 /** The probe's quiet window before the writes: its baseline. */
 const IDLE_MS = env('IDLE_MS', 5_000);
+/**
+ * The probe's pause between the end of a request and the next, ms; 0 (the
+ * default): a closed loop, a request always in flight (~1,300 a second,
+ * ~0.7 of a core between the bench, the worker and the upstream).
+ */
+const PROBE_GAP_MS = env('PROBE_GAP_MS', 0);
 // 32 characters: a shorter token is warned about at start.
 const TOKEN = 'bench-names-token-0123456789abcdef';
 const GOALS = { startS: 10, startAtN: 100_000, postP99Ms: 100, stallMs: 20, pssMb: 600, pssAtN: 100_000 };
@@ -112,7 +120,7 @@ function sampleOf(n, count, seed = n) {
 
 // One tiny upstream for every name, in its own process (the client's timings never wait on it).
 const upstreamPort = await freePort();
-start('upstream', process.execPath, [
+const upstream = start('upstream', process.execPath, [
   '-e',
   `require('node:http').createServer((q, s) => s.end('ok ' + q.headers.host)).listen(${upstreamPort}, '127.0.0.1')`,
 ]);
@@ -376,11 +384,13 @@ function probeLoop(port, name, ca) {
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   let running = true;
   let samples = [];
+  let starts = [];
   let failures = 0;
   let lastError = null;
   const loop = (async () => {
     while (running) {
       const s = performance.now();
+      starts.push(s);
       try {
         const res = await httpsGet(port, name, ca, agent, 30_000);
         if (res.status !== 200) {
@@ -393,15 +403,17 @@ function probeLoop(port, name, ca) {
         await sleep(10);
       }
       samples.push(performance.now() - s);
+      if (PROBE_GAP_MS > 0) await sleep(PROBE_GAP_MS);
     }
   })();
   return {
     async window(fn) {
       samples = [];
+      starts = [];
       failures = 0;
       lastError = null;
       const value = await fn();
-      return { value, samples, failures, lastError };
+      return { value, samples, starts, failures, lastError };
     },
     async stop() {
       running = false;
@@ -418,8 +430,80 @@ const pct = (xs, p) => {
 };
 const round = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null);
 
+/**
+ * What the main threads of `processes` ({role, pid}) did, sampled every
+ * `everyMs` from /proc/<pid>/schedstat: time run on a CPU and time spent
+ * runnable, waiting on a run queue (ns counters, kept in ms); and the CPU
+ * time of all the process's threads (/proc/<pid>/stat, 10 ms ticks). The
+ * counters are cumulative, so the difference between any two samples is
+ * exact for the time between them, however late this loop's timer fires
+ * (but the kernel adds a wait when the thread gets its CPU: a wait begun
+ * before a span counts in it).
+ */
+function schedSampler(processes, everyMs = 20) {
+  const samples = [];
+  const read = () => {
+    const at = performance.now();
+    const v = processes.map(({ pid }) => {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+        // utime + stime of every thread (fields 14 and 15, after the command's closing parenthesis), in ticks.
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const cpu = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+        return [run / 1e6, wait / 1e6, cpu];
+      } catch {
+        return null;
+      }
+    });
+    samples.push({ at, v });
+  };
+  read();
+  const timer = setInterval(read, everyMs);
+  return {
+    /** Takes a sample now. */
+    read,
+    stop() {
+      clearInterval(timer);
+      read();
+    },
+    /**
+     * Each process's run and run-queue wait over the shortest sampled
+     * span holding [from, to], and that span's length.
+     */
+    during(from, to) {
+      let a = null;
+      let b = null;
+      for (const x of samples) {
+        if (x.at <= from) a = x;
+        if (x.at >= to && b === null) b = x;
+      }
+      if (a === null || b === null) return null;
+      return {
+        spanMs: round(b.at - a.at, 1),
+        processes: processes.map(({ role }, i) => {
+          const [x, y] = [a.v[i], b.v[i]];
+          return x && y
+            ? { role, runMs: round(y[0] - x[0], 1), waitMs: round(y[1] - x[1], 1), cpuMs: round(y[2] - x[2], 0) }
+            : { role };
+        }),
+      };
+    },
+  };
+}
+
+/** The slowest request of a probe window, and what the processes did around it (`sched`: a schedSampler or null). */
+function worstOf(window, sched) {
+  let at = -1;
+  for (let i = 0; i < window.samples.length; i++) if (at < 0 || window.samples[i] > window.samples[at]) at = i;
+  if (at < 0) return null;
+  const ms = window.samples[at];
+  const from = window.starts[at];
+  return { ms: round(ms, 1), around: sched?.during(from, from + ms) ?? null };
+}
+
 /** Stall figures of a write window against the idle window before it. */
-function stallOf(idle, during) {
+function stallOf(idle, during, sched = null) {
   const base = pct(idle.samples, 50);
   const worst = Math.max(0, ...during.samples);
   return {
@@ -430,6 +514,7 @@ function stallOf(idle, during) {
     idleWorstMs: round(Math.max(0, ...idle.samples), 1),
     worstMs: round(worst, 1),
     stallMs: round(worst - base, 1),
+    ...(sched ? { idleWorst: worstOf(idle, sched), worst: worstOf(during, sched) } : {}),
   };
 }
 
@@ -449,6 +534,7 @@ function spawnProxyd(run) {
     'proxyd',
     process.execPath,
     [
+      ...NODE_ARGS,
       PROXYD,
       'run',
       '--config',
@@ -579,7 +665,7 @@ async function benchProxyd(n) {
     if (probeOn === null) {
       result.writes = { skipped: 'no sampled name is served over HTTPS: no site to probe' };
     } else {
-      result.writes = await proxydWrites(run, n, probeOn, ca, sample);
+      result.writes = await proxydWrites(run, n, probeOn, ca, sample, proc.child.pid);
     }
     result.peak = { ...sampler.peak };
     result.load.afterWrites = load();
@@ -622,10 +708,18 @@ async function benchProxyd(n) {
 }
 
 /** WRITES POST /routes at WRITE_RATE, alternating TCP and the admin socket; half add a name, half replace one. */
-async function proxydWrites(run, n, probeOn, ca, sample) {
+async function proxydWrites(run, n, probeOn, ca, sample, pid) {
   const tcpAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const sockAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const probe = probeLoop(run.httpsPort, probeOn, ca);
+  // Who ran and who waited for a CPU while the probe's slowest requests were in flight.
+  const [primary, ...children] = processTree(pid);
+  const sched = schedSampler([
+    { role: 'primary', pid: primary },
+    ...children.map((p, i) => ({ role: `child ${i + 1}`, pid: p })),
+    { role: 'upstream', pid: upstream.pid },
+    { role: 'bench', pid: process.pid },
+  ]);
   const latencies = [];
   const statuses = {};
   const errors = [];
@@ -669,6 +763,8 @@ async function proxydWrites(run, n, probeOn, ca, sample) {
       }
     });
     const elapsedS = (performance.now() - t0) / 1000;
+    sched.read();
+    const writesSched = sched.during(t0, performance.now() - 1);
     // The names the writes added: served with a verified certificate within the coverage bound?
     const addedCoverage = await coverage(
       run.httpsPort,
@@ -689,10 +785,12 @@ async function proxydWrites(run, n, probeOn, ca, sample) {
       non2xx: latencies.length - (statuses[201] ?? 0),
       errors: errors.slice(0, 5),
       probeOn,
-      ...stallOf(idle, during),
+      ...stallOf(idle, during, sched),
+      sched: writesSched,
       addedCoverage,
     };
   } finally {
+    sched.stop();
     await probe.stop();
     tcpAgent.destroy();
     sockAgent.destroy();
@@ -968,6 +1066,19 @@ for (const r of results) {
     out(
       `\n${r.proxy} ${r.names}: ${w.probeFailures} probe requests failed during the writes (last: ${w.probeLastError})`,
     );
+  if (w?.sched)
+    out(
+      `\n${r.proxy} ${r.names}: over the ${s(w.sched.spanMs / 1000, 0)} s of writes, CPU of all threads / main thread's wait for a CPU (s): ${w.sched.processes.map((p) => `${p.role} ${s(p.cpuMs / 1000)} / ${s(p.waitMs / 1000)}`).join(', ')}`,
+    );
+  for (const [label, x] of [
+    ['during the writes', w?.worst],
+    ['before them (idle)', w?.idleWorst],
+  ]) {
+    if (x?.around)
+      out(
+        `\n${r.proxy} ${r.names}: the probe's slowest request ${label}, ${s(x.ms, 0)} ms; over the ${s(x.around.spanMs, 0)} ms sampled around it, main threads ran / waited for a CPU (ms): ${x.around.processes.map((p) => `${p.role} ${s(p.runMs, 0)} / ${s(p.waitMs, 0)}`).join(', ')}`,
+      );
+  }
   if (r.proxy === 'caddy' && w?.count)
     out(
       `\ncaddy ${r.names}: a new site answered over verified HTTPS p50 ${s(w.servedP50Ms, 0)} ms, max ${s(w.servedMaxMs, 0)} ms after its POST (${w.notServed} not within the bound)`,

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { JOURNAL_ROOM_BYTES, journalText, parseJournal } from './journal.js';
 import { RouteStore } from './route-store.js';
 import { COMPACT_MIN_BYTES, recordLine, STATE_FORMAT, StateFile } from './state-file.js';
 
@@ -36,7 +37,7 @@ describe('the state file journal (issue 30: a write costs what it changes)', () 
     const after = await stat(file);
     expect(after.ino).toBe(before.ino);
     expect(await readFile(file, 'utf8')).toBe(text);
-    const journal = (await readFile(`${file}.journal`, 'utf8')).split('\n');
+    const journal = journalText(await readFile(`${file}.journal`, 'utf8')).split('\n');
     expect(journal.pop()).toBe('');
     expect(journal.map((l) => JSON.parse(l))).toEqual([
       { put: [record('new.test', 9)], delete: [] },
@@ -107,7 +108,7 @@ describe('the state file journal (issue 30: a write costs what it changes)', () 
     const compaction = running.compact([line(record('a.test')), line(record('b.test'))]);
     await running.append([line(record('d.test', 4))], ['a.test']);
     await compaction;
-    expect(await readFile(running.journal.path, 'utf8')).toBe(
+    expect(journalText(await readFile(running.journal.path, 'utf8'))).toBe(
       `{"put":[${recordLine(record('d.test', 4))}],"delete":["a.test"]}\n`,
     );
     await running.close();
@@ -126,13 +127,65 @@ describe('the state file journal (issue 30: a write costs what it changes)', () 
     // Each snapshot journals ~150 KB; the file (after the first compaction) is as big: a few compactions run.
     for (let port = 1; port <= 12; port++) await store.applySnapshot({ source: 'ctl', routes: routes(port) });
     await store.close();
-    const journal = await stat(`${file}.journal`);
+    const journal = journalText(await readFile(`${file}.journal`, 'utf8'));
     // ~1.8 MB were journaled; the file holds the table and the journal only what came after the compaction.
-    expect(journal.size).toBeLessThan(COMPACT_MIN_BYTES);
+    expect(journal.length).toBeLessThan(COMPACT_MIN_BYTES);
     const content = JSON.parse(await readFile(file, 'utf8')) as { routes: { upstream: string }[] };
     expect(content.routes).toHaveLength(2000);
     const again = await RouteStore.open({ stateFile: file });
     expect(again.store.list().every((r) => r.upstream === '127.0.0.1:12')).toBe(true);
     expect(again.store.list()).toHaveLength(2000);
+  });
+
+  it('a write lands over zero bytes written ahead: the journal keeps its size and blocks while they last (issue 30)', async () => {
+    // An append grows the file, and on ext4 its fdatasync then waits for a whole journal commit (every other
+    // file's data written since): a write in place flushes its own line only.
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    await file.load();
+    await file.append([line(record('a.test'))], []);
+    const first = await stat(file.journal.path);
+    const lineBytes = Buffer.byteLength(`{"put":[${recordLine(record('a.test'))}],"delete":[]}\n`);
+    expect(first.size).toBe(lineBytes + JOURNAL_ROOM_BYTES);
+    await file.append([line(record('b.test'))], []);
+    await file.append([], ['a.test']);
+    const later = await stat(file.journal.path);
+    expect({ ino: later.ino, size: later.size }).toEqual({ ino: first.ino, size: first.size });
+    expect(file.journal.bytes).toBeLessThan(first.size);
+    await file.close();
+    expect((await new StateFile(file.path).load()).records).toEqual([record('b.test')]);
+  });
+
+  it('more lines than the room: the journal grows by another room, and every line replays', async () => {
+    const file = new StateFile(path.join(dir, 'routes.json'));
+    await file.load();
+    // 20 routes a line (~2.4 KB): two and a half rooms in ~270 writes.
+    const batch = (n: number) => Array.from({ length: 20 }, (_, i) => record(`r${n}-${i}.test`, n + 1));
+    const count = Math.ceil((2.5 * JOURNAL_ROOM_BYTES) / (20 * line(record('r100-10.test', 101)).length));
+    for (let n = 0; n < count; n++) await file.append(batch(n).map(line), []);
+    const size = (await stat(file.journal.path)).size;
+    expect(file.journal.bytes).toBeGreaterThan(2 * JOURNAL_ROOM_BYTES);
+    expect(size).toBeGreaterThan(file.journal.bytes);
+    expect(size).toBeLessThanOrEqual(file.journal.bytes + JOURNAL_ROOM_BYTES);
+    await file.close();
+    const { records, recovered } = await new StateFile(file.path).load();
+    expect(recovered).toBeNull();
+    expect(records).toHaveLength(20 * count);
+    expect(records).toContainEqual(record(`r${count - 1}-19.test`, count));
+  });
+
+  it('the zero bytes after the last line are not a line: a torn write is the last line cut short before them', () => {
+    const complete = `{"put":[${recordLine(record('c.test', 3))}],"delete":[]}\n`;
+    const torn = `{"put":[${recordLine(record('d.test', 4))}],"del`;
+    const room = '\0'.repeat(4096);
+    expect(parseJournal(complete + room)).toEqual({
+      batches: [{ put: [record('c.test', 3)], delete: [] }],
+      problems: [],
+      torn: false,
+    });
+    expect(parseJournal(complete + torn + room)).toEqual({
+      batches: [{ put: [record('c.test', 3)], delete: [] }],
+      problems: [],
+      torn: true,
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { StoreError, StoreErrorCode } from './errors.js';
@@ -10,7 +11,9 @@ import { StoreError, StoreErrorCode } from './errors.js';
  * the state file, `recordLine`), ended by `\n`. Replayed in order over the
  * state file at start; every line sets routes to absolute values, so
  * replaying a line the state file already holds changes nothing (what makes
- * compaction crash-safe).
+ * compaction crash-safe). The file is longer than its lines: zero bytes
+ * written ahead of them ({@link JOURNAL_ROOM_BYTES}), where the next lines
+ * are written in place; a reader stops at them.
  */
 export interface JournalBatch {
   put: unknown[];
@@ -26,9 +29,13 @@ export interface ParsedJournal {
   torn: boolean;
 }
 
-/** The batches of a journal's text (see {@link JournalBatch}); a last line without `\n` is a torn write. */
+/**
+ * The batches of a journal's text (see {@link JournalBatch}); the zero bytes
+ * ahead of the next line are not part of it, and a last line without `\n`
+ * is a torn write.
+ */
 export function parseJournal(text: string): ParsedJournal {
-  const lines = text.split('\n');
+  const lines = journalText(text).split('\n');
   const last = lines.pop() as string;
   const batches: JournalBatch[] = [];
   const problems: string[] = [];
@@ -57,6 +64,25 @@ export function parseJournal(text: string): ParsedJournal {
   return { batches, problems, torn: last !== '' };
 }
 
+/** A journal's text without the zero bytes written ahead of its next line. */
+export function journalText(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0) end--;
+  return end === text.length ? text : text.slice(0, end);
+}
+
+/**
+ * Zero bytes the journal is extended by ahead of its lines, 256 KiB (~1,700
+ * one-route writes). A line written over them changes neither the file's
+ * size nor its blocks, so the `fdatasync` that makes a write durable
+ * flushes that line's data alone: on ext4 an append (the size grows) waits
+ * for a whole journal commit, with every other file's data written since
+ * the last one (the certificates being stored, issue 30). Measured on the
+ * shared VM, 100,000 names being certified: an append's fdatasync p99 /
+ * max 38 / 118 ms, a write in place 22 / 33 ms.
+ */
+export const JOURNAL_ROOM_BYTES = 256 * 1024;
+
 const PUT = Buffer.from('{"put":[');
 const COMMA = Buffer.from(',');
 
@@ -72,9 +98,11 @@ export function journalLine(puts: readonly Buffer[], deleted: readonly string[])
 }
 
 /**
- * The journal's writer: appends a batch's line to an open file (one
- * `writev`, one `fdatasync`); a line cut short by an error is truncated
- * away before the next. `rotate` keeps the lines appended after a
+ * The journal's writer: writes a batch's line after the last one (one
+ * `writev` at its position, one `fdatasync`), over zero bytes written
+ * ahead ({@link JOURNAL_ROOM_BYTES}; when they run out, more are written
+ * with the line and the file fsynced); a line cut short by an error is
+ * zeroed before the next. `rotate` keeps the lines appended after a
  * compaction's cut and drops the rest (the state file now holds them).
  * Appends and rotations are serialised.
  */
@@ -82,6 +110,8 @@ export class JournalWriter {
   readonly path: string;
   #file: FileHandle | null = null;
   #bytes = 0;
+  /** The file's size (its lines and the zero bytes after them), read when it is opened. */
+  #size = 0;
   #chain: Promise<unknown> = Promise.resolve();
   #seq = 0;
 
@@ -100,18 +130,29 @@ export class JournalWriter {
   append(parts: readonly Buffer[]): Promise<void> {
     return this.#serial(async () => {
       const at = this.#bytes;
+      const length = parts.reduce((sum, part) => sum + part.length, 0);
       try {
         if (this.#file === null) {
-          this.#file = await open(this.path, 'a', 0o600);
+          const created = this.#bytes === 0;
+          this.#file = await open(this.path, constants.O_RDWR | constants.O_CREAT, 0o600);
+          this.#size = (await this.#file.stat()).size;
           // A journal just created: its name must survive a crash too.
-          if (at === 0) await syncDirectory(this.path);
+          if (created) await syncDirectory(this.path);
         }
-        await writeAll(this.#file, [...parts]);
-        await this.#file.datasync();
-        this.#bytes = at + parts.reduce((sum, part) => sum + part.length, 0);
+        if (at + length <= this.#size) {
+          await writeAll(this.#file, [...parts], at);
+          await this.#file.datasync();
+        } else {
+          // Out of room: the line and the next zero bytes, the file's new size made durable with them.
+          const room = Buffer.alloc(JOURNAL_ROOM_BYTES);
+          await writeAll(this.#file, [...parts, room], at);
+          await this.#file.sync();
+          this.#size = at + length + room.length;
+        }
+        this.#bytes = at + length;
       } catch (err) {
-        // A line cut short would glue onto the next one: cut it away (else reopen and try at the next write).
-        await this.#file?.truncate(at).catch(async () => {
+        // A line cut short would glue onto the next one: zero it (else reopen and try at the next write).
+        await writeAll(this.#file as FileHandle, [Buffer.alloc(length)], at).catch(async () => {
           await this.#file?.close().catch(() => {});
           this.#file = null;
         });
@@ -135,7 +176,7 @@ export class JournalWriter {
       try {
         const next = await open(tmp, 'w', 0o600);
         try {
-          await writeAll(next, [text]);
+          await writeAll(next, [text, Buffer.alloc(JOURNAL_ROOM_BYTES)]);
           await next.sync();
         } finally {
           await next.close();
@@ -177,11 +218,13 @@ export async function syncDirectory(file: string): Promise<void> {
   }
 }
 
-/** Writes all of `buffers` at the file's position (one `writev` unless it is cut short). */
-export async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
+/** Writes all of `buffers` at `position` (default: the file's position), one `writev` unless it is cut short. */
+export async function writeAll(file: FileHandle, buffers: Buffer[], position?: number): Promise<void> {
   let rest = buffers;
+  let offset = position;
   while (rest.length > 0) {
-    let { bytesWritten } = await file.writev(rest);
+    let { bytesWritten } = await file.writev(rest, offset);
+    if (offset !== undefined) offset += bytesWritten;
     let at = 0;
     while (at < rest.length && bytesWritten >= (rest[at] as Buffer).length)
       bytesWritten -= (rest[at++] as Buffer).length;
