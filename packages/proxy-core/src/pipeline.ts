@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { ReverseProxyHandler } from '@proxyd/model';
 import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
+import type { ResponseEncoder } from './middleware/encode.js';
 
 /**
  * The seam between request routing/forwarding (proxy-server, forward/, pool/)
@@ -93,8 +94,9 @@ export interface CompiledSite {
   close?(): void;
   /**
    * Set when every request of the site goes straight to one
-   * `reverse_proxy` with a fixed header edit (no auth, matcher, rewrite,
-   * redirect, cache, encode, rate limit, `handle`, `handle_errors`): the
+   * `reverse_proxy` with a fixed header edit, `encode` or not (no auth,
+   * matcher, rewrite, redirect, cache, rate limit, `handle`,
+   * `handle_errors`): the
    * HTTP/1.1 fast path (`fast/`) may then serve its requests without
    * running {@link handle}. Absent: the site always goes through `handle`.
    */
@@ -107,4 +109,6 @@ export interface FastPlan {
   /** The response header edit over plain HTTP and over TLS (the site's `header` ops and defaults). */
   readonly plain: (headers: OutgoingHttpHeaders, status: number) => void;
   readonly secure: (headers: OutgoingHttpHeaders, status: number) => void;
+  /** The site's `encode` (null: none), applied to every answer as the node:http path's `encode` step. */
+  readonly encoder: ResponseEncoder | null;
 }

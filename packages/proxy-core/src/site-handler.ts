@@ -26,9 +26,10 @@ import { type ErrorSlot, kError } from './slots.js';
 
 /**
  * The site's {@link FastPlan} when it is one `reverse_proxy` and nothing
- * else runs per request (only the `handle` step, no `handle` blocks,
- * `handle_errors`, cache, auth, redirects, rewrites or `… @name`
- * handlers) and its response header edit is fixed; else null.
+ * else runs per request but `encode` (only the `handle` step and
+ * `encoder`'s, no `handle` blocks, `handle_errors`, cache, auth,
+ * redirects, rewrites or `… @name` handlers) and its response header edit
+ * is fixed; else null.
  */
 function fastPlanOf(
   site: Site,
@@ -38,9 +39,11 @@ function fastPlanOf(
   caches: unknown,
   block: Block,
   matchers: ReadonlyMap<string, RequestMatch>,
+  encoder: ResponseEncoder | null,
 ): FastPlan | null {
   const handler = site.handler;
-  if (handler?.kind !== 'reverse_proxy' || stepCount !== 1 || blockCount !== 0 || errors !== null) return null;
+  if (handler?.kind !== 'reverse_proxy' || blockCount !== 0 || errors !== null) return null;
+  if (stepCount !== (encoder === null ? 1 : 2)) return null;
   if (caches !== undefined || block.auth !== null || block.forwardAuth !== null || block.redirects.length > 0) {
     return null;
   }
@@ -50,7 +53,7 @@ function fastPlanOf(
       ? new HeaderPlan([...handler.header_down, ...site.header], matchers)
       : block.headers;
   if (plan.dynamic) return null;
-  return { handler, plain: plan.plain, secure: plan.secure };
+  return { handler, plain: plan.plain, secure: plan.secure, encoder };
 }
 
 /** What {@link compileSite} needs besides the Site. */
@@ -267,8 +270,8 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     }
   };
 
-  if (site.encode !== null) {
-    const encoder = new ResponseEncoder(site.encode);
+  const encoder = site.encode === null ? null : new ResponseEncoder(site.encode);
+  if (encoder !== null) {
     steps.push({
       name: 'encode',
       request: (req, res) => {
@@ -569,7 +572,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   });
 
   const first = steps[0] as SiteStep;
-  const fast = fastPlanOf(site, steps.length, blocks.length, errors, caches, siteBlock, matchers);
+  const fast = fastPlanOf(site, steps.length, blocks.length, errors, caches, siteBlock, matchers, encoder);
   return {
     ...(fast === null ? {} : { fast }),
     steps: [
