@@ -444,7 +444,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   }
 
   /** Writes the head (`ResponseWriter`); `Connection: close` while the request body is unread, or after an `Expect` not answered with `100 Continue`. */
-  #sendHead(status: number, headers: OutgoingHttpHeaders): void {
+  #sendHead(status: number, headers: OutgoingHttpHeaders, lazy = false): void {
     if (this.receiving || (this.expect && !this.#sent100)) this.keep = false;
     this.keep = this.#res.writeHead(
       status,
@@ -453,21 +453,17 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       this.v10,
       this.keep && this.socket[kDraining] !== true,
       this.#path.keepAliveSeconds,
+      lazy,
     );
   }
 
   #write(chunk: Buffer): boolean {
-    if (!this.#encoding) return this.#res.write(chunk);
-    const enc = this.#enc as FastEncode;
-    const ok = enc.write(chunk);
-    // Held, or queued in the compressor: the upstream must not read over it.
-    if (enc.buffering) this.#held = true;
-    return ok;
+    return this.#encoding ? (this.#enc as FastEncode).write(chunk) : this.#res.write(chunk);
   }
 
   #newEncode(): FastEncode {
     this.#enc = new FastEncode({
-      sendHead: (status, headers) => this.#sendHead(status, headers),
+      sendHead: (status, headers, lazy) => this.#sendHead(status, headers, lazy),
       sendBody: (chunk) => this.#res.write(chunk),
       sendEnd: () => this.#finish(),
       flow: () => this.upstream?.flow(),
