@@ -138,7 +138,7 @@ const REQUESTS: [string, string][] = [
   ['obs-fold', 'GET /x HTTP/1.1\r\nHost: f.test\r\nX-A: 1\r\n  folded\r\n\r\n'],
   ['no route', 'GET /x HTTP/1.1\r\nHost: nowhere.test\r\nConnection: close\r\n\r\n'],
   [
-    'a site with encode (node:http)',
+    'a site with encode (every size)',
     'GET /a HTTP/1.1\r\nHost: g.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n',
   ],
   ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: f.test\r\n\r\n'],
@@ -202,6 +202,37 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     expect(replies[0]?.[0]).toMatch(/^HTTP\/1.1 200 OK\r\n[\s\S]*strict-transport-security/);
     expect(replies[0]).toEqual(replies[1]);
     expect(served).toEqual([4, 0]);
+  });
+
+  it('fills header_up placeholders as node:http does, on the fast path', async () => {
+    const up = await origin();
+    const heads: unknown[] = [];
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        if (s.handler?.kind !== 'reverse_proxy') return;
+        // What Caddy users commonly write beside reverse_proxy, and the other request placeholders.
+        s.handler.header_up = [
+          { op: 'set', name: 'X-Real-IP', value: '{remote_host}' },
+          { op: 'set', name: 'X-Client', value: '{client_ip}' },
+          { op: 'add', name: 'X-Seen', value: '{scheme}://{host}{uri} {path} {query}' },
+          { op: 'set', name: 'X-Q', value: '{query.a}|{http.request.uri.query.b}' },
+          { op: 'set', name: 'X-UA', value: '{header.User-Agent} {http.request.header.x-none}' },
+          { op: 'set', name: 'X-Re', value: '[{re.1}]' },
+          { op: 'delete', name: 'X-Drop' },
+        ];
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      const seen = up.seen.length;
+      const reply = await rawExchange(
+        port,
+        'GET /p/a%20b?a=1&b=%C3%A9 HTTP/1.1\r\nHost: F.test:80\r\nUser-Agent: t/1\r\nUser-Agent: t/2\r\nX-Drop: 1\r\nConnection: close\r\n\r\n',
+      );
+      expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+      heads.push(up.seen.slice(seen).map((h) => h.raw));
+      expect(server.fastPathRequests).toBe(fastPath ? 1 : 0);
+    }
+    expect(heads[0]).toEqual(heads[1]);
+    expect(JSON.stringify(heads[0])).toContain('"x-real-ip","127.0.0.1"');
   });
 
   it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {
