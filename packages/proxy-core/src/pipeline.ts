@@ -4,6 +4,7 @@ import type { ReverseProxyHandler } from '@proxyd/model';
 import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
 import type { ResponseEncoder } from './middleware/encode.js';
+import type { HeaderPlan } from './middleware/header-plan.js';
 
 /**
  * The seam between request routing/forwarding (proxy-server, forward/, pool/)
@@ -94,9 +95,9 @@ export interface CompiledSite {
   close?(): void;
   /**
    * Set when every request of the site goes straight to one
-   * `reverse_proxy` with a fixed header edit, `encode` or not (no auth,
-   * matcher, rewrite, redirect, cache, rate limit, `handle`,
-   * `handle_errors`): the
+   * `reverse_proxy`, `encode` and `header` ops (placeholders and matchers
+   * included) or not (no auth, rewrite, redirect, cache, rate limit,
+   * `handle`, `… @name` handlers, `handle_errors`): the
    * HTTP/1.1 fast path (`fast/`) may then serve its requests without
    * running {@link handle}. Absent: the site always goes through `handle`.
    */
@@ -109,6 +110,8 @@ export interface FastPlan {
   /** The response header edit over plain HTTP and over TLS (the site's `header` ops and defaults). */
   readonly plain: (headers: OutgoingHttpHeaders, status: number) => void;
   readonly secure: (headers: OutgoingHttpHeaders, status: number) => void;
+  /** A plan whose ops hold placeholders or matchers (`HeaderPlan.dynamic`): its edit is built per request; null: {@link plain} / {@link secure}. */
+  readonly dynamic: HeaderPlan | null;
   /** The site's `encode` (null: none), applied to every answer as the node:http path's `encode` step. */
   readonly encoder: ResponseEncoder | null;
 }

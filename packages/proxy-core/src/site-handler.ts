@@ -28,8 +28,9 @@ import { type ErrorSlot, kError } from './slots.js';
  * The site's {@link FastPlan} when it is one `reverse_proxy` and nothing
  * else runs per request but `encode` (only the `handle` step and
  * `encoder`'s, no `handle` blocks, `handle_errors`, cache, auth,
- * redirects, rewrites or `… @name` handlers) and its response header edit
- * is fixed; else null.
+ * redirects, rewrites or `… @name` handlers); else null. Its `header` ops
+ * may hold placeholders and matchers (the plan's edit is then built per
+ * request, as `site/terminal.ts` builds it).
  */
 function fastPlanOf(
   site: Site,
@@ -52,8 +53,7 @@ function fastPlanOf(
     handler.header_down !== undefined && handler.header_down.length > 0
       ? new HeaderPlan([...handler.header_down, ...site.header], matchers)
       : block.headers;
-  if (plan.dynamic) return null;
-  return { handler, plain: plan.plain, secure: plan.secure, encoder };
+  return { handler, plain: plan.plain, secure: plan.secure, dynamic: plan.dynamic ? plan : null, encoder };
 }
 
 /** What {@link compileSite} needs besides the Site. */

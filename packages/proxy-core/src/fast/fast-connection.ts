@@ -328,9 +328,12 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const ctype = headers['content-type'];
     if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.upstream?.socket.setTimeout(0);
     const plan = this.#plan as FastPlan;
-    (this.#secure ? plan.secure : plan.plain)(headers, status);
-    const hooks = this.#path.hooks;
     const ctx = this.#ctx as RequestContext;
+    // A plan with placeholders or matchers builds its edit for this request (`terminal.ts` alike).
+    const edit =
+      plan.dynamic === null ? (this.#secure ? plan.secure : plan.plain) : plan.dynamic.editFor(this.req as never, ctx);
+    edit(headers, status);
+    const hooks = this.#path.hooks;
     if (hooks.rewriteBody !== undefined) {
       const declared = headers['content-length'];
       if (declared !== undefined && Number(declared) <= SMALL_BODY_BYTES) {

@@ -235,6 +235,50 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     expect(JSON.stringify(heads[0])).toContain('"x-real-ip","127.0.0.1"');
   });
 
+  it('applies header ops with matchers and placeholders as node:http does, on the fast path', async () => {
+    const up = await origin();
+    const replies: string[] = [];
+    const bytes =
+      'GET /static/app.js?v=2 HTTP/1.1\r\nHost: f.test\r\n\r\n' +
+      'GET /api/items/42 HTTP/1.1\r\nHost: f.test\r\nX-Tenant: acme\r\n\r\n' +
+      'GET /other HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n';
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        // Caddy's `header /static/* Cache-Control …` and its kind: ops that depend on the request.
+        s.matchers = {
+          static: { path: ['/static/*'], method: null, header: [] },
+          item: {
+            path: null,
+            method: ['GET'],
+            header: [],
+            path_regexp: { name: 'item', pattern: '^/api/items/(?<id>\\d+)$' },
+          },
+        };
+        s.header = [
+          { op: 'set', name: 'Cache-Control', value: 'public, max-age=31536000', matcher: 'static' },
+          { op: 'set', name: 'X-Item', value: '{re.item.id}/{re.1}', matcher: 'item' },
+          { op: 'set', name: 'X-Served-Path', value: '{path} {header.X-Tenant} {client_ip}' },
+          { op: 'delete', name: 'X-Upstream', matcher: 'static' },
+          { op: 'set', name: 'X-Last-Capture', value: '[{re.1}]' },
+        ];
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      replies.push(undated(await rawExchange(port, bytes, 1500)));
+      expect(server.fastPathRequests).toBe(fastPath ? 3 : 0);
+    }
+    expect(replies[0]).toBe(replies[1]);
+    expect(replies[0]).toMatch(/\r\ncache-control: public, max-age=31536000\r\n/);
+    expect(replies[0]).toMatch(/\r\nx-item: 42\/42\r\n/);
+    expect(replies[0]?.match(/x-item:/g)).toHaveLength(1);
+    // The captures of one request are not the next's on the same connection.
+    expect(replies[0]?.match(/x-last-capture: \S*/g)).toEqual([
+      'x-last-capture: []',
+      'x-last-capture: [42]',
+      'x-last-capture: []',
+    ]);
+    expect(replies[0]).toMatch(/\r\nx-served-path: \/other {2}127\.0\.0\.1\r\n/);
+  });
+
   it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {
     const silent = await upstream(() => {});
     const closed = await upstream();

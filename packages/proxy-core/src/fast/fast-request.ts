@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestContext, RequestRecord } from '../hooks.js';
+import { kCaptures } from '../slots.js';
 import type { ResponseWriter } from './response-head.js';
 
 /** Request headers whose repeats Node's parser drops (the first value wins). */
@@ -47,8 +48,11 @@ export class FastRequest {
   connection: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
   #headers: IncomingHttpHeaders | null = null;
+  /** Regexp captures of the matchers that matched this request (`request-matcher.ts`): none carried to the next. */
+  [kCaptures]: unknown = undefined;
 
   reset(): void {
+    this[kCaptures] = undefined;
     this.url = '';
     this.rawHeaders.length = 0;
     this.host = '';
