@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { ReverseProxyHandler } from '@proxyd/model';
 import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
+import type { BasicAuthenticator } from './middleware/basic-auth.js';
 import type { ResponseEncoder } from './middleware/encode.js';
 import type { HeaderPlan } from './middleware/header-plan.js';
 
@@ -95,9 +96,10 @@ export interface CompiledSite {
   close?(): void;
   /**
    * Set when every request of the site goes straight to one
-   * `reverse_proxy`, `encode` and `header` ops (placeholders and matchers
-   * included) or not (no auth, rewrite, redirect, cache, rate limit,
-   * `handle`, `… @name` handlers, `handle_errors`): the
+   * `reverse_proxy`, `encode`, `basic_auth` and `header` ops
+   * (placeholders and matchers included) or not (no `forward_auth`,
+   * rewrite, redirect, cache, rate limit, under_attack, `handle`,
+   * `… @name` handlers, `handle_errors`): the
    * HTTP/1.1 fast path (`fast/`) may then serve its requests without
    * running {@link handle}. Absent: the site always goes through `handle`.
    */
@@ -112,6 +114,13 @@ export interface FastPlan {
   readonly secure: (headers: OutgoingHttpHeaders, status: number) => void;
   /** A plan whose ops hold placeholders or matchers (`HeaderPlan.dynamic`): its edit is built per request; null: {@link plain} / {@link secure}. */
   readonly dynamic: HeaderPlan | null;
+  /**
+   * The site's `basic_auth` (null: none): the fast path serves a request
+   * whose credentials it remembers (`BasicAuthenticator.remembered`) and
+   * hands any other to node:http, which answers the 401, the 503 of a full
+   * bcrypt gate, or verifies.
+   */
+  readonly auth: BasicAuthenticator | null;
   /** The site's `encode` (null: none), applied to every answer as the node:http path's `encode` step. */
   readonly encoder: ResponseEncoder | null;
 }

@@ -11,50 +11,17 @@ import {
 } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
 import { AUTH_ALLOWED } from './middleware/forward-auth.js';
-import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
-import type { RequestMatch } from './middleware/request-matcher.js';
 import { compileMatchers, matcherOf } from './middleware/request-matcher.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { CompiledSite, FastPlan, Forwarder } from './pipeline.js';
+import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { answerHead, canned, send } from './site/canned.js';
 import { type BlockEnv, compileBlock } from './site/compile-block.js';
+import { fastPlanOf } from './site/fast-plan.js';
 import type { ErrorHook } from './site/terminal.js';
 import { type ErrorSlot, kError } from './slots.js';
-
-/**
- * The site's {@link FastPlan} when it is one `reverse_proxy` and nothing
- * else runs per request but `encode` (only the `handle` step and
- * `encoder`'s, no `handle` blocks, `handle_errors`, cache, auth,
- * redirects, rewrites or `… @name` handlers); else null. Its `header` ops
- * may hold placeholders and matchers (the plan's edit is then built per
- * request, as `site/terminal.ts` builds it).
- */
-function fastPlanOf(
-  site: Site,
-  stepCount: number,
-  blockCount: number,
-  errors: ErrorHook | null,
-  caches: unknown,
-  block: Block,
-  matchers: ReadonlyMap<string, RequestMatch>,
-  encoder: ResponseEncoder | null,
-): FastPlan | null {
-  const handler = site.handler;
-  if (handler?.kind !== 'reverse_proxy' || blockCount !== 0 || errors !== null) return null;
-  if (stepCount !== (encoder === null ? 1 : 2)) return null;
-  if (caches !== undefined || block.auth !== null || block.forwardAuth !== null || block.redirects.length > 0) {
-    return null;
-  }
-  if (block.rewrites !== null || block.proxies.length > 0) return null;
-  const plan =
-    handler.header_down !== undefined && handler.header_down.length > 0
-      ? new HeaderPlan([...handler.header_down, ...site.header], matchers)
-      : block.headers;
-  return { handler, plain: plan.plain, secure: plan.secure, dynamic: plan.dynamic ? plan : null, encoder };
-}
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {

@@ -242,7 +242,9 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const route = path.door.fastRoute(host, urlPath, this.#secure);
     const plan = route?.compiled?.fast;
     const fast = plan === undefined ? null : path.forwarder.fastUpstream(plan.handler);
-    if (route == null || plan === undefined || fast === null) {
+    // `basic_auth`: only remembered credentials here; node:http answers or verifies the others.
+    const denied = plan?.auth?.remembered(req.headers.authorization) === false;
+    if (route == null || plan === undefined || fast === null || denied) {
       this.#handOver(buf);
       return false;
     }

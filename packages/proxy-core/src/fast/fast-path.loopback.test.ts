@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Transform } from 'node:stream';
 import tls from 'node:tls';
+import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
 import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
@@ -277,6 +278,57 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
       'x-last-capture: []',
     ]);
     expect(replies[0]).toMatch(/\r\nx-served-path: \/other {2}127\.0\.0\.1\r\n/);
+  });
+
+  it('serves basic_auth requests with remembered credentials; node:http answers the others', async () => {
+    const up = await origin();
+    const hash = bcrypt.hashSync('s3cret', 4);
+    const auth = (user: string, password: string) =>
+      `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString('base64')}\r\n`;
+    const good = auth('ann', 's3cret');
+    // One connection each: the first request of good credentials is verified (bcrypt), the later ones remembered.
+    const steps: [string, number][] = [
+      [`GET /first HTTP/1.1\r\nHost: f.test\r\n${good}Connection: close\r\n\r\n`, 0],
+      [
+        `GET /a HTTP/1.1\r\nHost: f.test\r\n${good}\r\nGET /b HTTP/1.1\r\nHost: f.test\r\n${good}Connection: close\r\n\r\n`,
+        2,
+      ],
+      [
+        `GET /a HTTP/1.1\r\nHost: f.test\r\n${good}\r\nGET /none HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n`,
+        1,
+      ],
+      [`GET /bad HTTP/1.1\r\nHost: f.test\r\n${auth('ann', 'nope')}Connection: close\r\n\r\n`, 0],
+      [`GET /bob HTTP/1.1\r\nHost: f.test\r\n${auth('bob', 's3cret')}Connection: close\r\n\r\n`, 0],
+      ['GET /none HTTP/1.1\r\nHost: f.test\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n', 0],
+    ];
+    const replies: string[][] = [];
+    const heads: unknown[] = [];
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        s.basic_auth = { realm: 'Staff', users: [{ user: 'ann', hash }] };
+        s.encode = { encodings: ['gzip'], minimum_length: 512 };
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      const got: string[] = [];
+      const seen = up.seen.length;
+      for (const [bytes, served] of steps) {
+        const before = server.fastPathRequests;
+        got.push(undated(await rawExchange(port, bytes, 1500)));
+        expect(server.fastPathRequests - before).toBe(fastPath ? served : 0);
+      }
+      replies.push(got);
+      heads.push(up.seen.slice(seen).map((h) => [h.url, h.raw]));
+    }
+    expect(replies[0]).toEqual(replies[1]);
+    expect(heads[0]).toEqual(heads[1]);
+    expect(replies[0]?.map((r) => r.match(/HTTP\/1\.1 (\d+)/g)?.join(' '))).toEqual([
+      'HTTP/1.1 200',
+      'HTTP/1.1 200 HTTP/1.1 200',
+      'HTTP/1.1 200 HTTP/1.1 401',
+      'HTTP/1.1 401',
+      'HTTP/1.1 401',
+      'HTTP/1.1 401',
+    ]);
   });
 
   it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {
