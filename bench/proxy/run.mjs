@@ -12,6 +12,7 @@
 //     (`encode gzip zstd` in Caddy's and proxyd's site, wrk sending `Accept-Encoding: gzip`; `page`: 10 KB of text)
 //   SITE=headers FAST_PATH_AB=1 ONLY="caddy,proxyd,proxyd node:http" node bench/proxy/run.mjs
 //     (`header_up X-Real-IP {remote_host}` and `header @static Cache-Control …`)
+//   SITE=auth …  (`basicauth` with a bcrypt hash, wrk sending the credentials)
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
@@ -43,11 +44,16 @@ const FILES = process.env.FILES?.split(',') ?? ['small', 'large'];
 const ENCODE = process.env.SITE === 'encode';
 // SITE=headers: `header_up X-Real-IP {remote_host}` and a `header @static …` op behind a path matcher, in both.
 const HEADERS = process.env.SITE === 'headers';
+// SITE=auth: `basicauth` (Caddy 2.6's spelling, proxyd takes it too) with a bcrypt hash; wrk sends the credentials.
+const AUTH = process.env.SITE === 'auth';
+const AUTH_LINE = AUTH ? `Authorization: Basic ${Buffer.from('bench:bench').toString('base64')}` : '';
 const SITE_LINES = ENCODE
   ? '\tencode gzip zstd\n'
   : HEADERS
     ? '\t@static path /small /page\n\theader @static Cache-Control "public, max-age=60"\n'
-    : '';
+    : AUTH
+      ? `\tbasicauth {\n\t\tbench ${execFileSync('caddy', ['hash-password', '--plaintext', 'bench'], { encoding: 'utf8' }).trim()}\n\t}\n`
+      : '';
 const PROXY_BLOCK = HEADERS ? ' {\n\t\theader_up X-Real-IP {remote_host}\n\t}' : '';
 
 for (const bin of ['wrk', 'nginx', 'caddy', 'taskset']) {
@@ -89,7 +95,9 @@ async function waitFor(port, hostHeader = HOST) {
   while (Date.now() < end) {
     const ok = await new Promise((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => {
-        s.write(`GET /small HTTP/1.1\r\nHost: ${hostHeader}\r\nConnection: close\r\n\r\n`);
+        s.write(
+          `GET /small HTTP/1.1\r\nHost: ${hostHeader}\r\n${AUTH ? `${AUTH_LINE}\r\n` : ''}Connection: close\r\n\r\n`,
+        );
       });
       let data = '';
       s.on('data', (d) => {
@@ -162,6 +170,7 @@ function wrk(port, file, seconds) {
       '-H',
       `Host: ${HOST}`,
       ...(ENCODE ? ['-H', 'Accept-Encoding: gzip'] : []),
+      ...(AUTH ? ['-H', AUTH_LINE] : []),
       ...(file === 'post' ? ['-s', path.join(dir, 'post.lua')] : []),
       `http://127.0.0.1:${port}/${file}`,
     ],
