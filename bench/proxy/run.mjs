@@ -8,6 +8,11 @@
 //   PROXYD_CHECKOUT=../a BASELINE=../a ONLY="proxyd,proxyd base" node bench/proxy/run.mjs   (null run: the noise band)
 //   FAST_PATH_AB=1 ONLY="proxyd,proxyd node:http,Caddy,Node floor" node bench/proxy/run.mjs   (fast path on vs off)
 //   FILES=post FAST_PATH_AB=1 ONLY="caddy,node floor,proxyd,proxyd node:http" node bench/proxy/run.mjs   (a 1 KB JSON POST)
+//   SITE=encode FILES=small,page,large FAST_PATH_AB=1 ONLY="caddy,proxyd,proxyd node:http" node bench/proxy/run.mjs
+//     (`encode gzip zstd` in Caddy's and proxyd's site, wrk sending `Accept-Encoding: gzip`; `page`: 10 KB of text)
+//   SITE=headers FAST_PATH_AB=1 ONLY="caddy,proxyd,proxyd node:http" node bench/proxy/run.mjs
+//     (`header_up X-Real-IP {remote_host}` and `header @static Cache-Control …`)
+//   SITE=auth …  (`basicauth` with a bcrypt hash, wrk sending the credentials)
 //
 // Needs: the built daemon (pnpm build), wrk, nginx, caddy, taskset (Debian).
 // Each proxy is pinned to core 1 (`taskset -c 1`, GOMAXPROCS=1, one nginx
@@ -35,6 +40,21 @@ const LOAD_CORE = process.env.LOAD_CORE ?? '0';
 const HOST = 'bench.local';
 const ONLY = process.env.ONLY?.split(',');
 const FILES = process.env.FILES?.split(',') ?? ['small', 'large'];
+// SITE=encode: Caddy and proxyd compress (`encode gzip zstd`), and wrk asks for gzip.
+const ENCODE = process.env.SITE === 'encode';
+// SITE=headers: `header_up X-Real-IP {remote_host}` and a `header @static …` op behind a path matcher, in both.
+const HEADERS = process.env.SITE === 'headers';
+// SITE=auth: `basicauth` (Caddy 2.6's spelling, proxyd takes it too) with a bcrypt hash; wrk sends the credentials.
+const AUTH = process.env.SITE === 'auth';
+const AUTH_LINE = AUTH ? `Authorization: Basic ${Buffer.from('bench:bench').toString('base64')}` : '';
+const SITE_LINES = ENCODE
+  ? '\tencode gzip zstd\n'
+  : HEADERS
+    ? '\t@static path /small /page\n\theader @static Cache-Control "public, max-age=60"\n'
+    : AUTH
+      ? `\tbasicauth {\n\t\tbench ${execFileSync('caddy', ['hash-password', '--plaintext', 'bench'], { encoding: 'utf8' }).trim()}\n\t}\n`
+      : '';
+const PROXY_BLOCK = HEADERS ? ' {\n\t\theader_up X-Real-IP {remote_host}\n\t}' : '';
 
 for (const bin of ['wrk', 'nginx', 'caddy', 'taskset']) {
   try {
@@ -75,7 +95,9 @@ async function waitFor(port, hostHeader = HOST) {
   while (Date.now() < end) {
     const ok = await new Promise((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => {
-        s.write(`GET /small HTTP/1.1\r\nHost: ${hostHeader}\r\nConnection: close\r\n\r\n`);
+        s.write(
+          `GET /small HTTP/1.1\r\nHost: ${hostHeader}\r\n${AUTH ? `${AUTH_LINE}\r\n` : ''}Connection: close\r\n\r\n`,
+        );
       });
       let data = '';
       s.on('data', (d) => {
@@ -147,6 +169,8 @@ function wrk(port, file, seconds) {
       '--latency',
       '-H',
       `Host: ${HOST}`,
+      ...(ENCODE ? ['-H', 'Accept-Encoding: gzip'] : []),
+      ...(AUTH ? ['-H', AUTH_LINE] : []),
       ...(file === 'post' ? ['-s', path.join(dir, 'post.lua')] : []),
       `http://127.0.0.1:${port}/${file}`,
     ],
@@ -179,6 +203,13 @@ process.on('SIGINT', () => process.exit(130));
 const upPort = await freePort();
 writeFileSync(path.join(dir, 'small'), `${'x'.repeat(29)}\n`);
 writeFileSync(path.join(dir, 'large'), 'y'.repeat(100 * 1024));
+// FILES=page: 10 KB of varied text (an HTML page or a JSON answer compresses about like it).
+writeFileSync(
+  path.join(dir, 'page'),
+  Array.from({ length: 400 }, (_, i) => `<li id="item-${i}">item ${i * 7919} of ${(i * 104729) % 1000}</li>\n`)
+    .join('')
+    .slice(0, 10 * 1024),
+);
 // FILES=post: a 1 KB JSON body (an API call), POSTed by wrk's script.
 const postBody = JSON.stringify({ user: 'ada', items: Array.from({ length: 40 }, (_, i) => ({ id: i, n: 'x' })) });
 writeFileSync(
@@ -270,8 +301,8 @@ writeFileSync(
 }
 
 http://:${caddyPort} {
-\treverse_proxy 127.0.0.1:${upPort}
-\theader {
+\treverse_proxy 127.0.0.1:${upPort}${PROXY_BLOCK}
+${SITE_LINES}\theader {
 \t\tX-Content-Type-Options nosniff
 \t\tX-Frame-Options SAMEORIGIN
 \t}
@@ -325,7 +356,7 @@ await addTarget('node floor', floorPort, floor);
 // proxyd, and optionally a second build of it (BASELINE=<checkout>, run by
 // BASELINE_NODE, default this node) measured in the same alternation: an A/B
 // of two commits or two Node versions in one run.
-async function addProxyd(name, main, node, siteLines = '', env = {}) {
+async function addProxyd(name, main, node, siteLines = SITE_LINES, env = {}) {
   const proxydPort = await freePort();
   const adminPort = await freePort();
   const confDir = mkdtempSync(path.join(dir, 'proxyd-'));
@@ -337,7 +368,7 @@ async function addProxyd(name, main, node, siteLines = '', env = {}) {
 }
 
 http://${HOST} {
-${siteLines}\treverse_proxy 127.0.0.1:${upPort}
+${siteLines}\treverse_proxy 127.0.0.1:${upPort}${PROXY_BLOCK}
 }
 `,
   );
@@ -373,7 +404,7 @@ if (process.env.SITE_LOG === '1') {
 }
 // FAST_PATH_AB=1: the same build with its HTTP/1.1 fast path off (every request on node:http), alternating.
 if (process.env.FAST_PATH_AB === '1') {
-  await addProxyd('proxyd node:http', PROXYD, process.env.PROXYD_NODE ?? process.execPath, '', {
+  await addProxyd('proxyd node:http', PROXYD, process.env.PROXYD_NODE ?? process.execPath, undefined, {
     PROXY_FAST_PATH: '0',
   });
 }
@@ -419,6 +450,7 @@ const mean = (xs) => {
 };
 for (const [file, label] of [
   ['small', '30-byte body'],
+  ['page', '10 KB text'],
   ['large', '100 KB body'],
   ['post', '1 KB POST'],
 ]) {
@@ -470,7 +502,9 @@ for (const file of FILES) {
       `${mean(ratios).toFixed(3)}× base (rounds ${ratios.map((x) => x.toFixed(3)).join(' ')}), CPU/req ${mean(cpu).toFixed(3)}× base`,
     );
   }
-  console.log(`  ${{ small: '30 B ', large: '100 KB', post: 'POST 1 KB' }[file] ?? file}: proxyd ${parts.join(', ')}`);
+  console.log(
+    `  ${{ small: '30 B ', page: '10 KB', large: '100 KB', post: 'POST 1 KB' }[file] ?? file}: proxyd ${parts.join(', ')}`,
+  );
 }
 stopAll();
 process.exit(0);

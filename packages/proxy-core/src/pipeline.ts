@@ -3,6 +3,9 @@ import type { Duplex } from 'node:stream';
 import type { ReverseProxyHandler } from '@proxyd/model';
 import type { CacheRegistry } from './cache/response-cache.js';
 import type { RequestContext } from './hooks.js';
+import type { BasicAuthenticator } from './middleware/basic-auth.js';
+import type { ResponseEncoder } from './middleware/encode.js';
+import type { HeaderPlan } from './middleware/header-plan.js';
 
 /**
  * The seam between request routing/forwarding (proxy-server, forward/, pool/)
@@ -93,8 +96,10 @@ export interface CompiledSite {
   close?(): void;
   /**
    * Set when every request of the site goes straight to one
-   * `reverse_proxy` with a fixed header edit (no auth, matcher, rewrite,
-   * redirect, cache, encode, rate limit, `handle`, `handle_errors`): the
+   * `reverse_proxy`, `encode`, `basic_auth` and `header` ops
+   * (placeholders and matchers included) or not (no `forward_auth`,
+   * rewrite, redirect, cache, rate limit, under_attack, `handle`,
+   * `… @name` handlers, `handle_errors`): the
    * HTTP/1.1 fast path (`fast/`) may then serve its requests without
    * running {@link handle}. Absent: the site always goes through `handle`.
    */
@@ -107,4 +112,15 @@ export interface FastPlan {
   /** The response header edit over plain HTTP and over TLS (the site's `header` ops and defaults). */
   readonly plain: (headers: OutgoingHttpHeaders, status: number) => void;
   readonly secure: (headers: OutgoingHttpHeaders, status: number) => void;
+  /** A plan whose ops hold placeholders or matchers (`HeaderPlan.dynamic`): its edit is built per request; null: {@link plain} / {@link secure}. */
+  readonly dynamic: HeaderPlan | null;
+  /**
+   * The site's `basic_auth` (null: none): the fast path serves a request
+   * whose credentials it remembers (`BasicAuthenticator.remembered`) and
+   * hands any other to node:http, which answers the 401, the 503 of a full
+   * bcrypt gate, or verifies.
+   */
+  readonly auth: BasicAuthenticator | null;
+  /** The site's `encode` (null: none), applied to every answer as the node:http path's `encode` step. */
+  readonly encoder: ResponseEncoder | null;
 }

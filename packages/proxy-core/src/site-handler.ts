@@ -11,47 +11,17 @@ import {
 } from './middleware/basic-auth.js';
 import { ResponseEncoder } from './middleware/encode.js';
 import { AUTH_ALLOWED } from './middleware/forward-auth.js';
-import { HeaderPlan } from './middleware/header-plan.js';
 import { matchablePath, PathPattern } from './middleware/path-pattern.js';
 import { RateLimiter } from './middleware/rate-limiter.js';
-import type { RequestMatch } from './middleware/request-matcher.js';
 import { compileMatchers, matcherOf } from './middleware/request-matcher.js';
 import { UnderAttackGuard } from './middleware/under-attack.js';
-import type { CompiledSite, FastPlan, Forwarder } from './pipeline.js';
+import type { CompiledSite, Forwarder } from './pipeline.js';
 import { type Block, deny, handlerFor, redirect, strippedUrl } from './site/block.js';
 import { answerHead, canned, send } from './site/canned.js';
 import { type BlockEnv, compileBlock } from './site/compile-block.js';
+import { fastPlanOf } from './site/fast-plan.js';
 import type { ErrorHook } from './site/terminal.js';
 import { type ErrorSlot, kError } from './slots.js';
-
-/**
- * The site's {@link FastPlan} when it is one `reverse_proxy` and nothing
- * else runs per request (only the `handle` step, no `handle` blocks,
- * `handle_errors`, cache, auth, redirects, rewrites or `… @name`
- * handlers) and its response header edit is fixed; else null.
- */
-function fastPlanOf(
-  site: Site,
-  stepCount: number,
-  blockCount: number,
-  errors: ErrorHook | null,
-  caches: unknown,
-  block: Block,
-  matchers: ReadonlyMap<string, RequestMatch>,
-): FastPlan | null {
-  const handler = site.handler;
-  if (handler?.kind !== 'reverse_proxy' || stepCount !== 1 || blockCount !== 0 || errors !== null) return null;
-  if (caches !== undefined || block.auth !== null || block.forwardAuth !== null || block.redirects.length > 0) {
-    return null;
-  }
-  if (block.rewrites !== null || block.proxies.length > 0) return null;
-  const plan =
-    handler.header_down !== undefined && handler.header_down.length > 0
-      ? new HeaderPlan([...handler.header_down, ...site.header], matchers)
-      : block.headers;
-  if (plan.dynamic) return null;
-  return { handler, plain: plan.plain, secure: plan.secure };
-}
 
 /** What {@link compileSite} needs besides the Site. */
 export interface SiteDeps {
@@ -267,8 +237,8 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
     }
   };
 
-  if (site.encode !== null) {
-    const encoder = new ResponseEncoder(site.encode);
+  const encoder = site.encode === null ? null : new ResponseEncoder(site.encode);
+  if (encoder !== null) {
     steps.push({
       name: 'encode',
       request: (req, res) => {
@@ -569,7 +539,7 @@ export function compileSite(site: Site, deps: SiteDeps): SitePipeline {
   });
 
   const first = steps[0] as SiteStep;
-  const fast = fastPlanOf(site, steps.length, blocks.length, errors, caches, siteBlock, matchers);
+  const fast = fastPlanOf(site, steps.length, blocks.length, errors, caches, siteBlock, matchers, encoder);
   return {
     ...(fast === null ? {} : { fast }),
     steps: [

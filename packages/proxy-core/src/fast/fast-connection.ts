@@ -14,7 +14,9 @@ import { type RequestContext, type RequestRecord, SMALL_BODY_BYTES } from '../ho
 import type { FastPlan } from '../pipeline.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { normalizeHost } from '../route-table.js';
+import { FastEncode } from './fast-encode.js';
 import type { FastPath } from './fast-path.js';
+import { fastRecord, peerIp } from './fast-request.js';
 import { OK, PAUSED } from './llhttp.js';
 import { BAD_REQUEST_HEAD, CHUNKED, NO_BODY, RequestReader } from './request-reader.js';
 import { ResponseWriter } from './response-head.js';
@@ -78,9 +80,15 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   #whole: { status: number; headers: OutgoingHttpHeaders; rewrite: (b: Buffer) => Buffer; chunks: Buffer[] } | null =
     null;
   #transform: Transform | null = null;
+  /** The site's `encode` (made on the first request that needs it), and whether this request goes through it. */
+  #enc: FastEncode | null = null;
+  #encoding = false;
   #writeTimer: NodeJS.Timeout | null = null;
   readonly #onData = (buf: Buffer) => this.feed(buf);
-  readonly #onDrain = () => this.upstream?.flow();
+  readonly #onDrain = () => {
+    this.#enc?.resume();
+    this.upstream?.flow();
+  };
   readonly #onClose = () => this.#closed();
   readonly #onTimeout = () => this.#timedOut();
   readonly #onError = () => {};
@@ -200,6 +208,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#transform?.destroy();
     this.#transform = null;
     this.#whole = null;
+    this.#enc?.abort();
     if (this.#res.headersSent) {
       this.socket.destroy();
       return;
@@ -233,7 +242,9 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const route = path.door.fastRoute(host, urlPath, this.#secure);
     const plan = route?.compiled?.fast;
     const fast = plan === undefined ? null : path.forwarder.fastUpstream(plan.handler);
-    if (route == null || plan === undefined || fast === null) {
+    // `basic_auth`: only remembered credentials here; node:http answers or verifies the others.
+    const denied = plan?.auth?.remembered(req.headers.authorization) === false;
+    if (route == null || plan === undefined || fast === null || denied) {
       this.#handOver(buf);
       return false;
     }
@@ -255,6 +266,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#ctx = ctx;
     this.#plan = plan;
     this.#fast = fast;
+    this.#encoding = plan.encoder !== null && (this.#enc ?? this.#newEncode()).start(plan.encoder, req);
     this.#res.reset();
     this.#retried = false;
     this.#sent100 = false;
@@ -318,9 +330,12 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const ctype = headers['content-type'];
     if (typeof ctype === 'string' && EVENT_STREAM.test(ctype)) this.upstream?.socket.setTimeout(0);
     const plan = this.#plan as FastPlan;
-    (this.#secure ? plan.secure : plan.plain)(headers, status);
-    const hooks = this.#path.hooks;
     const ctx = this.#ctx as RequestContext;
+    // A plan with placeholders or matchers builds its edit for this request (`terminal.ts` alike).
+    const edit =
+      plan.dynamic === null ? (this.#secure ? plan.secure : plan.plain) : plan.dynamic.editFor(this.req as never, ctx);
+    edit(headers, status);
+    const hooks = this.#path.hooks;
     if (hooks.rewriteBody !== undefined) {
       const declared = headers['content-length'];
       if (declared !== undefined && Number(declared) <= SMALL_BODY_BYTES) {
@@ -427,8 +442,14 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#finish();
   }
 
-  /** Writes the head (`ResponseWriter`); `Connection: close` while the request body is unread, or after an `Expect` not answered with `100 Continue`. */
+  /** The response head, through the site's `encode` when it has one. */
   #writeHead(status: number, headers: OutgoingHttpHeaders): void {
+    if (this.#encoding) (this.#enc as FastEncode).head(status, headers);
+    else this.#sendHead(status, headers);
+  }
+
+  /** Writes the head (`ResponseWriter`); `Connection: close` while the request body is unread, or after an `Expect` not answered with `100 Continue`. */
+  #sendHead(status: number, headers: OutgoingHttpHeaders, lazy = false): void {
     if (this.receiving || (this.expect && !this.#sent100)) this.keep = false;
     this.keep = this.#res.writeHead(
       status,
@@ -437,17 +458,32 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       this.v10,
       this.keep && this.socket[kDraining] !== true,
       this.#path.keepAliveSeconds,
+      lazy,
     );
   }
 
   #write(chunk: Buffer): boolean {
-    return this.#res.write(chunk);
+    return this.#encoding ? (this.#enc as FastEncode).write(chunk) : this.#res.write(chunk);
+  }
+
+  #newEncode(): FastEncode {
+    this.#enc = new FastEncode({
+      sendHead: (status, headers, lazy) => this.#sendHead(status, headers, lazy),
+      sendBody: (chunk) => this.#res.write(chunk),
+      sendEnd: () => this.#finish(),
+      flow: () => this.upstream?.flow(),
+      cut: () => this.socket.destroy(),
+    });
+    return this.#enc;
   }
 
   /** A request was answered on this connection (a timeout is then the keep-alive one). */
   #served = false;
 
   #finish(): void {
+    // The compressor still flushes: it calls back when its last bytes are out.
+    if (this.#encoding && !(this.#enc as FastEncode).end()) return;
+    this.#encoding = false;
     this.#res.end();
     this.#transform = null;
     this.#release();
@@ -500,28 +536,14 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#recording = false;
     const path = this.#path;
     path.counts.inFlight--;
-    const req = this.req;
-    const ctx = this.#ctx as RequestContext;
-    const q = req.url.indexOf('?');
-    const record: RequestRecord = {
-      host: ctx.host,
-      domain: ctx.domain,
-      analytics: ctx.site.analytics,
-      method: req.method,
-      path: ctx.path,
-      query: q < 0 ? undefined : req.url.slice(q + 1),
-      status: this.#res.headersSent ? this.#res.status : 0,
-      bytesSent: req.method === 'HEAD' || !this.#res.headersSent ? 0 : this.#res.bodyBytes,
-      bytesReceived: Math.max(this.declared, 0),
-      durationMs: performance.now() - this.#startedMono,
-      clientIp: ctx.clientIp,
-      referer: req.headers.referer,
-      userAgent: req.headers['user-agent'],
-      contentType: this.#res.contentType,
-      startedAt: this.#startedAt,
-      protocol: 'h1',
-      events: 0,
-    };
+    const record = fastRecord(
+      this.req,
+      this.#ctx as RequestContext,
+      this.#res,
+      this.declared,
+      this.#startedAt,
+      performance.now() - this.#startedMono,
+    );
     try {
       (path.hooks.onRequest as (r: RequestRecord) => void)(record);
     } catch {
@@ -551,6 +573,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.upstream = null;
     up?.abort();
     this.#transform?.destroy();
+    this.#enc?.abort();
     this.#release();
     this.#record();
   }
@@ -571,9 +594,4 @@ function headTimedOut(conn: FastConnection): void {
 
 function destroyLingering(socket: Socket): void {
   socket.destroy();
-}
-
-function peerIp(ip: string | undefined): string {
-  const s = ip ?? '';
-  return s.startsWith('::ffff:') && s.indexOf('.') > 0 ? s.slice(7) : s;
 }

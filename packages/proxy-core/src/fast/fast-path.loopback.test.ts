@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Transform } from 'node:stream';
 import tls from 'node:tls';
+import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
 import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
@@ -138,7 +139,7 @@ const REQUESTS: [string, string][] = [
   ['obs-fold', 'GET /x HTTP/1.1\r\nHost: f.test\r\nX-A: 1\r\n  folded\r\n\r\n'],
   ['no route', 'GET /x HTTP/1.1\r\nHost: nowhere.test\r\nConnection: close\r\n\r\n'],
   [
-    'a site with encode (node:http)',
+    'a site with encode (every size)',
     'GET /a HTTP/1.1\r\nHost: g.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n',
   ],
   ['HTTP/1.0', 'GET /a HTTP/1.0\r\nHost: f.test\r\n\r\n'],
@@ -202,6 +203,132 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     expect(replies[0]?.[0]).toMatch(/^HTTP\/1.1 200 OK\r\n[\s\S]*strict-transport-security/);
     expect(replies[0]).toEqual(replies[1]);
     expect(served).toEqual([4, 0]);
+  });
+
+  it('fills header_up placeholders as node:http does, on the fast path', async () => {
+    const up = await origin();
+    const heads: unknown[] = [];
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        if (s.handler?.kind !== 'reverse_proxy') return;
+        // What Caddy users commonly write beside reverse_proxy, and the other request placeholders.
+        s.handler.header_up = [
+          { op: 'set', name: 'X-Real-IP', value: '{remote_host}' },
+          { op: 'set', name: 'X-Client', value: '{client_ip}' },
+          { op: 'add', name: 'X-Seen', value: '{scheme}://{host}{uri} {path} {query}' },
+          { op: 'set', name: 'X-Q', value: '{query.a}|{http.request.uri.query.b}' },
+          { op: 'set', name: 'X-UA', value: '{header.User-Agent} {http.request.header.x-none}' },
+          { op: 'set', name: 'X-Re', value: '[{re.1}]' },
+          { op: 'delete', name: 'X-Drop' },
+        ];
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      const seen = up.seen.length;
+      const reply = await rawExchange(
+        port,
+        'GET /p/a%20b?a=1&b=%C3%A9 HTTP/1.1\r\nHost: F.test:80\r\nUser-Agent: t/1\r\nUser-Agent: t/2\r\nX-Drop: 1\r\nConnection: close\r\n\r\n',
+      );
+      expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+      heads.push(up.seen.slice(seen).map((h) => h.raw));
+      expect(server.fastPathRequests).toBe(fastPath ? 1 : 0);
+    }
+    expect(heads[0]).toEqual(heads[1]);
+    expect(JSON.stringify(heads[0])).toContain('"x-real-ip","127.0.0.1"');
+  });
+
+  it('applies header ops with matchers and placeholders as node:http does, on the fast path', async () => {
+    const up = await origin();
+    const replies: string[] = [];
+    const bytes =
+      'GET /static/app.js?v=2 HTTP/1.1\r\nHost: f.test\r\n\r\n' +
+      'GET /api/items/42 HTTP/1.1\r\nHost: f.test\r\nX-Tenant: acme\r\n\r\n' +
+      'GET /other HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n';
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        // Caddy's `header /static/* Cache-Control …` and its kind: ops that depend on the request.
+        s.matchers = {
+          static: { path: ['/static/*'], method: null, header: [] },
+          item: {
+            path: null,
+            method: ['GET'],
+            header: [],
+            path_regexp: { name: 'item', pattern: '^/api/items/(?<id>\\d+)$' },
+          },
+        };
+        s.header = [
+          { op: 'set', name: 'Cache-Control', value: 'public, max-age=31536000', matcher: 'static' },
+          { op: 'set', name: 'X-Item', value: '{re.item.id}/{re.1}', matcher: 'item' },
+          { op: 'set', name: 'X-Served-Path', value: '{path} {header.X-Tenant} {client_ip}' },
+          { op: 'delete', name: 'X-Upstream', matcher: 'static' },
+          { op: 'set', name: 'X-Last-Capture', value: '[{re.1}]' },
+        ];
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      replies.push(undated(await rawExchange(port, bytes, 1500)));
+      expect(server.fastPathRequests).toBe(fastPath ? 3 : 0);
+    }
+    expect(replies[0]).toBe(replies[1]);
+    expect(replies[0]).toMatch(/\r\ncache-control: public, max-age=31536000\r\n/);
+    expect(replies[0]).toMatch(/\r\nx-item: 42\/42\r\n/);
+    expect(replies[0]?.match(/x-item:/g)).toHaveLength(1);
+    // The captures of one request are not the next's on the same connection.
+    expect(replies[0]?.match(/x-last-capture: \S*/g)).toEqual([
+      'x-last-capture: []',
+      'x-last-capture: [42]',
+      'x-last-capture: []',
+    ]);
+    expect(replies[0]).toMatch(/\r\nx-served-path: \/other {2}127\.0\.0\.1\r\n/);
+  });
+
+  it('serves basic_auth requests with remembered credentials; node:http answers the others', async () => {
+    const up = await origin();
+    const hash = bcrypt.hashSync('s3cret', 4);
+    const auth = (user: string, password: string) =>
+      `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString('base64')}\r\n`;
+    const good = auth('ann', 's3cret');
+    // One connection each: the first request of good credentials is verified (bcrypt), the later ones remembered.
+    const steps: [string, number][] = [
+      [`GET /first HTTP/1.1\r\nHost: f.test\r\n${good}Connection: close\r\n\r\n`, 0],
+      [
+        `GET /a HTTP/1.1\r\nHost: f.test\r\n${good}\r\nGET /b HTTP/1.1\r\nHost: f.test\r\n${good}Connection: close\r\n\r\n`,
+        2,
+      ],
+      [
+        `GET /a HTTP/1.1\r\nHost: f.test\r\n${good}\r\nGET /none HTTP/1.1\r\nHost: f.test\r\nConnection: close\r\n\r\n`,
+        1,
+      ],
+      [`GET /bad HTTP/1.1\r\nHost: f.test\r\n${auth('ann', 'nope')}Connection: close\r\n\r\n`, 0],
+      [`GET /bob HTTP/1.1\r\nHost: f.test\r\n${auth('bob', 's3cret')}Connection: close\r\n\r\n`, 0],
+      ['GET /none HTTP/1.1\r\nHost: f.test\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n', 0],
+    ];
+    const replies: string[][] = [];
+    const heads: unknown[] = [];
+    for (const fastPath of [true, false]) {
+      const route = site('f.test', [up.port], (s) => {
+        s.basic_auth = { realm: 'Staff', users: [{ user: 'ann', hash }] };
+        s.encode = { encodings: ['gzip'], minimum_length: 512 };
+      });
+      const { port, server } = await siteProxy([route], { fastPath });
+      const got: string[] = [];
+      const seen = up.seen.length;
+      for (const [bytes, served] of steps) {
+        const before = server.fastPathRequests;
+        got.push(undated(await rawExchange(port, bytes, 1500)));
+        expect(server.fastPathRequests - before).toBe(fastPath ? served : 0);
+      }
+      replies.push(got);
+      heads.push(up.seen.slice(seen).map((h) => [h.url, h.raw]));
+    }
+    expect(replies[0]).toEqual(replies[1]);
+    expect(heads[0]).toEqual(heads[1]);
+    expect(replies[0]?.map((r) => r.match(/HTTP\/1\.1 (\d+)/g)?.join(' '))).toEqual([
+      'HTTP/1.1 200',
+      'HTTP/1.1 200 HTTP/1.1 200',
+      'HTTP/1.1 200 HTTP/1.1 401',
+      'HTTP/1.1 401',
+      'HTTP/1.1 401',
+      'HTTP/1.1 401',
+    ]);
   });
 
   it('answers 502 and 504 as the forwarder does, and takes a refused member out', async () => {

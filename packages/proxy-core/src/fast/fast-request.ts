@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { RequestContext, RequestRecord } from '../hooks.js';
+import { kCaptures } from '../slots.js';
+import type { ResponseWriter } from './response-head.js';
 
 /** Request headers whose repeats Node's parser drops (the first value wins). */
 const SINGLETONS = new Set([
@@ -45,8 +48,11 @@ export class FastRequest {
   connection: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
   #headers: IncomingHttpHeaders | null = null;
+  /** Regexp captures of the matchers that matched this request (`request-matcher.ts`): none carried to the next. */
+  [kCaptures]: unknown = undefined;
 
   reset(): void {
+    this[kCaptures] = undefined;
     this.url = '';
     this.rawHeaders.length = 0;
     this.host = '';
@@ -71,4 +77,46 @@ export class FastRequest {
     this.#headers = out as IncomingHttpHeaders;
     return this.#headers;
   }
+}
+
+/**
+ * The request record of a fast-path exchange, as the node:http path's
+ * (`data-plane/request-record.ts`): `declared` the request's
+ * Content-Length (-1: none), `startedAt` ms since the epoch, `durationMs`
+ * from its first byte to its end.
+ */
+export function fastRecord(
+  req: FastRequest,
+  ctx: RequestContext,
+  res: ResponseWriter,
+  declared: number,
+  startedAt: number,
+  durationMs: number,
+): RequestRecord {
+  const q = req.url.indexOf('?');
+  return {
+    host: ctx.host,
+    domain: ctx.domain,
+    analytics: ctx.site.analytics,
+    method: req.method,
+    path: ctx.path,
+    query: q < 0 ? undefined : req.url.slice(q + 1),
+    status: res.headersSent ? res.status : 0,
+    bytesSent: req.method === 'HEAD' || !res.headersSent ? 0 : res.bodyBytes,
+    bytesReceived: Math.max(declared, 0),
+    durationMs,
+    clientIp: ctx.clientIp,
+    referer: req.headers.referer,
+    userAgent: req.headers['user-agent'],
+    contentType: res.contentType,
+    startedAt,
+    protocol: 'h1',
+    events: 0,
+  };
+}
+
+/** The connection peer's IP, an IPv4-mapped IPv6 address as IPv4 (the client IP without `trusted_proxies`). */
+export function peerIp(ip: string | undefined): string {
+  const s = ip ?? '';
+  return s.startsWith('::ffff:') && s.indexOf('.') > 0 ? s.slice(7) : s;
 }

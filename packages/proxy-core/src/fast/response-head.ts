@@ -70,10 +70,13 @@ export class ResponseWriter {
   contentType: string | undefined = undefined;
   #chunked = false;
   #bodyless = false;
+  /** A head written lazily, not sent yet: it leaves with the first body bytes. */
+  #head: string | null = null;
 
   constructor(readonly socket: Socket) {}
 
   reset(): void {
+    this.#head = null;
     this.headersSent = false;
     this.status = 0;
     this.bodyBytes = 0;
@@ -84,7 +87,10 @@ export class ResponseWriter {
    * Writes the head. `head`: the request is a HEAD; `http10`: an HTTP/1.0
    * request; `keep`: the connection may stay open. Returns whether it
    * does (not after a Connection line of its own, nor after an unframed
-   * HTTP/1.0 body).
+   * HTTP/1.0 body). `lazy`: the head waits for the first body bytes (or
+   * the end) and leaves with them, as `ServerResponse` holds its head until
+   * the first write: a compressor's first output comes later than the
+   * upstream's head, and the client then gets one packet, not two.
    */
   writeHead(
     status: number,
@@ -93,6 +99,7 @@ export class ResponseWriter {
     http10: boolean,
     keep: boolean,
     keepAliveSeconds: number,
+    lazy = false,
   ): boolean {
     const bodyless = head || status === 204 || status === 304;
     const length = headers['content-length'] !== undefined;
@@ -104,16 +111,33 @@ export class ResponseWriter {
     this.status = status;
     this.headersSent = true;
     const framing = this.#chunked ? 'Transfer-Encoding: chunked\r\n' : '';
-    this.socket.write(responseHead(status, headers, open, keepAliveSeconds, framing), 'latin1');
+    const text = responseHead(status, headers, open, keepAliveSeconds, framing);
+    if (lazy) this.#head = text;
+    else this.socket.write(text, 'latin1');
     return open;
   }
 
-  /** Writes body bytes (framed as a chunk when chunked); false when the socket's buffer is full. */
+  /**
+   * Writes body bytes (framed as a chunk when chunked); false when the
+   * socket's buffer is full. A chunk's three writes leave in one (corked
+   * until the next tick, as `ServerResponse.write` corks): a chunk written
+   * outside an upstream read (a compressor's, a transform's) is not three
+   * packets.
+   */
   write(chunk: Buffer): boolean {
     if (this.#bodyless) return true;
     this.bodyBytes += chunk.length;
-    if (!this.#chunked) return this.socket.write(chunk);
+    if (!this.#chunked) {
+      if (this.#head === null) return this.socket.write(chunk);
+      this.#sendHead();
+      return this.socket.write(chunk);
+    }
     if (chunk.length === 0) return true;
+    if (this.#head !== null) this.#sendHead();
+    else if (this.socket.writableCorked === 0) {
+      this.socket.cork();
+      process.nextTick(uncork, this.socket);
+    }
     this.socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
     this.socket.write(chunk);
     return this.socket.write('\r\n', 'latin1');
@@ -121,6 +145,21 @@ export class ResponseWriter {
 
   /** Ends the body (the last chunk when chunked). */
   end(): void {
+    if (this.#head !== null) this.#sendHead();
     if (this.#chunked) this.socket.write('0\r\n\r\n', 'latin1');
   }
+
+  /** Sends the lazy head, corked until the next tick with what follows it. */
+  #sendHead(): void {
+    if (this.socket.writableCorked === 0) {
+      this.socket.cork();
+      process.nextTick(uncork, this.socket);
+    }
+    this.socket.write(this.#head as string, 'latin1');
+    this.#head = null;
+  }
+}
+
+function uncork(socket: Socket): void {
+  socket.uncork();
 }

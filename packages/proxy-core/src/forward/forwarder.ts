@@ -167,8 +167,9 @@ export class HttpForwarder implements Forwarder {
   /**
    * The pool and header plan of a handler the HTTP/1.1 fast path may
    * forward to itself: plain-HTTP HTTP/1.1 members, no retry policy, no
-   * read or stream timeout of its own, no cookie stickiness, and `header_up`
-   * values without placeholders. Null: the handler needs {@link forward}.
+   * read or stream timeout of its own, no cookie stickiness (`header_up`
+   * placeholders are filled from the fast path's request as from node:http's).
+   * Null: the handler needs {@link forward}.
    */
   fastUpstream(handler: ReverseProxyHandler): FastUpstream | null {
     const compiled = this.#compile(handler);
@@ -320,7 +321,6 @@ export class HttpForwarder implements Forwarder {
           handler.read_timeout_ms === undefined &&
           handler.stream_timeout_ms === undefined &&
           handler.flush_interval_ms !== -1 &&
-          headers.ops.every((op) => op.template === null) &&
           pool.members.every((m) => m.target.protocol === 'http:'),
         retry:
           (handler.lb_retries ?? 0) > 0 || (handler.lb_try_duration_ms ?? 0) > 0

@@ -131,6 +131,19 @@ export class BasicAuthenticator {
     return verdict;
   }
 
+  /**
+   * Whether {@link check} would answer {@link AUTH_OK} now (a remembered
+   * success), without its side effects: no verification starts, nothing
+   * is dropped. The fast path serves such a request; any other goes to
+   * node:http, whose `check` answers it.
+   */
+  remembered(authorization: string | undefined): boolean {
+    if (authorization === undefined || authorization.length < 7) return false;
+    if (authorization.slice(0, 6).toLowerCase() !== 'basic ') return false;
+    const expires = this.#cache.get(createHash('sha256').update(authorization).digest('base64'));
+    return expires !== undefined && expires > this.#now();
+  }
+
   #remember(key: string): void {
     this.#cache.delete(key);
     while (this.#cache.size >= this.#size) {

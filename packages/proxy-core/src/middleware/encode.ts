@@ -52,7 +52,7 @@ export const ENCODE_LEVELS = Object.freeze({ gzip: 5, br: 4, zstd: 3 });
  * page, 20 % (br) and 36 % (zstd) less CPU for the same bytes
  * (bench/encode/README.md). Brotli's window is 1 MiB (lgwin 20) either way.
  */
-function compressor(coding: Encoding, length: number): Transform {
+export function compressor(coding: Encoding, length: number): Transform {
   if (coding === 'gzip') return zlib.createGzip({ level: ENCODE_LEVELS.gzip });
   if (coding === 'br') {
     return zlib.createBrotliCompress({
@@ -83,11 +83,11 @@ type End = (chunk?: unknown, encoding?: unknown, cb?: unknown) => ServerResponse
 /** No head yet. */
 const PENDING = 0;
 /** Head written; the body goes out as the writer sends it. */
-const PASS = 1;
+export const PASS = 1;
 /** Head written with `Content-Encoding`; the body goes through the compressor. */
-const ENCODING = 2;
+export const ENCODING = 2;
 /** Length unknown: the first `minimum_length` bytes are held before deciding. */
-const HOLDING = 3;
+export const HOLDING = 3;
 
 /** Per-response state, kept on the response under a symbol (the overrides are module functions, no closures). */
 class EncodeState {
@@ -155,12 +155,16 @@ function headerValue(value: OutgoingHttpHeader | undefined): string | undefined 
   return Array.isArray(value) ? value.join(', ') : String(value);
 }
 
-/** A header of the head being written: the `writeHead` object's (any case), else one set with `setHeader`. */
-function get(res: ServerResponse, headers: OutgoingHttpHeaders, name: string): string | undefined {
+/**
+ * A header of the head being written: the `writeHead` object's (any case),
+ * else one set with `setHeader` (`res` null: a head held whole in `headers`,
+ * the fast path's).
+ */
+function get(res: ServerResponse | null, headers: OutgoingHttpHeaders, name: string): string | undefined {
   const own = headers[name];
   if (own !== undefined) return headerValue(own);
   for (const key in headers) if (key.toLowerCase() === name) return headerValue(headers[key]);
-  return headerValue(res.getHeader(name));
+  return res === null ? undefined : headerValue(res.getHeader(name));
 }
 
 /** Sets `name` in the `writeHead` object (which wins over `setHeader`), dropping other spellings. */
@@ -169,13 +173,13 @@ function put(headers: OutgoingHttpHeaders, name: string, value: string): void {
   headers[name] = value;
 }
 
-function drop(res: ServerResponse, headers: OutgoingHttpHeaders, name: string): void {
+function drop(res: ServerResponse | null, headers: OutgoingHttpHeaders, name: string): void {
   for (const key in headers) if (key.toLowerCase() === name) delete headers[key];
-  if (res.hasHeader(name)) res.removeHeader(name);
+  if (res?.hasHeader(name)) res.removeHeader(name);
 }
 
 /** Adds `Accept-Encoding` to `Vary` unless it is there or `Vary: *`. */
-function mergeVary(res: ServerResponse, headers: OutgoingHttpHeaders): void {
+function mergeVary(res: ServerResponse | null, headers: OutgoingHttpHeaders): void {
   const vary = get(res, headers, 'vary');
   if (vary === undefined || vary.trim() === '') {
     put(headers, 'vary', 'Accept-Encoding');
@@ -188,13 +192,13 @@ function mergeVary(res: ServerResponse, headers: OutgoingHttpHeaders): void {
   put(headers, 'vary', `${vary}, Accept-Encoding`);
 }
 
-function weakenEtag(res: ServerResponse, headers: OutgoingHttpHeaders): void {
+function weakenEtag(res: ServerResponse | null, headers: OutgoingHttpHeaders): void {
   const etag = get(res, headers, 'etag');
   if (etag !== undefined && !etag.startsWith('W/')) put(headers, 'etag', `W/${etag}`);
 }
 
 /** The head edits of an encoded body: coding set, length, ranges and digests gone, ETag weak, Vary merged. */
-function editEncodedHead(res: ServerResponse, headers: OutgoingHttpHeaders, coding: Encoding): void {
+export function editEncodedHead(res: ServerResponse | null, headers: OutgoingHttpHeaders, coding: Encoding): void {
   drop(res, headers, 'content-length');
   drop(res, headers, 'accept-ranges');
   for (const name of BODY_DIGESTS) if (get(res, headers, name) !== undefined) drop(res, headers, name);
@@ -212,7 +216,7 @@ const BY_LENGTH = 1;
  * `Content-Encoding` of its own (never twice-encoded), no `Content-Range`,
  * no `Cache-Control: no-transform`, a compressible `Content-Type`.
  */
-function eligibility(res: ServerResponse, status: number, headers: OutgoingHttpHeaders): number {
+function eligibility(res: ServerResponse | null, status: number, headers: OutgoingHttpHeaders): number {
   if (status < 200 || status >= 300 || status === 204 || status === 206) return NEVER;
   const coding = get(res, headers, 'content-encoding');
   if (coding !== undefined && coding.trim() !== '' && coding.trim().toLowerCase() !== 'identity') return NEVER;
@@ -227,7 +231,7 @@ function eligibility(res: ServerResponse, status: number, headers: OutgoingHttpH
  * weak ETag the encoded body carried (`W/` + the 304's strong ETag): then it
  * gets the same ETag and `Vary` (RFC 9110 §15.4.5).
  */
-function revalidatesEncoded(res: ServerResponse, req: IncomingMessage, headers: OutgoingHttpHeaders): boolean {
+function revalidatesEncoded(res: ServerResponse | null, req: EncodeRequest, headers: OutgoingHttpHeaders): boolean {
   const etag = get(res, headers, 'etag');
   const asked = req.headers['if-none-match'];
   if (etag === undefined || etag.startsWith('W/') || asked === undefined) return false;
@@ -267,42 +271,69 @@ function encodeWriteHead(
   // A copy: canned answers hand the same object to every writeHead.
   const headers: OutgoingHttpHeaders = given === undefined ? {} : { ...given };
   st.headers = headers;
-  const req = st.req;
-  if (status === 304) {
-    if (st.coding !== null && revalidatesEncoded(this, req, headers)) {
-      weakenEtag(this, headers);
-      mergeVary(this, headers);
-    }
+  const decision = decideHead(this, st.req, st.coding, st.minimum, status, headers);
+  if (decision === PASS) {
     st.mode = PASS;
     callWriteHead(this, st, headers);
     return this;
   }
-  if (eligibility(this, status, headers) === NEVER) {
-    st.mode = PASS;
-    callWriteHead(this, st, headers);
-    return this;
-  }
-  const declared = get(this, headers, 'content-length');
-  const length = declared === undefined ? -1 : Number(declared);
-  if (length >= 0 && length < st.minimum) {
-    st.mode = PASS;
-    callWriteHead(this, st, headers);
-    return this;
-  }
-  // Big enough, or of unknown length: the representation depends on Accept-Encoding.
-  if (st.coding === null) {
-    mergeVary(this, headers);
-    st.mode = PASS;
-    callWriteHead(this, st, headers);
-    return this;
-  }
-  if (req.method === 'HEAD' || length >= 0) {
-    // HEAD gets the head its GET would (of unknown length: as if long enough).
-    startEncoding(this, st, length);
+  if (decision === ENCODING) {
+    startEncoding(this, st, declaredLength(this, headers));
     return this;
   }
   st.mode = HOLDING;
   return this;
+}
+
+/** The request members `encode` reads: its method and `Accept-Encoding` / `If-None-Match` / `Range`. */
+export interface EncodeRequest {
+  readonly method?: string | undefined;
+  readonly headers: IncomingMessage['headers'];
+}
+
+/** The body's declared length (`Content-Length`), or -1. */
+export function declaredLength(res: ServerResponse | null, headers: OutgoingHttpHeaders): number {
+  const declared = get(res, headers, 'content-length');
+  return declared === undefined ? -1 : Number(declared);
+}
+
+/**
+ * What `encode` does with a response head, for the node:http path and the
+ * fast path alike (`coding`: the one negotiated, null for identity):
+ * {@link PASS} (sent as it is, after the edits made here: `Vary` on an
+ * identity answer that could have been encoded, the weak `ETag` and `Vary`
+ * of a 304 that revalidates an encoded body), {@link ENCODING} (encode it:
+ * {@link editEncodedHead}, then a compressor; a HEAD gets that head only)
+ * or {@link HOLDING} (length unknown: hold the first `minimum` bytes, then
+ * encode, or send them identity with their length when the body ends
+ * first).
+ */
+export function decideHead(
+  res: ServerResponse | null,
+  req: EncodeRequest,
+  coding: Encoding | null,
+  minimum: number,
+  status: number,
+  headers: OutgoingHttpHeaders,
+): number {
+  if (status === 304) {
+    if (coding !== null && revalidatesEncoded(res, req, headers)) {
+      weakenEtag(res, headers);
+      mergeVary(res, headers);
+    }
+    return PASS;
+  }
+  if (eligibility(res, status, headers) === NEVER) return PASS;
+  const length = declaredLength(res, headers);
+  if (length >= 0 && length < minimum) return PASS;
+  // Big enough, or of unknown length: the representation depends on Accept-Encoding.
+  if (coding === null) {
+    mergeVary(res, headers);
+    return PASS;
+  }
+  // HEAD gets the head its GET would (of unknown length: as if long enough).
+  if (req.method === 'HEAD' || length >= 0) return ENCODING;
+  return HOLDING;
 }
 
 /** Writes the encoded head and opens the compressor (`length`: the body's declared length, or -1). */
