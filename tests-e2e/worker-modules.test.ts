@@ -134,6 +134,15 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       expect(
         modules.filter((url) => /\/packages\/certificates\/dist\/index\.js$|\/node_modules\/@peculiar\//.test(url)),
       ).toEqual([]);
+      // The admin API's schema compilers load with its first request (packages/admin-api/src/lazy-compilers.ts).
+      const compilers = (list: readonly string[]) =>
+        // (Fastify's default reply serializer is fast-json-stringify's small lib/serializer.js, not the compiler.)
+        list.filter((url) => /\/node_modules\/ajv\/|\/node_modules\/fast-json-stringify\/index\.js$/.test(url));
+      expect(compilers(modules)).toEqual([]);
+      const admin = await request({ host: running.adminHost, port: running.adminPort }, { path: '/health' });
+      expect(admin.status).toBe(200);
+      const after = (await modulesByPid(traceDir)).get(running.child.pid as number) ?? [];
+      expect(compilers(after)).not.toEqual([]);
     } finally {
       await stop();
     }
