@@ -73,6 +73,8 @@ const allowed: Record<string, string[]> = {
     '@proxyd/dashboard',
     '@proxyd/cli',
     '@proxyd/telemetry',
+    // The entry a data-plane worker loads (its metrics as plain data, no prom-client).
+    '@proxyd/telemetry/worker',
   ],
 };
 // The model's entry without schemas (no typebox, issue 32) is allowed wherever the model is.

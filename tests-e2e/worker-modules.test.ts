@@ -26,6 +26,9 @@ const CONTROL_PLANE_ONLY: readonly [string, RegExp][] = [
   ['the Proxyfile parser', /\/packages\/proxyfile\/|\/@proxyd\/proxyfile\//],
   ['the admin API', /\/packages\/admin-api\/|\/@proxyd\/admin-api\//],
   ['typebox', /\/node_modules\/typebox\//],
+  // A worker's metrics are plain data the primary renders (packages/telemetry/src/worker-metrics.ts).
+  ['prom-client', /\/node_modules\/prom-client\//],
+  ['@opentelemetry/api', /\/node_modules\/@opentelemetry\/api\//],
   // Node's bundled undici: only fetch or WebSocket loads it (apps/proxyd/src/http-exports.ts).
   ['undici', /^node:internal\/deps\/undici\/undici$/],
 ];
@@ -69,7 +72,7 @@ describe('modules loaded by the built daemon (issue 32)', () => {
     await rm(traceDir, { recursive: true, force: true });
   };
 
-  it('a worker loads no Fastify, ACME client, SQLite, dockerode, dashboard, Proxyfile parser or TypeBox; no spare by default', async () => {
+  it('a worker loads no Fastify, ACME client, SQLite, dockerode, dashboard, Proxyfile parser, TypeBox or prom-client; no spare by default', async () => {
     // A control plane that loads most of them: the admin API, history (SQLite), a dashboard, the local CA.
     const running = await start({
       args: ['--workers', '2'],
@@ -90,7 +93,9 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       const byPid = await modulesByPid(traceDir);
       const primary = byPid.get(running.child.pid as number) ?? [];
       // The trace is honest: the primary did load what the workers must not.
-      expect(loaded(primary)).toEqual(expect.arrayContaining(['fastify', 'node:sqlite', 'the dashboard', 'typebox']));
+      expect(loaded(primary)).toEqual(
+        expect.arrayContaining(['fastify', 'node:sqlite', 'the dashboard', 'typebox', 'prom-client']),
+      );
       // Importing node:http as an ES module loaded undici (~6 MB a process) until main.ts trimmed its exports.
       expect(loaded(primary)).not.toContain('undici');
       for (const pid of workers) {
@@ -129,6 +134,15 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       expect(
         modules.filter((url) => /\/packages\/certificates\/dist\/index\.js$|\/node_modules\/@peculiar\//.test(url)),
       ).toEqual([]);
+      // The admin API's schema compilers load with its first request (packages/admin-api/src/lazy-compilers.ts).
+      const compilers = (list: readonly string[]) =>
+        // (Fastify's default reply serializer is fast-json-stringify's small lib/serializer.js, not the compiler.)
+        list.filter((url) => /\/node_modules\/ajv\/|\/node_modules\/fast-json-stringify\/index\.js$/.test(url));
+      expect(compilers(modules)).toEqual([]);
+      const admin = await request({ host: running.adminHost, port: running.adminPort }, { path: '/health' });
+      expect(admin.status).toBe(200);
+      const after = (await modulesByPid(traceDir)).get(running.child.pid as number) ?? [];
+      expect(compilers(after)).not.toEqual([]);
     } finally {
       await stop();
     }

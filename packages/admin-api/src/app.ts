@@ -13,6 +13,7 @@ import { EMPTY_DOMAIN_PATH } from './endpoints/routes-delete.js';
 import { adminErrorHandler, CORS_HEADER, sendAdminError, toAdminError } from './error-handler.js';
 import { AdminError } from './errors.js';
 import { BODY_LIMIT_BYTES, installJsonBodyParser } from './json-body.js';
+import { lazyCompilers, loadSchemaCompilers, schemaCompilersLoaded } from './lazy-compilers.js';
 import { openApiDocument } from './openapi.js';
 import type {
   AnalyticsPort,
@@ -157,6 +158,8 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: 65_536 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    // Each route's validator and serializer compiled at its first use (issue 32).
+    schemaController: { compilersFactory: lazyCompilers() },
     frameworkErrors: (error, request, reply) => {
       sendAdminError(reply, toAdminError(error, request));
     },
@@ -164,6 +167,11 @@ export function createAdminApp(options: AdminAppOptions): AdminApp {
   }).withTypeProvider<TypeBoxTypeProvider>();
   // PURGE /cache/{host}/{path} (spec §4); DELETE on the same path is its alias for generated clients.
   app.addHttpMethod('PURGE');
+  // The first hook: the schema compilers load with the first request, before anything validates or answers.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (schemaCompilersLoaded()) done();
+    else loadSchemaCompilers().then(() => done(), done);
+  });
   // Requests Node answers before the app sees them; clientError is Fastify's clientErrorHandler above.
   app.server.on('checkExpectation', writeExpectationFailed);
   app.server.on('connect', writeConnectRefused);

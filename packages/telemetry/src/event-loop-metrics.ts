@@ -15,8 +15,8 @@ const RESOLUTION_MS = 10;
 
 /**
  * Replaces prom-client's `nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds`
- * with the same series fed from a histogram of our own, which are omitted
- * from a scrape when no delay was sampled since the previous one (as
+ * with the same series fed from a histogram of our own, which are 0 in a
+ * scrape when no delay was sampled since the previous one (as
  * prom-client does, each scrape reads the samples since the last one).
  * Call after `collectDefaultMetrics({ register: registry })`.
  */

@@ -1,7 +1,8 @@
 /**
  * Telemetry: what proxyd tells its operator about the traffic and itself.
  * Request metrics and the metric catalogue (prom-client), the merge of the
- * workers' snapshots into one exposition, the access log, the sites' `log`
+ * workers' snapshots into one exposition (a worker's metrics are plain data:
+ * `@proxyd/telemetry/worker` loads no prom-client), the access log, the sites' `log`
  * files, and the JSON-lines logging with `PROXY_LOG`'s per-target levels
  * (pino). It reads the model's request record; it never loads the data
  * plane.
@@ -45,3 +46,4 @@ export {
   siteLogKey,
 } from './site-log.js';
 export { formatSiteLogLine, SITE_LOG_LOGGER } from './site-log-line.js';
+export { createWorkerMetrics } from './worker-metrics.js';

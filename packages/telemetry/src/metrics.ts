@@ -3,13 +3,10 @@ import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { replaceEventLoopDelayGauges } from './event-loop-metrics.js';
 import { DomainCap, type MetricsSnapshot, mergeSnapshots, renderSnapshot, toSnapshot } from './metrics-merge.js';
 import { RequestMetrics } from './request-metrics.js';
-
-/** Label value of requests no route matched. */
-export const UNROUTED_DOMAIN = '_unrouted';
-/** Label value of every domain past the cardinality cap. */
-export const OTHER_DOMAIN = '_other';
+import { createWorkerMetrics, DATA_PLANE_HELP, OTHER_DOMAIN, UNROUTED_DOMAIN } from './worker-metrics.js';
 
 export type { MetricsSnapshot } from './metrics-merge.js';
+export { OTHER_DOMAIN, UNROUTED_DOMAIN } from './worker-metrics.js';
 
 /**
  * Which process the metrics are of: `single` serves and controls (one
@@ -117,8 +114,12 @@ export interface ProxydMetrics extends MetricsExposition {
   recordReload(ok: boolean): void;
 }
 
-/** A data-plane worker's metrics: its traffic, its pools' health, its analytics drops, its process. */
-export interface WorkerMetrics extends MetricsExposition {
+/**
+ * A data-plane worker's metrics: its traffic, its pools' health, its
+ * analytics drops, its process. No registry and no exposition of its own:
+ * the primary renders them (`src/worker-metrics.ts`, without prom-client).
+ */
+export interface WorkerMetrics {
   readonly role: 'worker';
   /** The data plane hook, as {@link ProxydMetrics.onRequest}. */
   onRequest(record: RequestRecord): void;
@@ -210,11 +211,12 @@ export interface PrimaryMetrics extends MetricsExposition {
  *   its source.
  * - Node.js process metrics (`process_*`, `nodejs_*`) from prom-client, less
  *   the three `nodejs_active_*_total` gauges (see below); the event-loop
- *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are omitted from a
- *   scrape with no delay sampled since the previous one, never `Nan`.
+ *   delay statistics (`nodejs_eventloop_lag_*_seconds`) are 0 in a scrape
+ *   with no delay sampled since the previous one, never `Nan`.
  *
  * By role: a `worker` has neither `proxyd_routes`, the certificate metrics
- * nor the reload metrics (the primary's); the `primary` has all but
+ * nor the reload metrics (the primary's), and holds its metrics as plain
+ * data without prom-client ({@link createWorkerMetrics}); the `primary` has all but
  * `proxyd_upstream_healthy`, its request families staying empty and its
  * gauges 0 (so that each family is there when no worker answers), and renders its own metrics merged with its workers'
  * ({@link mergeSnapshots}: counters and histograms summed, the domain cap
@@ -225,17 +227,17 @@ export function createMetrics(options: MetricsOptions & { role: 'worker' }): Wor
 export function createMetrics(options: MetricsOptions & { role: 'primary' }): PrimaryMetrics;
 export function createMetrics(options: MetricsOptions): ProxydMetrics | WorkerMetrics | PrimaryMetrics;
 export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | WorkerMetrics | PrimaryMetrics {
+  if (options.role === 'worker') return createWorkerMetrics(options);
   const maxDomains = options.maxDomains ?? 1000;
   const role = options.role ?? 'single';
   const servesTraffic = role !== 'primary';
-  const controls = role !== 'worker';
   const registry = new Registry();
   const requests = new RequestMetrics({ maxDomains, otherDomain: OTHER_DOMAIN });
   requests.register(registry);
   let statsSource: (() => DataPlaneStats) | null = null;
   new Gauge({
     name: 'proxyd_requests_in_flight',
-    help: 'Requests the data plane has begun and not yet answered in full.',
+    help: DATA_PLANE_HELP.proxyd_requests_in_flight,
     registers: [registry],
     collect() {
       this.set(statsSource?.().requestsInFlight ?? 0);
@@ -243,7 +245,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   });
   new Gauge({
     name: 'proxyd_open_connections',
-    help: "Client connections open on the data plane's listeners (HTTP, HTTPS, WebSocket).",
+    help: DATA_PLANE_HELP.proxyd_open_connections,
     registers: [registry],
     collect() {
       this.set(statsSource?.().openConnections ?? 0);
@@ -253,17 +255,17 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     name: 'proxyd_config_reloads_total',
     help: 'Proxyfile reloads (admin POST /reload, SIGHUP), by result: success, failure (the running config kept).',
     labelNames: ['result'] as const,
-    registers: controls ? [registry] : [],
+    registers: [registry],
   });
   const lastReloadOk = new Gauge({
     name: 'proxyd_config_last_reload_successful',
     help: 'Whether the last Proxyfile reload succeeded (1) or failed (0); 1 from the start.',
-    registers: controls ? [registry] : [],
+    registers: [registry],
   });
   const lastReloadAt = new Gauge({
     name: 'proxyd_config_last_reload_success_timestamp_seconds',
     help: 'When the running config was last loaded successfully (at start, then each successful reload), Unix seconds.',
-    registers: controls ? [registry] : [],
+    registers: [registry],
   });
   reloads.labels('success').inc(0);
   reloads.labels('failure').inc(0);
@@ -273,12 +275,12 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     name: 'proxyd_routes',
     help: 'Routes in the published route table, by origin.',
     labelNames: ['origin'] as const,
-    registers: controls ? [registry] : [],
+    registers: [registry],
   });
   let healthSource: (() => Iterable<UpstreamHealth>) | null = null;
   new Gauge({
     name: 'proxyd_upstream_healthy',
-    help: 'Whether an upstream is in rotation (1) or out after failed health checks (0).',
+    help: DATA_PLANE_HELP.proxyd_upstream_healthy,
     labelNames: ['upstream'] as const,
     registers: servesTraffic ? [registry] : [],
     collect() {
@@ -295,7 +297,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   let droppedSource: (() => number) | null = null;
   new Counter({
     name: 'proxyd_analytics_dropped_requests_total',
-    help: 'Requests not counted by analytics because its domain cap was reached.',
+    help: DATA_PLANE_HELP.proxyd_analytics_dropped_requests_total,
     registers: [registry],
     collect() {
       this.reset();
@@ -308,7 +310,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     name: 'proxyd_certificate_not_after_seconds',
     help: "Expiry (notAfter) of each managed name's current certificate, Unix seconds.",
     labelNames: ['name', 'issuer'] as const,
-    registers: controls ? [registry] : [],
+    registers: [registry],
     collect() {
       this.reset();
       if (!certificateSource) return;
@@ -324,7 +326,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     name: 'proxyd_storage_reachable',
     help: 'Whether the shared storage (storage redis: certificates, API routes) answers: 1 yes, 0 no; no series without it.',
     labelNames: ['backend'] as const,
-    registers: controls ? [registry] : [],
+    registers: [registry],
     collect() {
       this.reset();
       const storage = storageSource?.();
@@ -335,7 +337,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
     name: 'proxyd_acme_orders_total',
     help: 'ACME orders placed since start, by result: valid (issued), invalid (refused by the CA), error (network, TLS, timeout).',
     labelNames: ['result'] as const,
-    registers: controls ? [registry] : [],
+    registers: [registry],
     collect() {
       this.reset();
       if (!certificateSource) return;
@@ -346,7 +348,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   const cacheSources = new Map<CertificateCacheKind, () => CertificateCacheStatsSource>();
   new Counter({
     name: 'proxyd_certificate_cache_requests_total',
-    help: 'Certificate cache lookups at handshakes, by cache (control, worker) and result (hit, miss).',
+    help: DATA_PLANE_HELP.proxyd_certificate_cache_requests_total,
     labelNames: ['cache', 'result'] as const,
     registers: [registry],
     collect() {
@@ -360,7 +362,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   });
   new Counter({
     name: 'proxyd_certificate_cache_evictions_total',
-    help: 'Certificates evicted from a full certificate cache (least recently used), by cache.',
+    help: DATA_PLANE_HELP.proxyd_certificate_cache_evictions_total,
     labelNames: ['cache'] as const,
     registers: [registry],
     collect() {
@@ -370,7 +372,7 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   });
   new Gauge({
     name: 'proxyd_certificate_cache_entries',
-    help: 'Certificates held in a certificate cache now, by cache.',
+    help: DATA_PLANE_HELP.proxyd_certificate_cache_entries,
     labelNames: ['cache'] as const,
     registers: [registry],
     collect() {
@@ -422,19 +424,6 @@ export function createMetrics(options: MetricsOptions = {}): ProxydMetrics | Wor
   };
   const render = () => registry.metrics();
 
-  if (role === 'worker') {
-    return {
-      role,
-      registry,
-      onRequest,
-      setUpstreamHealthSource,
-      setAnalyticsDroppedSource,
-      setDataPlaneStatsSource,
-      setCertificateCacheSource,
-      snapshot: async () => toSnapshot(await registry.getMetricsAsJSON()),
-      render,
-    };
-  }
   if (role === 'primary') {
     let workerSource: () => Promise<readonly MetricsSnapshot[]> = async () => [];
     const domains = new DomainCap({ maxDomains, otherDomain: OTHER_DOMAIN });

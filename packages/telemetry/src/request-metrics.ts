@@ -240,9 +240,35 @@ export class RequestMetrics {
     return row;
   }
 
+  /** Every family as plain data now (a worker's snapshot: no registry). */
+  snapshot(): ExposedMetric[] {
+    return this.#families().map(([name, type, help, values]) => ({
+      name,
+      help,
+      type,
+      aggregator: 'sum',
+      values: values(),
+    }));
+  }
+
   /** Registers every series in `registry`. */
   register(registry: Registry): void {
-    const families: [name: string, type: ExposedMetric['type'], help: string, values: () => Sample[]][] = [
+    for (const [name, type, help, values] of this.#families()) {
+      const metric = {
+        name,
+        help,
+        type,
+        aggregator: 'sum' as const,
+        get: async (): Promise<ExposedMetric> => ({ name, help, type, aggregator: 'sum', values: values() }),
+      };
+      // The registry accepts any object with a name and get(); its typings ask for a full Metric.
+      registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+    }
+  }
+
+  /** Each family: name, type, help, and its samples read now. */
+  #families(): [name: string, type: ExposedMetric['type'], help: string, values: () => Sample[]][] {
+    return [
       [
         'proxyd_requests_total',
         'counter',
@@ -295,17 +321,6 @@ export class RequestMetrics {
           ],
       ),
     ];
-    for (const [name, type, help, values] of families) {
-      const metric = {
-        name,
-        help,
-        type,
-        aggregator: 'sum' as const,
-        get: async (): Promise<ExposedMetric> => ({ name, help, type, aggregator: 'sum', values: values() }),
-      };
-      // The registry accepts any object with a name and get(); its typings ask for a full Metric.
-      registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
-    }
   }
 
   #requestValues(): Sample[] {

@@ -25,15 +25,15 @@ import {
   type SharedCacheLink,
   type SharedEntryData,
 } from '@proxyd/proxy-core';
+import type { ProxydMetrics, WorkerMetrics } from '@proxyd/telemetry';
+// The worker's entry: a data-plane worker loads no prom-client (issue 32).
 import {
   createAccessLog,
   type Logging,
   type MetricsSnapshot,
-  type ProxydMetrics,
   type SiteLogBatch,
   SiteLogRecorder,
-  type WorkerMetrics,
-} from '@proxyd/telemetry';
+} from '@proxyd/telemetry/worker';
 
 /** What a proxyd node's telemetry answers carry (the contract leaves them to the daemon). */
 export interface ProxydTelemetry {

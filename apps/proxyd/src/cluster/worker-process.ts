@@ -1,6 +1,6 @@
 import { flushCompileCache } from 'node:module';
 import { decodeRouteUpdate, serveNodeOverIpc, ToPrimary, type WorkerInit, type WorkerReady } from '@proxyd/cluster';
-import { createLogging, createMetrics } from '@proxyd/telemetry';
+import { createLogging, createWorkerMetrics } from '@proxyd/telemetry/worker';
 import { releaseStartupMemory, tuneHeapForStreaming } from '../heap-tuning.js';
 import { startLocalNode } from './local-node.js';
 
@@ -26,7 +26,7 @@ serveNodeOverIpc<WorkerInit>({
       config: init.config,
       table: decodeRouteUpdate(init.table),
       logging,
-      ...(init.metrics ? { metrics: createMetrics({ role: 'worker' }) } : {}),
+      ...(init.metrics ? { metrics: createWorkerMetrics() } : {}),
       stateDir: init.stateDir,
       rollups: init.rollups,
       visitorSalt: init.visitorSalt,

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { schemaCompilersLoaded } from './lazy-compilers.js';
+import { AUTH, testApp } from './memory-ports.test-helpers.js';
+
+// Issue 32: the admin app loads ajv and fast-json-stringify at its first
+// request and compiles each route's schemas at their first use. This file's
+// modules are its own (Vitest isolates files), so its first request is the
+// process's first.
+
+describe('schema compilers on first use (issue 32)', () => {
+  it('loads none at start, and both with the first request', async () => {
+    const { app } = testApp();
+    await app.ready();
+    expect(schemaCompilersLoaded()).toBe(false);
+    // A bad URL is answered before the hooks, by Fastify's default serializer: it needs neither.
+    const bad = await app.inject({ method: 'GET', url: '/routes/%E0%A4%A', headers: AUTH });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toEqual({ error: 'invalid URL: malformed percent-encoding in the path' });
+    const first = await app.inject({ method: 'GET', url: '/routes', headers: AUTH });
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toEqual([]);
+    expect(schemaCompilersLoaded()).toBe(true);
+    await app.close();
+  });
+
+  it('validates and serializes with the compilers it loaded: refusals and answers as before', async () => {
+    const { app } = testApp();
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/routes',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      payload: { domain: 'a.example', upstream: '127.0.0.1:3000', tls: false, extra: 1 },
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toHaveProperty('error');
+    const created = await app.inject({
+      method: 'POST',
+      url: '/routes',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      payload: { domain: 'a.example', upstream: '127.0.0.1:3000', tls: false },
+    });
+    expect(created.statusCode).toBe(201);
+    const listed = await app.inject({ method: 'GET', url: '/routes', headers: AUTH });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json()).toEqual([expect.objectContaining({ domain: 'a.example', upstream: '127.0.0.1:3000' })]);
+    await app.close();
+  });
+});
