@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { RequestEvent, type RequestRecord } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import { createMetrics, type ProxydMetrics } from './metrics.js';
@@ -125,6 +127,10 @@ describe('a worker’s metrics without prom-client (issue 32)', () => {
     while (Date.now() < end) {} // busy: CPU time, and a delayed event loop
     const garbage: unknown[] = [];
     for (let i = 0; i < 200_000; i++) garbage.push({ i });
+    // A collection for certain: unit test files share one process (isolate: false), whose young generation may
+    // hold those objects without one. V8's own gc(), reached the documented way for a process without --expose-gc.
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
     await new Promise((resolve) => setTimeout(resolve, 30));
     const snapshot = await worker.snapshot();
     const value = (name: string) => snapshot.find((m) => m.name === name)?.values[0]?.value ?? Number.NaN;
