@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type net from 'node:net';
@@ -56,6 +57,21 @@ export async function startUpstream(
 const READY_WITHIN_MS = 60_000;
 /** How long `stop()` waits after SIGTERM before SIGKILL (ms): a drain with workers under load takes seconds. */
 const STOP_DEADLINE_MS = 20_000;
+
+/** util-linux's setpriv (Debian: essential), which sets a parent-death signal and execs the command. */
+const SETPRIV = '/usr/bin/setpriv';
+
+/**
+ * `command` run with SIGTERM as its parent-death signal, where setpriv exists: a daemon whose test process
+ * ends without stopping it (vitest SIGTERMs a test file's process after a hook timed out while a start was
+ * still in flight) stops instead of serving on, orphaned, beside the next runs. setpriv execs the command:
+ * the child's pid is the daemon's.
+ */
+function orphanGuard(command: { file: string; args: string[] }): { file: string; args: string[] } {
+  return existsSync(SETPRIV)
+    ? { file: SETPRIV, args: ['--pdeathsig', 'TERM', command.file, ...command.args] }
+    : command;
+}
 
 /** A proxyd child process started by {@link startProxyd}. */
 export interface RunningProxyd {
@@ -152,10 +168,11 @@ async function startOnce(options: StartOptions): Promise<RunningProxyd> {
   const configArgs = viaEnv ? [] : ['--config', configPath];
   const daemon = proxydCommand(['run', ...configArgs, ...isolation, ...args]);
   // `ip netns exec` execs the daemon in place: the child's pid is the daemon's.
-  const command =
+  const inner =
     options.netns === undefined
       ? daemon
       : { file: 'ip', args: ['netns', 'exec', options.netns.name, daemon.file, ...daemon.args] };
+  const command = orphanGuard(inner);
   const child = spawn(command.file, command.args, {
     env: { ...process.env, ...options.env, ...(viaEnv ? { PROXY_CONFIG: configPath } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
