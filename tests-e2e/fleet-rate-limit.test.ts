@@ -57,9 +57,17 @@ describe('issue 31: rate_limit across two nodes on Redis (built daemons)', () =>
         sites: SITE,
         env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
       });
-    fleet.push(...(await Promise.all([0, 1].map(() => start('\t\trate_limit_scope fleet\n', 'fleet')))));
-    apart.push(...(await Promise.all([0, 1].map(() => start('', 'apart')))));
-  }, 60_000);
+    // All four at once: each start has startProxyd's own bound (60 s), which a start beside a CPU hog can
+    // use up; the hook has the config's 120 s.
+    const [f0, f1, a0, a1] = await Promise.all([
+      start('\t\trate_limit_scope fleet\n', 'fleet'),
+      start('\t\trate_limit_scope fleet\n', 'fleet'),
+      start('', 'apart'),
+      start('', 'apart'),
+    ]);
+    fleet.push(f0, f1);
+    apart.push(a0, a1);
+  });
   afterAll(async () => {
     await Promise.all([...fleet, ...apart].map((node) => node.stop()));
     await redis?.stop();
