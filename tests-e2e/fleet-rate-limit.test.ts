@@ -57,8 +57,7 @@ describe('issue 31: rate_limit across two nodes on Redis (built daemons)', () =>
         sites: SITE,
         env: { PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
       });
-    // All four at once: each start has startProxyd's own bound (60 s), which a start beside a CPU hog can
-    // use up; the hook has the config's 120 s.
+    // All four at once, under the config's hook bound: one after the other, a CPU hog's slowness adds up.
     const [f0, f1, a0, a1] = await Promise.all([
       start('\t\trate_limit_scope fleet\n', 'fleet'),
       start('\t\trate_limit_scope fleet\n', 'fleet'),
