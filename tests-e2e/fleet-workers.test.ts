@@ -237,13 +237,13 @@ describe('issue 31: fleet history and fleet rate limits with two workers per nod
         const address = `127.0.0.${20 + round}`;
         const [a0, a1, b0, b1] = (await pinAll(address)) as [Pinned, Pinned, Pinned, Pinned];
         const field = `${LIMIT} limited.localhost ${address}`;
-        // The fleet's count of this client in window `w`, as Redis holds it, reaches `n`.
+        // Whether the fleet's count of this client in window `w`, as Redis holds it, reached `n` while `w` lasted.
         const fleetCount = async (w: number, n: number) => {
-          const deadline = Date.now() + 20_000;
           while (Number((await reader.hget(`${PREFIX}:ratelimit:${w}`, field)) ?? 0) < n) {
-            if (Date.now() > deadline) throw new Error(`the fleet's count never reached ${n}`);
+            if (Math.floor(Date.now() / 1000) > w) return false;
             await new Promise((resolve) => setTimeout(resolve, 5));
           }
+          return true;
         };
         await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000)));
         const w = Math.floor(Date.now() / 1000);
@@ -254,20 +254,25 @@ describe('issue 31: fleet history and fleet rate limits with two workers per nod
             if (res.status === 429) expect(res.headers['retry-after']).toBe('1');
           }
         };
-        // Node A's two workers, one request each; once A synced them, node B's two.
+        // Node A's two workers, one request each; once A synced them, node B's two; once B synced its two
+        // and read the fleet's four, the next request on either worker of B is over the limit.
         await limited([a0, a1]);
-        await fleetCount(w, 2);
-        await limited([b0, b1]);
-        // B synced its two and read the fleet's four: the next request is over the limit on either worker of B.
-        await fleetCount(w, 4);
-        await limited([b0]);
-        await limited([b1]);
-        const fit = Math.floor(Date.now() / 1000) === w;
+        let fit = await fleetCount(w, 2);
+        if (fit) {
+          await limited([b0, b1]);
+          fit = await fleetCount(w, 4);
+        }
+        if (fit) {
+          await limited([b0]);
+          await limited([b1]);
+          fit = Math.floor(Date.now() / 1000) === w;
+        }
         outcomes.push(`${address}: ${statuses.join(' ')}${fit ? '' : ' (past its window)'}`);
-        // Four admissions whatever the window: the limit is never below the fleet's count.
-        expect(statuses.slice(0, 4), outcomes.join('; ')).toEqual([200, 200, 200, 200]);
+        // The first four are admitted whatever the window: the limit is never below the fleet's count.
+        expect(statuses.slice(0, 4), outcomes.join('; ')).toEqual(statuses.slice(0, 4).map(() => 200));
         if (!fit) continue;
-        expect(statuses.slice(4), outcomes.join('; ')).toEqual([429, 429]);
+        expect(statuses, outcomes.join('; ')).toEqual([200, 200, 200, 200, 429, 429]);
+        console.info(`fleet rate limit with workers: ${outcomes.join('; ')}`);
         return;
       }
       throw new Error(`no round fit one second: ${outcomes.join('; ')}`);
