@@ -471,7 +471,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
     );
     await fleet.start();
     await followers(primary, 3);
-  }, 90_000);
+  });
 
   afterAll(async () => {
     await fleet?.stop();
