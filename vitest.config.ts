@@ -44,7 +44,9 @@ export default defineConfig({
           name: 'e2e',
           include: ['tests-e2e/**/*.test.ts'],
           testTimeout: 120_000,
-          hookTimeout: 120_000,
+          // Hooks start daemons: startProxyd bounds a start by the CPU it uses (30 s), then by 300 s of wall
+          // time, which a start of several daemons at nice 19 beside a CPU hog can come near.
+          hookTimeout: 300_000,
           fileParallelism: false,
         },
       },

@@ -41,7 +41,7 @@ describe('issue 31: fleet-wide history over Redis (two built daemons)', () => {
         ),
       )),
     );
-  }, 60_000);
+  });
   afterAll(async () => {
     await Promise.all(nodes.map((node) => node.stop()));
     await upstream?.close();

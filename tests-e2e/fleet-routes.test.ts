@@ -226,7 +226,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     // Node A's own Proxyfile serves local.test: its precedence holds on A only.
     await fleet.start({ a: 'local.test {\n\trespond "node A\'s own"\n}\n' });
     await followers(redis, 3);
-  }, 90_000);
+  });
 
   const leftovers: string[] = [];
   /** The route_hash the ctrl snapshot answered (first test). */
@@ -471,7 +471,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
     );
     await fleet.start();
     await followers(primary, 3);
-  }, 90_000);
+  });
 
   afterAll(async () => {
     await fleet?.stop();

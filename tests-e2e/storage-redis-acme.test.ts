@@ -121,7 +121,7 @@ describe('issue 31: three nodes on one Redis, one ACME CA', () => {
     await pebble.start();
     rootFile = path.join(work, 'pebble-root.pem');
     await writeFile(rootFile, await pebble.rootPem());
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await Promise.all([...nodes.values()].map((n) => n.stop()));
@@ -238,7 +238,7 @@ describe('issue 31: TLS-ALPN-01 answered by a node that placed no order', () => 
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'proxyd-e2e-fleet-alpn-'));
     redis = await startRedis({ address: network.hostAddress });
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await Promise.all(running.map((n) => n.stop()));

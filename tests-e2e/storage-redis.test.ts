@@ -38,7 +38,7 @@ describe('issue 31: two nodes on one Redis storage', () => {
         ),
       )),
     );
-  }, 60_000);
+  });
   afterAll(async () => {
     await Promise.all(nodes.map((node) => node.stop()));
     await redis?.stop();

@@ -83,8 +83,17 @@ async function proxyWith(fastPath: boolean, upPort: number) {
   return { server, port, records };
 }
 
-/** Sends `bytes` on a TLS connection with these ALPN protocols; everything the server writes until it closes. */
-function tlsExchange(port: number, alpn: string[] | undefined, bytes: string): Promise<string> {
+/**
+ * Every exchange here ends with the server closing the connection (a `Connection: close` request, HTTP/1.0, or
+ * an error): the tests read until it does, however long a busy machine takes. Longer than this is a hang.
+ */
+const CLOSE_WITHIN_MS = 20_000;
+
+/**
+ * Sends `bytes` on a TLS connection with these ALPN protocols; everything the server writes until it closes,
+ * or (`firstData`) the first bytes it writes (an h2 server's SETTINGS: it does not close an idle session).
+ */
+function tlsExchange(port: number, alpn: string[] | undefined, bytes: string, firstData = false): Promise<string> {
   return new Promise((resolve) => {
     const socket = tls.connect({
       port,
@@ -94,10 +103,11 @@ function tlsExchange(port: number, alpn: string[] | undefined, bytes: string): P
       ...(alpn === undefined ? {} : { ALPNProtocols: alpn }),
     });
     let data = '';
-    const timer = setTimeout(() => socket.destroy(), 1000);
+    const timer = setTimeout(() => socket.destroy(), CLOSE_WITHIN_MS);
     socket.on('secureConnect', () => socket.write(bytes));
     socket.on('data', (d: Buffer) => {
       data += d.toString('latin1');
+      if (firstData) socket.destroy();
     });
     socket.on('close', () => {
       clearTimeout(timer);
@@ -158,10 +168,10 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     const slow = await proxyWith(false, up.port);
     for (const [name, bytes] of REQUESTS) {
       const seenBefore = up.seen.length;
-      const a = undated(await rawExchange(fast.port, bytes, 1000));
+      const a = undated(await rawExchange(fast.port, bytes, CLOSE_WITHIN_MS));
       const upFast = up.seen.slice(seenBefore).map((s) => [s.method, s.url, s.raw]);
       const seenMid = up.seen.length;
-      const b = undated(await rawExchange(slow.port, bytes, 1000));
+      const b = undated(await rawExchange(slow.port, bytes, CLOSE_WITHIN_MS));
       const upSlow = up.seen.slice(seenMid).map((s) => [s.method, s.url, s.raw]);
       expect(a, name).toBe(b);
       expect(a.length, name).toBeGreaterThan(0);
@@ -195,7 +205,7 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
           ),
         );
       }
-      const h2 = await tlsExchange(port, ['h2'], '');
+      const h2 = await tlsExchange(port, ['h2'], '', true);
       got.push(String(h2.length > 0));
       replies.push(got);
       served.push(server.fastPathRequests);
@@ -343,7 +353,7 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
       const replies: string[] = [];
       for (const fastPath of [true, false]) {
         const { port: p, server } = await siteProxy([site('f.test', [port])], { fastPath, idleTimeoutMs: 200 });
-        replies.push(undated(await rawExchange(p, 'GET / HTTP/1.1\r\nHost: f.test\r\n\r\n', 1500)));
+        replies.push(undated(await rawExchange(p, 'GET / HTTP/1.1\r\nHost: f.test\r\n\r\n', CLOSE_WITHIN_MS)));
         if (fastPath) expect(server.fastPathRequests).toBe(1);
         // Passive health: a member that refused the connection leaves the rotation.
         if (status === 502) expect([...server.forwarder.upstreamHealth()][0]?.healthy).toBe(false);
