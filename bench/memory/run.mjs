@@ -15,12 +15,12 @@
 // PSS and USS (Private_Clean + Private_Dirty) from /proc/<pid>/smaps_rollup;
 // proxyd's processes are told apart by their log lines (primary, each
 // serving worker, the spare when there is one).
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchSession } from '../lib/session.mjs';
+import { benchSession, treePids } from '../lib/session.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // PROXYD_MAIN: another build of the daemon, e.g. the npm package's bundle (dist/npm/dist/main.js).
@@ -49,34 +49,10 @@ function smaps(pid) {
   }
 }
 
-/** The pid and its live descendants (by ppid in /proc/<pid>/stat). */
-function tree(pid) {
-  const byParent = new Map();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const s = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      if (f[0] === 'Z') continue;
-      const list = byParent.get(Number(f[1])) ?? [];
-      list.push(Number(e));
-      byParent.set(Number(f[1]), list);
-    } catch {}
-  }
-  const out = [];
-  const stack = [pid];
-  while (stack.length > 0) {
-    const p = stack.pop();
-    out.push(p);
-    stack.push(...(byParent.get(p) ?? []));
-  }
-  return out;
-}
-
 /** CPU seconds (user + system) used so far by each live process of the tree. */
 function treeCpu(pid) {
   const m = new Map();
-  for (const p of tree(pid)) {
+  for (const p of treePids(pid)) {
     try {
       const s = readFileSync(`/proc/${p}/stat`, 'utf8');
       const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
@@ -89,7 +65,7 @@ function treeCpu(pid) {
 /** Every process of the target's tree with its role and memory. */
 function reading(target) {
   const procs = [];
-  for (const pid of tree(target.child.pid)) {
+  for (const pid of treePids(target.child.pid)) {
     const m = smaps(pid);
     if (m === null) continue;
     const role = pid === target.child.pid ? 'root' : (target.roles.get(pid) ?? 'spare');
