@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defaultReverseProxy, emptySite, type RouteSpec, type Site } from '@proxyd/model';
 import { afterEach, onTestFinished } from 'vitest';
 import { ProxyServer, type ProxyServerOptions } from './data-plane/proxy-server.js';
+import type { RequestRecord } from './hooks.js';
 import type { PasswordVerifier } from './middleware/basic-auth.js';
 import { createSiteCompiler, type SiteDeps } from './site-handler.js';
 
@@ -263,3 +264,9 @@ export function heldVerifier(): HeldVerifier {
     },
   };
 }
+
+/** A raw response with its Date line blanked (the one thing that differs between two runs of a request). */
+export const undated = (raw: string) => raw.replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
+
+/** What a request record says, without its clock readings. */
+export const stableRecord = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { ListenerLimits } from '../connection-limits.js';
 import { REQUEST_BUFFER_BYTES, requestBytesBuffered } from '../forward/exchange.js';
 import type { RequestRecord } from '../hooks.js';
-import { onCleanup, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+import { onCleanup, site, siteProxy, stableRecord, undated, until, upstream, wait } from '../loopback.test-helpers.js';
 
 /** An upstream that answers with what it got: method, framing, body size and digest. */
 async function echo() {
@@ -77,9 +77,6 @@ function exchange(port: number, pieces: (string | Buffer)[], gapMs = 0, ms = 150
     socket.on('error', () => {});
   });
 }
-
-const undated = (raw: string) => raw.replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
-const stable = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });
 
 const JSON_BODY = JSON.stringify({ user: 'ada', items: Array.from({ length: 40 }, (_, i) => ({ id: i, n: 'x' })) });
 const BIG = Buffer.alloc(3 * REQUEST_BUFFER_BYTES + 17, 'z');
@@ -234,7 +231,7 @@ describe('issue 32: the fast path serves bodies, HTTP/1.0 and split heads as nod
       expect(fast.server.fastPathRequests > servedBefore, name).toBe(served);
     }
     await until(() => fast.records.length === slow.records.length && slow.records.length >= 20);
-    expect(fast.records.map(stable)).toEqual(slow.records.map(stable));
+    expect(fast.records.map(stableRecord)).toEqual(slow.records.map(stableRecord));
     expect(slow.server.fastPathRequests).toBe(0);
     await until(() => requestBytesBuffered() === 0);
   });

@@ -9,7 +9,17 @@ import tls from 'node:tls';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../hooks.js';
-import { rawExchange, selfSigned, site, siteProxy, until, upstream, wait } from '../loopback.test-helpers.js';
+import {
+  rawExchange,
+  selfSigned,
+  site,
+  siteProxy,
+  stableRecord,
+  undated,
+  until,
+  upstream,
+  wait,
+} from '../loopback.test-helpers.js';
 import { MemoryCertificateStore } from '../tls/certificate-store.js';
 import { fastPathEnabled } from './fast-path.js';
 
@@ -117,12 +127,6 @@ function tlsExchange(port: number, alpn: string[] | undefined, bytes: string, fi
   });
 }
 
-/** A response with its Date line blanked (the one thing that differs between two runs). */
-const undated = (raw: string) => raw.replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
-
-/** What a record says, without its clock readings. */
-const stable = (r: RequestRecord) => ({ ...r, durationMs: 0, startedAt: 0 });
-
 const REQUESTS: [string, string][] = [
   [
     'keep-alive GET, two requests pipelined, spoofed and odd headers',
@@ -178,7 +182,7 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
       expect(upFast, name).toEqual(upSlow);
     }
     await until(() => fast.records.length === slow.records.length && slow.records.length >= REQUESTS.length);
-    expect(fast.records.map(stable)).toEqual(slow.records.map(stable));
+    expect(fast.records.map(stableRecord)).toEqual(slow.records.map(stableRecord));
     expect(fast.server.fastPathRequests).toBeGreaterThanOrEqual(10);
     expect(slow.server.fastPathRequests).toBe(0);
   });
