@@ -24,6 +24,7 @@ import net from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../lib/session.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PROXYD = path.join(root, 'apps/proxyd/dist/main.js');
@@ -447,7 +448,6 @@ writeFileSync(
   clusterFile,
   `import cluster from 'node:cluster';
 import http from 'node:http';
-import { freePort } from '../lib/session.mjs';
 if (cluster.isPrimary) {
   let stopping = false;
   for (let i = 0; i < ${CORES}; i++) cluster.fork();
