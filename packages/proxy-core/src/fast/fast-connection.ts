@@ -28,6 +28,11 @@ const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Methods Node's ClientRequest sends without framing when they have no body (the others: an empty chunked body). */
 const NO_BODY_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const CONTINUE_HEAD = 'HTTP/1.1 100 Continue\r\n\r\n';
+/**
+ * Body chunks up to this size are copied before a write that would keep them queued (a TLS socket's, a
+ * corked one's): the copy is cheaper than the new 128 KiB read buffer the upstream would take otherwise.
+ */
+const COPY_BYTES = 16 * 1024;
 /** What `BodyWatch` answers a body that stalled or trickled (`connection-limits.ts`). */
 const BODY_TIMEOUT = 'request timeout\n';
 
@@ -57,6 +62,8 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #secure: boolean;
   /** A chunk went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
+  /** Bytes of the upstream's read buffer went to the socket uncopied since the last {@link holds}. */
+  #shared = false;
   #busy = false;
   /** The bytes of a head that came in several reads, from its first byte (handed over whole if need be). */
   #partial: Buffer | null = null;
@@ -369,14 +376,20 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       this.#held = true;
       return this.#transform.write(chunk) || true;
     }
+    // A TLS socket finishes its writes after they return: the chunk would stay queued.
+    if (!this.#encoding && chunk.length <= COPY_BYTES && (this.#secure || this.socket.writableCorked > 0)) {
+      return this.#res.write(Buffer.from(chunk));
+    }
+    this.#shared = true;
     return this.#write(chunk);
   }
 
   holds(): boolean {
-    const held = this.#held;
-    this.#held = false;
     // A write the kernel did not take at once is queued with the chunk itself.
-    return held || this.socket.writableLength > 0;
+    const held = this.#held || (this.#shared && this.socket.writableLength > 0);
+    this.#held = false;
+    this.#shared = false;
+    return held;
   }
 
   end(): void {

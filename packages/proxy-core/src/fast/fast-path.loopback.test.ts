@@ -219,6 +219,26 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     expect(served).toEqual([4, 0]);
   });
 
+  it('answers small bodies on TLS without a new upstream read buffer per response', async () => {
+    const up = await origin();
+    const store = new MemoryCertificateStore();
+    const files = selfSigned(['f.test']);
+    store.set('f.test', { cert: readFileSync(files.cert), key: readFileSync(files.key) });
+    const { server } = await siteProxy([site('f.test', [up.port])], { certificates: store });
+    const { port } = await server.listenHttps(0);
+    const n = 30;
+    const requests = Array.from({ length: n }, (_, i) => `GET /s${i} HTTP/1.1\r\nHost: f.test\r\n`);
+    const reply = await tlsExchange(port, ['http/1.1'], `${requests.join('\r\n')}Connection: close\r\n\r\n`);
+    // Each 9-byte body, in order: a chunk copied before the TLS socket queued it, not a slice of a replaced buffer.
+    const bodies = reply.match(/path \/s\d+/g);
+    expect(bodies).toEqual(Array.from({ length: n }, (_, i) => `path /s${i}`));
+    expect(server.fastPathRequests).toBe(n);
+    // A TLS socket finishes its writes after they return: without the copy, each response took a new 128 KiB.
+    const { readBuffers } = server.forwarder.fastUpstreams;
+    expect(readBuffers).toBeGreaterThanOrEqual(1);
+    expect(readBuffers).toBeLessThanOrEqual(2);
+  });
+
   it('fills header_up placeholders as node:http does, on the fast path', async () => {
     const up = await origin();
     const heads: unknown[] = [];

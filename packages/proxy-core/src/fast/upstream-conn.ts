@@ -30,6 +30,8 @@ export class FastUpstreams {
   readonly idle = new WeakMap<PoolMember, UpstreamConn[]>();
   /** Every open connection (for close and the socket count). */
   readonly open = new Set<UpstreamConn>();
+  /** Read buffers ({@link READ_BYTES} each) allocated so far: one per connection, and one per read a client held. */
+  readBuffers = 0;
 
   constructor(
     readonly connectMs: number,
@@ -110,7 +112,7 @@ export class UpstreamConn extends Parser {
   readonly #idleMs: number;
   readonly #owner: FastUpstreams;
   /** Where reads land, reused while nothing holds on to what the last read put there. */
-  #buf = Buffer.allocUnsafe(READ_BYTES);
+  #buf: Buffer;
 
   constructor(owner: FastUpstreams, member: PoolMember) {
     super(RESPONSE);
@@ -119,6 +121,8 @@ export class UpstreamConn extends Parser {
     this.#member = member;
     this.#idleMs = idleMs;
     this.pooledMs = idleMs;
+    this.#buf = Buffer.allocUnsafe(READ_BYTES);
+    owner.readBuffers++;
     const socket = net.connect({
       host: member.address.host,
       port: member.address.port,
@@ -153,7 +157,10 @@ export class UpstreamConn extends Parser {
     const c = this.client;
     this.feed(buf.subarray(0, n));
     // The client still holds bytes of this buffer: the next read takes a new one (`onread.buffer` is asked after each read).
-    if (c?.holds() === true) this.#buf = Buffer.allocUnsafe(READ_BYTES);
+    if (c?.holds() === true) {
+      this.#buf = Buffer.allocUnsafe(READ_BYTES);
+      this.#owner.readBuffers++;
+    }
     // `feed` pauses the socket itself when the client is full.
     return true;
   }
