@@ -33,6 +33,12 @@ const CONTINUE_HEAD = 'HTTP/1.1 100 Continue\r\n\r\n';
  * corked one's): the copy is cheaper than the new 128 KiB read buffer the upstream would take otherwise.
  */
 const COPY_BYTES = 16 * 1024;
+/**
+ * A chunk a rewrite or a transform keeps is copied up to this size: below it the copy costs less than the new
+ * 128 KiB read buffer the upstream would take (measured: 1 KiB 3.5 against 13 µs, 16 KiB 11 against 19 µs, even
+ * at 64 KiB, 48 against 38 µs at 128 KiB), and it holds the chunk's bytes rather than 128 KiB.
+ */
+const KEEP_COPY_BYTES = 64 * 1024;
 /** What `BodyWatch` answers a body that stalled or trickled (`connection-limits.ts`). */
 const BODY_TIMEOUT = 'request timeout\n';
 
@@ -60,7 +66,7 @@ const BODY_TIMEOUT = 'request timeout\n';
 export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #path: FastPath;
   readonly #secure: boolean;
-  /** A chunk went to a rewrite or a transform since {@link holds} last asked. */
+  /** A chunk (uncopied: over {@link KEEP_COPY_BYTES}) went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
   /** Bytes of the upstream's read buffer went to the socket uncopied since the last {@link holds}. */
   #shared = false;
@@ -367,14 +373,16 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   }
 
   data(chunk: Buffer): boolean {
-    if (this.#whole !== null) {
-      this.#held = true;
-      this.#whole.chunks.push(chunk);
-      return true;
-    }
-    if (this.#transform !== null) {
-      this.#held = true;
-      return this.#transform.write(chunk) || true;
+    if (this.#whole !== null || this.#transform !== null) {
+      // What is kept past this read: a copy, so the upstream reads on into the same buffer.
+      let kept = chunk;
+      if (chunk.length <= KEEP_COPY_BYTES) kept = Buffer.from(chunk);
+      else this.#held = true;
+      if (this.#whole !== null) {
+        this.#whole.chunks.push(kept);
+        return true;
+      }
+      return (this.#transform as Transform).write(kept) || true;
     }
     // A TLS socket finishes its writes after they return: the chunk would stay queued.
     if (!this.#encoding && chunk.length <= COPY_BYTES && (this.#secure || this.socket.writableCorked > 0)) {

@@ -239,6 +239,25 @@ describe('issue 32: the HTTP/1.1 fast path', () => {
     expect(readBuffers).toBeLessThanOrEqual(2);
   });
 
+  it('keeps no upstream read buffer for the chunks a rewrite or a transform holds', async () => {
+    const up = await origin();
+    const { server, port } = await proxyWith(true, up.port);
+    const n = 20;
+    // Pipelined: /page is rewritten whole (27 bytes), /stream goes through the transform (two chunks).
+    const requests = Array.from(
+      { length: n },
+      (_, i) => `GET ${i % 2 === 0 ? '/page' : '/stream'} HTTP/1.1\r\nHost: f.test\r\n`,
+    );
+    const reply = await rawExchange(port, `${requests.join('\r\n')}Connection: close\r\n\r\n`, CLOSE_WITHIN_MS);
+    expect(reply.match(/<!--injected-->/g)).toHaveLength(n / 2);
+    expect(reply.match(/<P>STREAMED<\/P>/g)).toHaveLength(n / 2);
+    expect(server.fastPathRequests).toBe(n);
+    // Each chunk kept is a copy: without it, every read a rewrite or transform held took a new 128 KiB buffer.
+    const { readBuffers } = server.forwarder.fastUpstreams;
+    expect(readBuffers).toBeGreaterThanOrEqual(1);
+    expect(readBuffers).toBeLessThanOrEqual(2);
+  });
+
   it('fills header_up placeholders as node:http does, on the fast path', async () => {
     const up = await origin();
     const heads: unknown[] = [];
