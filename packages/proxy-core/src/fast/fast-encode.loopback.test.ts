@@ -2,14 +2,15 @@
 // `reverse_proxy`) is served on the fast path, and its answers are the
 // node:http path's byte for byte but the Date: the same negotiation, the
 // same decisions (type, minimum length, Range, no-transform, an encoded
-// upstream body), the same head edits (Vary, weak ETag, no Content-Length)
-// and the same compressed bytes, chunk for chunk.
+// upstream body), the same head edits (Vary, weak ETag, the encoded
+// Content-Length or chunked) and the same compressed bytes, chunk for chunk.
 import net from 'node:net';
 import { Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { DataPlaneHooks, RequestRecord } from '../hooks.js';
 import { site, siteProxy, stableRecord, until, upstream } from '../loopback.test-helpers.js';
+import { WHOLE_BODY_BYTES } from '../middleware/encode.js';
 
 const JSON_BODY = JSON.stringify({ items: Array.from({ length: 60 }, (_, i) => ({ id: i, name: `item ${i}` })) });
 const HTML = `<!doctype html><html><head><title>t</title></head><body>${'<p>hello world</p>'.repeat(200)}</body></html>`;
@@ -140,8 +141,8 @@ function exchange(port: number, request: string): Promise<Buffer> {
 
 const undated = (raw: Buffer) => raw.toString('latin1').replace(/\r\ndate: [^\r]*/gi, '\r\nDate: -');
 
-/** The body of one chunked or Content-Length response (the first in `raw`), decoded, then decompressed. */
-function plainBody(raw: Buffer): { head: string; body: string } {
+/** The body of one chunked or Content-Length response (the first in `raw`): as sent (`raw`), and decoded, then decompressed. */
+function plainBody(raw: Buffer): { head: string; raw: Buffer; body: string } {
   const text = raw.toString('latin1');
   const end = text.indexOf('\r\n\r\n');
   const head = text.slice(0, end);
@@ -161,7 +162,7 @@ function plainBody(raw: Buffer): { head: string; body: string } {
   const coding = /\r\ncontent-encoding: (\S+)/i.exec(head)?.[1];
   const plain =
     coding === 'gzip' ? zlib.gunzipSync(body) : coding === 'zstd' ? zlib.zstdDecompressSync(body) : Buffer.from(body);
-  return { head, body: plain.toString('latin1') };
+  return { head, raw: body, body: plain.toString('latin1') };
 }
 
 const GET = (path: string, extra = '', version = '1.1') =>
@@ -212,14 +213,21 @@ describe('issue 32: a site with encode on the fast path', () => {
     expect(slow.server.fastPathRequests).toBe(0);
   });
 
-  it('encodes what it should: coding, Vary, weak ETag, no length', async () => {
+  it('encodes what it should: coding, Vary, weak ETag, the encoded length when compressed whole', async () => {
     const up = await origin();
     const { port } = await proxyWith(true, up.port);
     const gz = plainBody(await exchange(port, GET('/json', GZ)));
     expect(gz.head).toMatch(/\r\ncontent-encoding: gzip\r\n/i);
     expect(gz.head).toMatch(/\r\nvary: Origin, Accept-Encoding\r\n/i);
     expect(gz.head).toMatch(/\r\netag: W\/"v1"\r\n/i);
-    expect(gz.head).not.toMatch(/\r\n(content-length|accept-ranges):/i);
+    expect(gz.head).not.toMatch(/\r\n(accept-ranges|transfer-encoding):/i);
+    expect(gz.head).toMatch(new RegExp(`\\r\\ncontent-length: ${gz.raw.length}\\r\\n`, 'i'));
+    // Over WHOLE_BODY_BYTES: streamed, its length unknown until the end (here, with Connection: close, unframed).
+    const big = plainBody(await exchange(port, GET('/big', GZ)));
+    expect(BIG.length).toBeGreaterThan(WHOLE_BODY_BYTES);
+    expect(big.head).toMatch(/\r\ncontent-encoding: gzip\r\n/i);
+    expect(big.head).not.toMatch(/\r\ncontent-length:/i);
+    expect(big.body).toBe(BIG);
     expect(gz.head).toMatch(/\r\nx-site: e\r\n/i);
     const page = plainBody(await exchange(port, GET('/page-whole', GZ)));
     expect(page.head).toMatch(/\r\ncontent-encoding: gzip\r\n/i);

@@ -3,6 +3,7 @@ import type { Transform } from 'node:stream';
 import type { Encoding } from '@proxyd/model';
 import {
   compressor,
+  compressWhole,
   decideHead,
   declaredLength,
   ENCODING,
@@ -10,6 +11,10 @@ import {
   HOLDING,
   PASS,
   type ResponseEncoder,
+  setEncodedLength,
+  WHOLE,
+  WholeBody,
+  wholeLength,
 } from '../middleware/encode.js';
 import type { FastRequest } from './fast-request.js';
 
@@ -34,11 +39,12 @@ const PENDING = 0;
  * A site's `encode` step on the fast path: the node:http path's decisions
  * (`decideHead`, `editEncodedHead`, `compressor` of `middleware/encode.ts`:
  * negotiation, what is encoded, the head, holding the first
- * `minimum_length` bytes of a body of unknown length) applied to a response
- * the connection writes itself, so both paths send the same bytes. One per
- * connection, {@link start} per request; the compressor's output is written
- * as it comes (a chunk per output, as `res.write` sends it), paused while
- * the client's socket is full.
+ * `minimum_length` bytes of a body of unknown length, compressing a body
+ * of declared length up to `WHOLE_BODY_BYTES` in one call) applied to a
+ * response the connection writes itself, so both paths send the same bytes.
+ * One per connection, {@link start} per request; a streaming compressor's
+ * output is written as it comes (a chunk per output, as `res.write` sends
+ * it), paused while the client's socket is full.
  */
 export class FastEncode {
   #req: FastRequest | null = null;
@@ -48,6 +54,7 @@ export class FastEncode {
   #stream: Transform | null = null;
   #held: Buffer[] = [];
   #heldBytes = 0;
+  #whole: WholeBody | null = null;
   #status = 0;
   #headers: OutgoingHttpHeaders = {};
   readonly #out: EncodeOutput;
@@ -83,13 +90,14 @@ export class FastEncode {
 
   /** The response head: sent now, encoded or not, or held with the first bytes of a body of unknown length. */
   head(status: number, headers: OutgoingHttpHeaders): void {
-    if (this.#mode !== PENDING && this.#mode !== HOLDING) {
+    if (this.#mode !== PENDING && this.#mode !== HOLDING && this.#mode !== WHOLE) {
       this.#out.sendHead(status, headers);
       return;
     }
     // A second head while holding (the connection's 408 or 502) starts over.
     this.#held = [];
     this.#heldBytes = 0;
+    this.#whole = null;
     const req = this.#req as FastRequest;
     const decision = decideHead(null, req, this.#coding, this.#minimum, status, headers);
     if (decision === PASS) {
@@ -99,8 +107,15 @@ export class FastEncode {
     }
     this.#status = status;
     this.#headers = headers;
-    if (decision === ENCODING) this.#encode(declaredLength(null, headers));
-    else this.#mode = HOLDING;
+    if (decision !== ENCODING) {
+      this.#mode = HOLDING;
+      return;
+    }
+    const length = declaredLength(null, headers);
+    if (wholeLength(req, length)) {
+      this.#mode = WHOLE;
+      this.#whole = new WholeBody(length);
+    } else this.#encode(length);
   }
 
   /** Writes the encoded head and opens the compressor (`length`: the declared body length, or -1). */
@@ -131,6 +146,11 @@ export class FastEncode {
    */
   write(chunk: Buffer): boolean {
     if (this.#mode === PASS) return this.#out.sendBody(chunk);
+    if (this.#mode === WHOLE) {
+      // Copied into the body's own buffer.
+      if ((this.#whole as WholeBody).add(chunk)) return true;
+      this.#streamWhole();
+    }
     const own = Buffer.from(chunk);
     if (this.#mode === HOLDING) {
       this.#held.push(own);
@@ -141,6 +161,26 @@ export class FastEncode {
     const stream = this.#stream;
     if (stream === null || stream.destroyed) return false;
     return stream.write(own);
+  }
+
+  /** The whole body, compressed in one call, goes out with its encoded head and length. */
+  #sendWhole(body: Buffer): void {
+    const coding = this.#coding as Encoding;
+    const encoded = compressWhole(coding, body);
+    this.#whole = null;
+    this.#mode = PASS;
+    editEncodedHead(null, this.#headers, coding);
+    setEncodedLength(this.#headers, encoded.length);
+    this.#out.sendHead(this.#status, this.#headers);
+    this.#out.sendBody(encoded);
+  }
+
+  /** More bytes than declared: what was collected goes to a compressor, and the rest streams after it. */
+  #streamWhole(): void {
+    const bytes = (this.#whole as WholeBody).bytes;
+    this.#whole = null;
+    this.#encode(-1);
+    (this.#stream as Transform).write(bytes);
   }
 
   /** Holding reached `minimum_length`: encode from the first held byte. */
@@ -159,6 +199,10 @@ export class FastEncode {
    * compressor still flushes ({@link EncodeOutput.sendEnd} follows).
    */
   end(): boolean {
+    if (this.#mode === WHOLE) {
+      this.#sendWhole((this.#whole as WholeBody).bytes);
+      return true;
+    }
     if (this.#mode === HOLDING) {
       if (this.#heldBytes < this.#minimum) {
         const held = this.#held;
@@ -188,6 +232,7 @@ export class FastEncode {
     const stream = this.#stream;
     this.#stream = null;
     this.#held = [];
+    this.#whole = null;
     this.#mode = PENDING;
     if (stream !== null && !stream.destroyed) stream.destroy();
   }

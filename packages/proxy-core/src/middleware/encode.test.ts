@@ -5,7 +5,7 @@ import type { Encoding, Site } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { DataPlaneHooks } from '../hooks.js';
 import { site, siteProxy, upstream } from '../loopback.test-helpers.js';
-import { isCompressibleType } from './encode.js';
+import { isCompressibleType, WHOLE_BODY_BYTES } from './encode.js';
 
 interface RawReply {
   status: number;
@@ -49,13 +49,16 @@ const PAGE = `<!doctype html><html><head><title>t</title></head><body>${'<p>hell
 type Answer = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 /** An upstream answering with `answer`, behind a site with `encode` (edit: more site fields). */
-async function setup(answer: Answer, edit?: (s: Site) => void, hooks?: DataPlaneHooks) {
+async function setup(answer: Answer, edit?: (s: Site) => void, hooks?: DataPlaneHooks, fastPath?: boolean) {
   const up = await upstream(answer);
   const route = site('enc.test', [up.port], (s) => {
     s.encode = { encodings: ['zstd', 'br', 'gzip'], minimum_length: 512 };
     edit?.(s);
   });
-  const { port } = await siteProxy([route], hooks === undefined ? {} : { hooks });
+  const { port } = await siteProxy([route], {
+    ...(hooks === undefined ? {} : { hooks }),
+    ...(fastPath === undefined ? {} : { fastPath }),
+  });
   return { up, port, get: (path: string, h: http.OutgoingHttpHeaders = {}, m = 'GET') => fetchRaw(port, path, h, m) };
 }
 
@@ -74,7 +77,9 @@ describe('encode: the step with a real loopback upstream', () => {
     const r = await get('/', { 'accept-encoding': coding });
     expect(r.status).toBe(200);
     expect(r.headers['content-encoding']).toBe(coding);
-    expect(r.headers['content-length']).toBeUndefined();
+    // Compressed whole (declared length under WHOLE_BODY_BYTES): the encoded body's length, not chunked.
+    expect(r.headers['content-length']).toBe(String(r.body.length));
+    expect(r.headers['transfer-encoding']).toBeUndefined();
     expect(r.headers.vary).toBe('Accept-Encoding');
     expect(r.headers.etag).toBe('W/"v1"');
     expect(r.body.length).toBeLessThan(Buffer.byteLength(PAGE) / 5);
@@ -104,9 +109,47 @@ describe('encode: the step with a real loopback upstream', () => {
     const h = await get('/', { 'accept-encoding': 'br' }, 'HEAD');
     expect(h.status).toBe(200);
     expect(h.body.length).toBe(0);
-    for (const name of ['content-encoding', 'vary', 'etag', 'content-type', 'content-length'])
+    for (const name of ['content-encoding', 'vary', 'etag', 'content-type'])
       expect([name, h.headers[name]]).toEqual([name, g.headers[name]]);
+    // The encoded length is known only by compressing a body a HEAD does not have: none (RFC 9110 §8.6 allows it).
+    expect(h.headers['content-length']).toBeUndefined();
   });
+
+  // Issue 32: a stream per response cost as much as compressing a small page.
+  for (const fastPath of [true, false]) {
+    it.each<Encoding>(['zstd', 'br', 'gzip'])(
+      `%s, ${fastPath ? 'fast path' : 'node:http'}: a body of known length up to WHOLE_BODY_BYTES is sent with its encoded length, a longer one chunked`,
+      async (coding) => {
+        const text = (n: number) =>
+          Buffer.from('<p>compressible, whole or streamed</p>\n'.repeat(n / 38 + 1)).subarray(0, n);
+        const { get } = await setup(
+          (req, res) => {
+            const body = text(Number(req.url?.slice(1)));
+            res.writeHead(200, { 'content-type': 'text/html', 'content-length': body.length });
+            // In three writes: the body is collected whole before it is compressed.
+            res.write(body.subarray(0, 100));
+            res.write(body.subarray(100, 5000));
+            res.end(body.subarray(5000));
+          },
+          undefined,
+          undefined,
+          fastPath,
+        );
+        for (const n of [WHOLE_BODY_BYTES, WHOLE_BODY_BYTES + 1]) {
+          const r = await get(`/${n}`, { 'accept-encoding': coding });
+          expect(r.headers['content-encoding']).toBe(coding);
+          expect(decode(coding, r.body).equals(text(n))).toBe(true);
+          if (n === WHOLE_BODY_BYTES) {
+            expect(r.headers['content-length']).toBe(String(r.body.length));
+            expect(r.headers['transfer-encoding']).toBeUndefined();
+          } else {
+            expect(r.headers['content-length']).toBeUndefined();
+            expect(r.headers['transfer-encoding']).toBe('chunked');
+          }
+        }
+      },
+    );
+  }
 
   it('304: no body, no coding; the weak ETag the encoded page carried revalidates with Vary', async () => {
     const { get } = await setup((req, res) => {
