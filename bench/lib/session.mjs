@@ -108,6 +108,31 @@ export function cpuSeconds(pid, children = false) {
   }
 }
 
+/**
+ * Seconds each thread of `pid` has waited on a run queue so far (runnable but not running: the second field of
+ * /proc/<pid>/task/<tid>/schedstat, in ns), by thread id; empty once it is gone. A proxy that used little of
+ * its core while a thread of it waited most of the round was starved by other processes on that core, not
+ * waiting on itself (a `nice -n 19` proxy beside one busy nice-0 process gets 15/1039 of the core).
+ */
+export function runQueueSeconds(pid) {
+  const out = new Map();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        out.set(tid, Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e9);
+      } catch {}
+    }
+  } catch {}
+  return out;
+}
+
+/** The longest a thread waited on a run queue between two {@link runQueueSeconds} readings, in seconds. */
+export function longestWait(before, after) {
+  let most = 0;
+  for (const [tid, s] of after) most = Math.max(most, s - (before.get(tid) ?? 0));
+  return most;
+}
+
 /** `pid` and its live descendants (by the parent pid in /proc/<pid>/stat), `pid` first. */
 export function treePids(pid) {
   const byParent = new Map();
