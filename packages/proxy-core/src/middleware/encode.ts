@@ -537,13 +537,6 @@ function encodeEnd(this: Res, chunk?: unknown, encoding?: unknown, cb?: unknown)
       sendHeldIdentity(this, st, callback);
       return this;
     }
-    // Of unknown length but whole now: one call as well.
-    if (st.heldBytes <= WHOLE_BODY_BYTES) {
-      const held = st.held;
-      st.held = [];
-      sendWhole(this, st, held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held, st.heldBytes), callback);
-      return this;
-    }
     const held = st.held;
     st.held = [];
     startEncoding(this, st);
