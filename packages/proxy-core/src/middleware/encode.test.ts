@@ -4,8 +4,8 @@ import zlib from 'node:zlib';
 import type { Encoding, Site } from '@proxyd/model';
 import { describe, expect, it } from 'vitest';
 import type { DataPlaneHooks } from '../hooks.js';
-import { site, siteProxy, upstream } from '../loopback.test-helpers.js';
-import { isCompressibleType, WHOLE_BODY_BYTES } from './encode.js';
+import { onCleanup, site, siteProxy, upstream } from '../loopback.test-helpers.js';
+import { isCompressibleType, ResponseEncoder, WHOLE_BODY_BYTES } from './encode.js';
 
 interface RawReply {
   status: number;
@@ -316,6 +316,29 @@ describe('encode: the step with a real loopback upstream', () => {
     expect(plain.headers['content-encoding']).toBeUndefined();
     expect(plain.headers['content-length']).toBe(String(body.length));
     expect(plain.body.toString()).toBe(body);
+  });
+});
+
+describe('encode: a handler that writes more than its Content-Length', () => {
+  it('loses nothing: the collected bytes and the rest stream, chunked', async () => {
+    const encoder = new ResponseEncoder({ encodings: ['gzip'], minimum_length: 512 });
+    const body = Buffer.from('more than declared, '.repeat(100));
+    // A local handler's mistake (a proxied body is framed by its upstream): 600 declared, 2,000 written.
+    const server = http.createServer((req, res) => {
+      encoder.wrap(req, res);
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 600 });
+      res.write(body.subarray(0, 500));
+      res.write(body.subarray(500));
+      res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(() => new Promise<void>((r) => server.close(() => r())));
+    const { port } = server.address() as { port: number };
+    const r = await fetchRaw(port, '/', { 'accept-encoding': 'gzip' });
+    expect(r.headers['content-encoding']).toBe('gzip');
+    expect(r.headers['content-length']).toBeUndefined();
+    expect(r.headers['transfer-encoding']).toBe('chunked');
+    expect(decode('gzip', r.body).equals(body)).toBe(true);
   });
 });
 
