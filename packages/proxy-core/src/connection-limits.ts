@@ -288,8 +288,8 @@ export class ConnectionLimiter {
     }
     this.#open++;
     const held = new Held(key);
-    // One closure per connection (not per request).
-    socket.once('close', () => this.#release(held));
+    // One closure per connection (not per request); \`on\`, not \`once\`: 'close' comes once, and \`once\` wraps.
+    socket.on('close', () => this.#release(held));
     return held;
   }
 

@@ -19,7 +19,7 @@ import {
   type ListenerLimits,
 } from '../connection-limits.js';
 import { compileFallbackSite } from '../fallback-site.js';
-import { FastPath, fastPathEnabled } from '../fast/fast-path.js';
+import { type FastListener, FastPath, fastPathEnabled } from '../fast/fast-path.js';
 import { HttpForwarder } from '../forward/forwarder.js';
 import type { DataPlaneHooks } from '../hooks.js';
 import type { CompiledSite, Forwarder } from '../pipeline.js';
@@ -328,15 +328,19 @@ export class ProxyServer {
       // The fast path takes each connection first and gives it to node:http's own listener when it must.
       const [nodeListener] = server.listeners('connection') as ((socket: Socket) => void)[];
       server.removeAllListeners('connection');
-      const fallback = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
-      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
-      const maxHeaderSize = this.#limits.maxHeaderSize;
-      server.on('connection', (socket: Socket) => fast.accept(socket, false, maxHeaderSize, fallback, timedOut));
+      const listener: FastListener = {
+        secure: false,
+        maxHeaderSize: this.#limits.maxHeaderSize,
+        fallback: (socket) => (nodeListener as (socket: Socket) => void).call(server, socket),
+        timedOut: (socket) => server.emit('clientError', headersTimeout(), socket),
+      };
+      server.on('connection', (socket: Socket) => fast.accept(socket, listener));
     }
     const sockets = this.#httpSockets;
+    const untrack = untracker(sockets);
     server.on('connection', (socket: Duplex) => {
       sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
+      socket.on('close', untrack);
     });
     // No automatic `100 Continue`: the forwarder asks for the body only
     // after the access checks passed (a 401/429 goes out without it).
@@ -385,29 +389,36 @@ export class ProxyServer {
       sessionIdContext: SESSION_ID_CONTEXT,
     };
     const server = http2.createSecureServer(options, handler as never);
+    // One `secureConnection` listener does what this listener adds per connection (before, three did): on a
+    // TLS socket each listener costs Node a `newListener` event too, and each `once` a wrapper.
+    const [nodeListener] = server.listeners('secureConnection') as ((socket: tls.TLSSocket) => void)[];
+    server.removeAllListeners('secureConnection');
+    const toNode = nodeListener as (socket: tls.TLSSocket) => void;
     const fast = this.#fast;
-    if (fast !== null) {
-      // HTTP/1.1 (ALPN `http/1.1` or none) goes to the fast path first, which gives it to the server's own
-      // listener (node:http's HTTP/1.1 on this listener) when it must; h2 and anything else go there at once.
-      const [nodeListener] = server.listeners('secureConnection') as ((socket: tls.TLSSocket) => void)[];
-      server.removeAllListeners('secureConnection');
-      const toNode = (socket: Socket) => (nodeListener as (socket: Socket) => void).call(server, socket);
-      const timedOut = (socket: Socket) => server.emit('clientError', headersTimeout(), socket);
-      // This listener's HTTP/1.1 head limit: HTTP/2's header list limit when set (the options above).
-      const maxHeaderSize = (options as { maxHeaderSize?: number }).maxHeaderSize ?? this.#limits.maxHeaderSize;
-      server.on('secureConnection', (socket: tls.TLSSocket) => {
-        const alpn = socket.alpnProtocol;
-        if (!socket.destroyed && (alpn === false || alpn === 'http/1.1')) {
-          fast.accept(socket, true, maxHeaderSize, toNode, timedOut);
-        } else toNode(socket);
-      });
-    }
-    // Before the HTTP server's own listener: an `acme-tls/1` connection carries no HTTP.
-    if (this.#alpnChallenges !== undefined) server.prependListener('secureConnection', closeChallengeConnection);
+    // HTTP/1.1 (ALPN `http/1.1` or none) goes to the fast path first, which gives it to the server's own
+    // listener (node:http's HTTP/1.1 on this listener) when it must; h2 and anything else go there at once.
+    const listener: FastListener | null =
+      fast === null
+        ? null
+        : {
+            secure: true,
+            // This listener's HTTP/1.1 head limit: HTTP/2's header list limit when set (the options above).
+            maxHeaderSize: (options as { maxHeaderSize?: number }).maxHeaderSize ?? this.#limits.maxHeaderSize,
+            fallback: (socket) => toNode.call(server, socket as tls.TLSSocket),
+            timedOut: (socket) => server.emit('clientError', headersTimeout(), socket),
+          };
+    const challenges = this.#alpnChallenges !== undefined;
     const sockets = this.#tlsSockets;
+    const untrack = untracker(sockets);
     server.on('secureConnection', (socket: tls.TLSSocket) => {
       sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
+      socket.on('close', untrack);
+      // Before HTTP: an `acme-tls/1` connection carries none.
+      if (challenges) closeChallengeConnection(socket);
+      const alpn = socket.alpnProtocol;
+      if (listener !== null && !socket.destroyed && (alpn === false || alpn === 'http/1.1')) {
+        (fast as FastPath).accept(socket, listener);
+      } else toNode.call(server, socket);
     });
     const sessions = this.#sessions;
     server.on('session', (session: http2.ServerHttp2Session) => {
@@ -574,4 +585,11 @@ function headersTimeout(): NodeJS.ErrnoException {
   const err: NodeJS.ErrnoException = new Error('Request timeout');
   err.code = 'ERR_HTTP_REQUEST_TIMEOUT';
   return err;
+}
+
+/** A `close` listener shared by every socket of `sockets` (`this` is the socket): no closure per connection. */
+function untracker(sockets: Set<Duplex>): (this: Duplex) => void {
+  return function untrack(this: Duplex) {
+    sockets.delete(this);
+  };
 }

@@ -15,7 +15,7 @@ import type { FastPlan } from '../pipeline.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { normalizeHost } from '../route-table.js';
 import { FastEncode } from './fast-encode.js';
-import type { FastPath } from './fast-path.js';
+import type { FastListener, FastPath } from './fast-path.js';
 import { fastRecord, peerIp } from './fast-request.js';
 import { OK, PAUSED } from './llhttp.js';
 import { BAD_REQUEST_HEAD, CHUNKED, NO_BODY, RequestReader } from './request-reader.js';
@@ -65,6 +65,7 @@ const BODY_TIMEOUT = 'request timeout\n';
  */
 export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #path: FastPath;
+  readonly #listener: FastListener;
   readonly #secure: boolean;
   /** A chunk (uncopied: over {@link KEEP_COPY_BYTES}) went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
@@ -113,11 +114,13 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     else if (!this.#discard) this.socket.end();
   };
 
-  constructor(socket: Socket, path: FastPath, secure: boolean, maxHead: number) {
-    super(socket as Socket & DrainSocket, path.limits, maxHead);
+  constructor(socket: Socket, path: FastPath, listener: FastListener) {
+    // A head near the listener's limit goes to node:http, which answers 431 over it.
+    super(socket as Socket & DrainSocket, path.limits, listener.maxHeaderSize - 512);
     this.#res = new ResponseWriter(socket);
     this.#path = path;
-    this.#secure = secure;
+    this.#listener = listener;
+    this.#secure = listener.secure;
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     socket.on('close', this.#onClose);
@@ -195,7 +198,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   /** A head that came in several reads was not complete within `headersTimeoutMs`: 408, as node:http. */
   headTimedOut(): void {
     this.#headTimer = null;
-    if (this.#partial !== null && !this.#busy) this.#path.timedOut(this.socket);
+    if (this.#partial !== null && !this.#busy) this.#listener.timedOut(this.socket);
   }
 
   #handOver(buf: Buffer): void {
@@ -209,7 +212,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     socket.removeListener('end', this.#onEnd);
     socket.setTimeout(0);
     this.free();
-    this.#path.fallback(socket, buf, this.#secure);
+    this.#path.fallback(socket, buf, this.#listener);
   }
 
   /** The body stalled or trickled (`bodyTimeoutMs`, `bodyMinRate`): 408, or a reset once a response began. */
@@ -580,10 +583,11 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     }
     if (this.#busy) return;
     if (this.#served) this.socket.destroy();
-    else this.#path.timedOut(this.socket);
+    else this.#listener.timedOut(this.socket);
   }
 
   #closed(): void {
+    this.#path.closed(this.socket);
     this.free();
     this.#headDone();
     this.stopReceiving();

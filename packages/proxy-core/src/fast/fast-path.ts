@@ -11,6 +11,21 @@ import type { FastUpstreams } from './upstream-conn.js';
 /** Where a connection goes that the fast path does not serve: the node:http server's own connection listener. */
 export type Fallback = (socket: Socket) => void;
 
+/**
+ * One listener's side of the fast path, made once per listener and shared
+ * by its connections (nothing per connection but the connection itself).
+ */
+export interface FastListener {
+  /** HTTPS (a TLS socket) or plain HTTP. */
+  readonly secure: boolean;
+  /** The listener's head limit (node:http's `maxHeaderSize`), bytes. */
+  readonly maxHeaderSize: number;
+  /** Gives a connection to node:http. */
+  readonly fallback: Fallback;
+  /** Answers a connection that sent no complete request in the header timeout (`408`, the `clientError` handler). */
+  readonly timedOut: (socket: Socket) => void;
+}
+
 /** What the fast path shares with its {@link ProxyServer}. */
 export interface FastPathOptions {
   readonly door: FrontDoor;
@@ -49,8 +64,6 @@ export class FastPath {
   readonly upstreams: FastUpstreams;
   /** Requests answered on the fast path so far. */
   served = 0;
-  readonly #fallbacks = new WeakMap<Socket, Fallback>();
-  readonly #timeouts = new WeakMap<Socket, (socket: Socket) => void>();
   readonly #connections = new Set<Socket>();
 
   constructor(options: FastPathOptions) {
@@ -66,42 +79,26 @@ export class FastPath {
   }
 
   /**
-   * Takes a new connection. `maxHeaderSize`: the listener's (node:http's
-   * option, bytes). `fallback` gives it to node:http; `timedOut`
-   * answers a connection that sent no complete request in the header
-   * timeout (the listeners' `clientError` handler, `408`).
+   * Takes a new connection of `listener`. Per connection this adds the
+   * {@link FastConnection} and one set entry, no closure or listener of its
+   * own: on a fresh TLS connection every listener added costs Node an
+   * emitted `newListener` too (bench/tls/notes/2026-11-28-handshake-profile.md).
    */
-  accept(
-    socket: Socket,
-    secure: boolean,
-    maxHeaderSize: number,
-    fallback: Fallback,
-    timedOut: (socket: Socket) => void,
-  ): void {
-    this.#fallbacks.set(socket, fallback);
-    this.#timeouts.set(socket, timedOut);
+  accept(socket: Socket, listener: FastListener): void {
     this.#connections.add(socket);
-    socket.once('close', () => this.#connections.delete(socket));
-    // A head near the listener's limit goes to node:http, which answers 431 over it.
-    new FastConnection(socket, this, secure, maxHeaderSize - 512);
+    new FastConnection(socket, this, listener);
   }
 
-  /** Hands a connection to node:http, its unread bytes (`buf`, from a request's first byte) first. */
-  fallback(socket: Socket, buf: Buffer, _secure: boolean): void {
-    const fallback = this.#fallbacks.get(socket);
+  /** Hands a connection to its listener's node:http, its unread bytes (`buf`, from a request's first byte) first. */
+  fallback(socket: Socket, buf: Buffer, listener: FastListener): void {
     this.#connections.delete(socket);
-    if (fallback === undefined) {
-      socket.destroy();
-      return;
-    }
     if (buf.length > 0) socket.unshift(buf);
-    fallback(socket);
+    listener.fallback(socket);
   }
 
-  timedOut(socket: Socket): void {
-    const timedOut = this.#timeouts.get(socket);
-    if (timedOut !== undefined) timedOut(socket);
-    else socket.destroy();
+  /** A connection of the fast path closed. */
+  closed(socket: Socket): void {
+    this.#connections.delete(socket);
   }
 
   /** Destroys the connections it still serves (the forwarder closes the upstream ones). */

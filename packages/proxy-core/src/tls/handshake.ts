@@ -159,7 +159,7 @@ export function handshakeOptions(
 }
 
 /**
- * A `secureConnection` listener run before the HTTP server's: a connection
+ * Run on each secure connection before HTTP sees it: a connection
  * that negotiated `acme-tls/1` served its purpose with the handshake (the
  * validator read the certificate) and carries no HTTP (RFC 8737 §3), so it
  * is closed.
