@@ -134,6 +134,22 @@ describe('modules loaded by the built daemon (issue 32)', () => {
       expect(
         modules.filter((url) => /\/packages\/certificates\/dist\/index\.js$|\/node_modules\/@peculiar\//.test(url)),
       ).toEqual([]);
+      // The Proxyfile's model check and the state file use typebox/schema's validator: typebox/compile
+      // would load typebox/value's ~300 modules as well (683 TypeBox modules instead of 537).
+      expect(modules.filter((url) => /\/node_modules\/typebox\/build\/(compile|value)\//.test(url))).toEqual([]);
+      // The repo's own modules are kept as heap strings: built without comments and one byte a
+      // character (scripts/strip-js-comments.mjs), where a commented file with one `…` took two a character.
+      const own = modules.filter((url) => /\/(packages\/[^/]+|apps\/proxyd)\/dist\/.*\.js$/.test(url));
+      expect(own.length).toBeGreaterThan(100);
+      const commented: string[] = [];
+      const wide: string[] = [];
+      for (const url of own) {
+        const text = await readFile(fileURLToPath(url), 'utf8');
+        if (/\/\*\*|^\s*\/\/ /m.test(text)) commented.push(url);
+        if (/[\u0100-\uffff]/.test(text)) wide.push(url);
+      }
+      expect(commented).toEqual([]);
+      expect(wide).toEqual([]);
       // The admin API's schema compilers load with its first request (packages/admin-api/src/lazy-compilers.ts).
       const compilers = (list: readonly string[]) =>
         // (Fastify's default reply serializer is fast-json-stringify's small lib/serializer.js, not the compiler.)

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Reader, type Response } from 'mmdb-lib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CountryLookup } from './collector.js';
@@ -216,6 +218,22 @@ describe('GeoIP country lookup', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('holds ~1.6 MB of ranges for the embedded database in each data-plane process (issue 32)', async () => {
+    // ArrayBuffer memory after full collections (the file's 8 MB read goes with the first one): what
+    // the open lookup keeps. The 355,814 ranges as 16-bit offsets with 8-bit countries plus the
+    // 512 KB table by /16; whole 32-bit addresses and 16-bit countries held 2.6 MB.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    const lookup = await openCountryLookup();
+    gc();
+    const held = process.memoryUsage().arrayBuffers - before;
+    expect(lookup('8.8.8.8', hashString('8.8.8.8'))).toBe('US');
+    expect(held).toBeGreaterThan(1_500_000);
+    expect(held).toBeLessThan(1_700_000);
   });
 
   it('an unreadable database fails with ANALYTICS_GEOIP_UNREADABLE', async () => {

@@ -1,6 +1,8 @@
 import { Config } from '@proxyd/model';
-import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
+// typebox/schema's validator (the engine typebox/compile's wraps): typebox/compile also loads
+// typebox/value's ~300 modules for methods this check does not call (issue 32).
+import { Compile } from 'typebox/schema';
 import { type Position, ProxyfileError, ProxyfileErrorCode } from './errors.js';
 import { positionOf, quoteText } from './lexer.js';
 import type { Document } from './parser.js';
@@ -32,7 +34,7 @@ function specific(errors: readonly TLocalizedValidationError[]): TLocalizedValid
 export function checkModel(config: Config, doc: Document): void {
   const checker = Compile(Config);
   if (checker.Check(config)) return;
-  const first = specific(checker.Errors(config));
+  const first = specific(checker.Errors(config)[1]);
   const path = first?.instancePath ?? '';
   const why = first ? `${path}: ${first.message}` : 'the model does not validate';
   const site = /^\/sites\/(\d+)(?:\/|$)/.exec(path);

@@ -3,7 +3,9 @@ import { copyFile, open, readdir, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path';
 import { parseDomain, parseHostPort } from '@proxyd/model';
 import { type Static, Type } from 'typebox';
-import { Compile, type Validator } from 'typebox/compile';
+// typebox/schema's validator (the engine typebox/compile's wraps): typebox/compile also loads
+// typebox/value's ~300 modules for methods this file does not call (issue 32).
+import { Compile, type Validator } from 'typebox/schema';
 import type { ApiRouteRecord } from './api-route.js';
 import { StoreError, StoreErrorCode } from './errors.js';
 import { JournalWriter, journalLine, parseJournal, syncDirectory, writeAll } from './journal.js';
@@ -35,8 +37,8 @@ const StateFileFrame = Type.Object(
   { additionalProperties: false },
 );
 
-let frameChecker: Validator<Record<string, never>, typeof StateFileFrame> | null = null;
-let routeChecker: Validator<Record<string, never>, typeof StateFileRoute> | null = null;
+let frameChecker: Validator<typeof StateFileFrame> | null = null;
+let routeChecker: Validator<typeof StateFileRoute> | null = null;
 
 /** A `source` tag as the admin API accepts it (its `SOURCE_PATTERN`): 1-128 visible ASCII characters. */
 const SOURCE_TAG = /^[\x21-\x7e]{1,128}$/;
@@ -353,7 +355,7 @@ function validate(text: string): { records: ApiRouteRecord[]; rejected: Rejected
     return `not valid JSON: ${(err as Error).message}`;
   }
   frameChecker ??= Compile(StateFileFrame);
-  if (!frameChecker.Check(json)) return schemaProblem(frameChecker.Errors(json));
+  if (!frameChecker.Check(json)) return schemaProblem(frameChecker.Errors(json)[1]);
   routeChecker ??= Compile(StateFileRoute);
   const checker = routeChecker;
   const records: ApiRouteRecord[] = [];
@@ -375,11 +377,11 @@ function validate(text: string): { records: ApiRouteRecord[]; rejected: Rejected
 
 /** Why one route of the file is unusable, or null; `seen` holds the domains of the valid routes before it. */
 function routeProblem(
-  checker: Validator<Record<string, never>, typeof StateFileRoute>,
+  checker: Validator<typeof StateFileRoute>,
   route: unknown,
   seen: ReadonlySet<string>,
 ): string | null {
-  if (!checker.Check(route)) return schemaProblem(checker.Errors(route));
+  if (!checker.Check(route)) return schemaProblem(checker.Errors(route)[1]);
   const q = (text: string) => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
   if (route.domain !== route.domain.toLowerCase()) return `domain ${q(route.domain)} is not lowercase`;
   const domain = parseDomain(route.domain);
