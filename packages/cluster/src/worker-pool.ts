@@ -316,28 +316,31 @@ export class WorkerPool {
  * run (it waits on something that does not come), or once it ran more than
  * `cpuMs` in all (it spins). A starved worker is neither: it runs a little
  * and waits for a CPU the rest of the time, and the start goes on. Checked
- * a few times per `stallMs`, at most every second.
+ * a few times per `stallMs`, at most every second; a check that comes late
+ * (the primary starved too, and the worker maybe waiting on it) counts as
+ * two periods at most.
  */
 function watchStart(pid: number | undefined, stallMs: number, cpuMs: number) {
+  const every = Math.min(1000, Math.max(10, Math.floor(stallMs / 4)));
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<never>((_, reject) => {
     let seen = { cpuMs: 0, waitMs: 0 };
-    let progressAt = performance.now();
-    timer = setInterval(
-      () => {
-        const now = performance.now();
-        const stat = pid === undefined ? null : readSchedStat(pid);
-        if (stat !== null && (stat.cpuMs > seen.cpuMs || stat.waitMs > seen.waitMs)) {
-          seen = stat;
-          progressAt = now;
-        }
-        if (seen.cpuMs > cpuMs)
-          reject(new Error(`${INIT}: no answer after ${Math.round(seen.cpuMs)} ms of CPU (more than ${cpuMs})`));
-        else if (now - progressAt >= stallMs)
-          reject(new Error(`${INIT}: no answer, and neither ran nor waited for a CPU, for ${stallMs} ms`));
-      },
-      Math.min(1000, Math.max(10, Math.floor(stallMs / 4))),
-    );
+    let stalled = 0;
+    let last = performance.now();
+    timer = setInterval(() => {
+      const now = performance.now();
+      const gap = Math.min(now - last, 2 * every);
+      last = now;
+      const stat = pid === undefined ? null : readSchedStat(pid);
+      if (stat !== null && (stat.cpuMs > seen.cpuMs || stat.waitMs > seen.waitMs)) {
+        seen = stat;
+        stalled = 0;
+      } else stalled += gap;
+      if (seen.cpuMs > cpuMs)
+        reject(new Error(`${INIT}: no answer after ${Math.round(seen.cpuMs)} ms of CPU (more than ${cpuMs})`));
+      else if (stalled >= stallMs)
+        reject(new Error(`${INIT}: no answer, and neither ran nor waited for a CPU, for ${stallMs} ms`));
+    }, every);
     timer.unref();
   });
   return { hung, stop: () => clearInterval(timer) };
