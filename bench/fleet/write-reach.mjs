@@ -18,6 +18,9 @@
 //   - ack:    the write's 201 (the writer routes it then: Redis, then its own data plane);
 //   - others: the later of the two other nodes serving it;
 //   - all:    every node serving it (the number the issue's "within a second" is about).
+// Goal (issue 31): every node serves a write within 1 s, so `all`'s max under 1,000 ms; the run prints whether
+// it is met. This is the speed target: tests-e2e/fleet-routes.test.ts checks only that the nodes follow the
+// log blocked in XREAD (Redis wakes them) and bounds a reach by a hang, as a starved machine takes seconds.
 //
 // Latest numbers (28 Nov 2026, the shared 2-core VM at load average ~5.5,
 // Node 24.21, `nice -n 19`, WRITES=150; the run with WRITES=60 gave p50 8-12 ms,
@@ -43,6 +46,8 @@ const WRITES = Math.min(Number(process.env.WRITES ?? 60), 150);
 const MAIN = fileURLToPath(new URL('../../apps/proxyd/dist/main.js', import.meta.url));
 const TOKEN = 'bench-fleet-admin-token-0123456789';
 const NODES = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
+/** Issue 31's goal: a write served by every node within this, ms. */
+const GOAL_MS = 1000;
 /** A poll or write that takes longer than this fails the run (bounded). */
 const GIVE_UP_MS = 10_000;
 
@@ -214,6 +219,8 @@ async function main() {
   console.log(row('ack', ack));
   console.log(row('others', others));
   console.log(row('all', all));
+  const worst = Math.max(...all);
+  console.log(`goal (every node serves a write within ${GOAL_MS} ms): ${worst < GOAL_MS ? 'met' : 'missed'}`);
   upstream.close();
   for (const node of nodes) node.agent.destroy();
   await session.shutdown(0);

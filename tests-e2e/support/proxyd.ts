@@ -60,6 +60,12 @@ const READY_CPU_MS = 30_000;
  * so CPU time counts 0). Only a start that fails waits this long.
  */
 const READY_WITHIN_MS = 300_000;
+/**
+ * How long one {@link startProxyd} may take before it fails, ms (its wall-time bound). A test that starts
+ * daemons inside `it` adds this per start done one after another to its own bound: its timeout then fires only
+ * where startProxyd would, not on a start that is slow because the machine is starved.
+ */
+export const START_WITHIN_MS = READY_WITHIN_MS;
 /** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux's every architecture). */
 const USER_HZ = 100;
 

@@ -160,6 +160,56 @@ describe('WorkerPool', () => {
     for (const pid of spawned) expect(alive(pid)).toBe(false);
   });
 
+  // A worker starved beside a CPU hog took longer than the 60 s start bound and was declared failed (e2e runs
+  // beside stress-ng). The bounds now tell a hung worker (neither runs nor waits to run, or runs more than a start
+  // needs) from a slow one. The slow worker here computes for longer than `readyTimeoutMs`: like a starved one,
+  // it runs or waits for a CPU all along, and answers late.
+  it('waits for a worker that keeps computing past readyTimeoutMs (a starved one is slow, not hung)', async () => {
+    const pool = await start({ count: 1, readyTimeoutMs: 300, init: () => ({ state: 'v', busyInitCpuMs: 1200 }) });
+    const [answer] = await pool.gather<{ pid: number; seen: string[] }>('seen', null);
+    expect(answer).toEqual({ pid: pool.pids[0], seen: ['init:v'] });
+  });
+
+  it('fails a start whose worker neither runs nor waits to run for readyTimeoutMs (hung), and leaves no process', async () => {
+    const spawned: number[] = [];
+    const failing = WorkerPool.start({
+      count: 2,
+      entry: ENTRY,
+      execArgv: BUILT,
+      readyTimeoutMs: 500,
+      init: (index) => ({ state: 'v', ...(index === 1 ? { hangInit: 'idle' } : {}) }),
+      onReady: (_i, pid) => spawned.push(pid),
+    });
+    await expect(failing).rejects.toThrow(
+      'worker 1 did not start: cluster.init: no answer, and neither ran nor waited for a CPU, for 500 ms',
+    );
+    for (const pid of spawned) expect(alive(pid)).toBe(false);
+  });
+
+  it('fails a start whose worker computes past readyCpuMs without answering (spinning)', async () => {
+    const failing = WorkerPool.start({
+      count: 1,
+      entry: ENTRY,
+      execArgv: BUILT,
+      readyCpuMs: 600,
+      init: () => ({ state: 'v', hangInit: 'spin' }),
+    });
+    await expect(failing).rejects.toThrow(
+      /^worker 0 did not start: cluster.init: no answer after \d+ ms of CPU \(more than 600\)$/,
+    );
+  });
+
+  it('fails a start that exceeds readyLimitMs however its worker progresses', async () => {
+    const failing = WorkerPool.start({
+      count: 1,
+      entry: ENTRY,
+      execArgv: BUILT,
+      readyLimitMs: 800,
+      init: () => ({ state: 'v', hangInit: 'spin' }),
+    });
+    await expect(failing).rejects.toThrow('worker 0 did not start: cluster.init: no answer within 800 ms');
+  });
+
   it('stop drains every worker; they exit', async () => {
     const pool = await start({ init: () => ({ state: 'v' }) });
     const pids = pool.pids as number[];

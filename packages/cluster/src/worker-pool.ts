@@ -1,11 +1,16 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { Channel } from './channel.js';
+import { readSchedStat } from './sched-stat.js';
 
 /** The request a new worker gets first; it answers once it serves. */
 export const INIT = 'cluster.init';
 
-/** How long a starting worker may take to answer init when the pool is not told otherwise. */
+/** How long a starting worker may go without running or waiting to run when the pool is not told otherwise, ms. */
 const DEFAULT_READY_TIMEOUT_MS = 60_000;
+/** CPU time a starting worker may use without answering init when the pool is not told otherwise, ms. */
+const DEFAULT_READY_CPU_MS = 30_000;
+/** Wall time a starting worker may take however it progresses when the pool is not told otherwise, ms. */
+const DEFAULT_READY_LIMIT_MS = 600_000;
 /** The request that asks a worker to stop accepting, finish what it serves and exit. */
 export const DRAIN = 'cluster.drain';
 
@@ -33,11 +38,27 @@ export interface WorkerPoolOptions {
   /** A worker failed to start (init rejected or timed out); it is killed and replaced. */
   onStartFailure?(index: number, error: Error): void;
   /**
-   * How long a worker may take to answer init (default 60 s). A worker that
-   * exits or fails its init is noticed at once; this bound only catches one
-   * that hangs, so it is long enough for a cold start on a saturated machine.
+   * How long a starting worker may go without running or waiting to run
+   * before it is killed as hung, ms (default 60 s). A worker that exits or
+   * fails its init is noticed at once. One that is slow because it is
+   * starved (a saturated machine) runs a little and waits for a CPU the
+   * rest of the time: it is waited for, within `readyCpuMs` and
+   * `readyLimitMs`. One that waits on something that does not come does
+   * neither. Where the scheduler's counts cannot be read (no
+   * /proc/<pid>/schedstat), this is the wall-time bound of a start.
    */
   readyTimeoutMs?: number;
+  /**
+   * CPU time a starting worker may use without answering init before it is
+   * killed as hung (spinning), ms (default 30 s; a cold start uses about
+   * 1 s).
+   */
+  readyCpuMs?: number;
+  /**
+   * Wall time a starting worker may take however it progresses, ms (default
+   * 10 min): only a hang that uses a little CPU now and then reaches it.
+   */
+  readyLimitMs?: number;
   /** Replacement delays after consecutive quick crashes, ms (default 0, 250, 500, then 1000). */
   respawnDelaysMs?: readonly number[];
   /**
@@ -260,8 +281,16 @@ export class WorkerPool {
     child.on('error', () => {
       // Spawn or IPC errors end in 'exit' (or never start it: the init request times out).
     });
-    const init = channel
-      .request(INIT, options.init(slot.index), options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS)
+    const watch = watchStart(
+      child.pid,
+      options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
+      options.readyCpuMs ?? DEFAULT_READY_CPU_MS,
+    );
+    const init = Promise.race([
+      channel.request(INIT, options.init(slot.index), options.readyLimitMs ?? DEFAULT_READY_LIMIT_MS),
+      watch.hung,
+    ])
+      .finally(watch.stop)
       .then(
         (answer) => {
           if (slot.child !== child) return;
@@ -279,4 +308,40 @@ export class WorkerPool {
       );
     return init;
   }
+}
+
+/**
+ * Watches a starting worker's main thread (/proc/<pid>/schedstat) until
+ * `stop`: `hung` rejects once for `stallMs` it neither ran nor waited to
+ * run (it waits on something that does not come), or once it ran more than
+ * `cpuMs` in all (it spins). A starved worker is neither: it runs a little
+ * and waits for a CPU the rest of the time, and the start goes on. Checked
+ * a few times per `stallMs`, at most every second; a check that comes late
+ * (the primary starved too, and the worker maybe waiting on it) counts as
+ * two periods at most.
+ */
+function watchStart(pid: number | undefined, stallMs: number, cpuMs: number) {
+  const every = Math.min(1000, Math.max(10, Math.floor(stallMs / 4)));
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    let seen = { cpuMs: 0, waitMs: 0 };
+    let stalled = 0;
+    let last = performance.now();
+    timer = setInterval(() => {
+      const now = performance.now();
+      const gap = Math.min(now - last, 2 * every);
+      last = now;
+      const stat = pid === undefined ? null : readSchedStat(pid);
+      if (stat !== null && (stat.cpuMs > seen.cpuMs || stat.waitMs > seen.waitMs)) {
+        seen = stat;
+        stalled = 0;
+      } else stalled += gap;
+      if (seen.cpuMs > cpuMs)
+        reject(new Error(`${INIT}: no answer after ${Math.round(seen.cpuMs)} ms of CPU (more than ${cpuMs})`));
+      else if (stalled >= stallMs)
+        reject(new Error(`${INIT}: no answer, and neither ran nor waited for a CPU, for ${stallMs} ms`));
+    }, every);
+    timer.unref();
+  });
+  return { hung, stop: () => clearInterval(timer) };
 }

@@ -1,5 +1,6 @@
 // A worker for worker-pool.test.ts: records what it is sent, answers with it.
-// Its behaviour comes from the init body: `slowInitMs`, `failInit`.
+// Its behaviour comes from the init body: `slowInitMs`, `failInit`, `busyInitCpuMs` (computes that long first),
+// `hangInit` (never answers: `'idle'` waits on nothing, `'spin'` computes forever).
 import { connectToPrimary } from '../dist/index.js';
 
 const seen = [];
@@ -7,6 +8,12 @@ let drained = false;
 connectToPrimary({
   async init(body, channel) {
     if (body.slowInitMs) await new Promise((r) => setTimeout(r, body.slowInitMs));
+    if (body.busyInitCpuMs) {
+      const { user, system } = process.cpuUsage();
+      while ((process.cpuUsage().user - user + process.cpuUsage().system - system) / 1000 < body.busyInitCpuMs);
+    }
+    if (body.hangInit === 'idle') await new Promise(() => {});
+    if (body.hangInit === 'spin') for (;;);
     if (body.failInit) throw new Error('cannot bind :1 (EACCES)');
     seen.push(`init:${body.state}`);
     channel.handle('note', (b) => {

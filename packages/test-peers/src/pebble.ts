@@ -67,6 +67,8 @@ export interface Pebble {
   dispose(): Promise<void>;
 }
 
+/** How long pebble may take to answer its directory before `start` fails, ms: a bound only a hang reaches. */
+const PEBBLE_UP_WITHIN_MS = 120_000;
 /** Ports this process has handed out: the kernel may give a closed one back at once. */
 const handedOut = new Set<number>();
 
@@ -225,14 +227,19 @@ export async function preparePebble(options: PebbleOptions): Promise<Pebble> {
         PEBBLE_WFE_NONCEREJECT: '0',
         ...options.env,
       });
-      for (let attempt = 0; ; attempt++) {
+      // Up once its directory answers; failed once a process of it exited, or after a bound only a hang
+      // reaches. Beside a CPU hog at nice 19 pebble took over the 5 s this was (its start makes keys).
+      const end = Date.now() + PEBBLE_UP_WITHIN_MS;
+      for (;;) {
         try {
           await get(directoryUrl);
           return;
         } catch (err) {
-          if (attempt >= 100) {
+          const exited = children.find((child) => child.exitCode !== null || child.signalCode !== null);
+          if (exited !== undefined || Date.now() > end) {
             await stop();
-            throw new Error(`pebble did not come up: ${(err as Error).message}\n${output.slice(-4000)}`);
+            const why = exited === undefined ? `not up within ${PEBBLE_UP_WITHIN_MS} ms` : `${exited.spawnfile} exited`;
+            throw new Error(`pebble did not come up (${why}): ${(err as Error).message}\n${output.slice(-4000)}`);
           }
           await delay(50);
         }
