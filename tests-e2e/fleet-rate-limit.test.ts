@@ -140,8 +140,9 @@ describe('issue 31: rate_limit across two nodes on Redis (built daemons)', () =>
       const counted = async (client: string, n: number) => {
         const field = `${LIMIT} limited.localhost ${client}`;
         const end = Date.now() + HANG_MS;
-        let count = 0;
-        while ((count = Number(redis.cli('HGET', `fleet:ratelimit:${w}`, field) || 0)) !== n) {
+        for (;;) {
+          const count = Number(redis.cli('HGET', `fleet:ratelimit:${w}`, field) || 0);
+          if (count === n) return;
           if (count > n || Date.now() > end) throw new Error(`the fleet counted ${count} of ${client}, not ${n}`);
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
