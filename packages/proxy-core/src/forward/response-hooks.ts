@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
-import type { DataPlaneHooks, RequestContext } from '../hooks.js';
+import { type DataPlaneHooks, type RequestContext, type RequestRecord, SMALL_BODY_BYTES } from '../hooks.js';
 import { kExchange } from '../slots.js';
 import type { Emitter } from './exchange.js';
 
@@ -17,6 +17,31 @@ export function rewriteFor(
     return hooks.rewriteBody(ctx, req, status, headers);
   } catch {
     return null;
+  }
+}
+
+/**
+ * The rewrite of a response's whole body: `hooks.rewriteBody`'s function when the response declares a
+ * Content-Length of at most `SMALL_BODY_BYTES` (a body collected whole), else null.
+ */
+export function wholeRewriteFor(
+  hooks: DataPlaneHooks,
+  ctx: RequestContext,
+  req: IncomingMessage,
+  status: number,
+  headers: IncomingHttpHeaders,
+): ((body: Buffer) => Buffer) | null {
+  const declared = headers['content-length'];
+  if (hooks.rewriteBody === undefined || declared === undefined || Number(declared) > SMALL_BODY_BYTES) return null;
+  return rewriteFor(hooks, ctx, req, status, headers);
+}
+
+/** Hands a finished request's record to `hooks.onRequest`; a throwing hook is ignored (the hooks' contract). */
+export function handRecord(hooks: DataPlaneHooks, record: RequestRecord): void {
+  try {
+    hooks.onRequest?.(record);
+  } catch {
+    // Ignored: a hook never breaks the data plane.
   }
 }
 

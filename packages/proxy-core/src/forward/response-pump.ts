@@ -1,11 +1,10 @@
 import type http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import { SMALL_BODY_BYTES } from '../hooks.js';
 import { kExchange } from '../slots.js';
 import { type Emitter, type Exchange, WholeBody } from './exchange.js';
 import { responseHeaders } from './response-headers.js';
-import { applyRewrite, destroyPipedTarget, rewriteFor, transformFor } from './response-hooks.js';
+import { applyRewrite, destroyPipedTarget, transformFor, wholeRewriteFor } from './response-hooks.js';
 
 /** An upstream response; Node's client-side IncomingMessage keeps its ClientRequest in `req`. */
 type UpstreamResponse = IncomingMessage & { req?: Emitter };
@@ -36,15 +35,10 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
   options.editResponseHeaders?.(headers, status);
   if (exchange.setCookie !== null) appendSetCookie(headers, exchange.setCookie);
   const hooks = exchange.hooks;
-  if (hooks.rewriteBody !== undefined) {
-    const declared = headers['content-length'];
-    if (declared !== undefined && Number(declared) <= SMALL_BODY_BYTES) {
-      const rewrite = rewriteFor(hooks, ctx, req, status, headers);
-      if (rewrite !== null) {
-        rewriteWhole(exchange, proxyRes, status, headers, rewrite);
-        return;
-      }
-    }
+  const rewrite = wholeRewriteFor(hooks, ctx, req, status, headers);
+  if (rewrite !== null) {
+    rewriteWhole(exchange, proxyRes, status, headers, rewrite);
+    return;
   }
   const transform = transformFor(hooks, ctx, req, status, headers);
   res.writeHead(status, headers);
@@ -62,7 +56,7 @@ export function onUpstreamResponse(this: Emitter & http.ClientRequest, proxyRes:
 
 /**
  * Collects a small upstream body (its Content-Length is at most
- * {@link SMALL_BODY_BYTES}), rewrites it whole and sends head and body in
+ * `SMALL_BODY_BYTES`), rewrites it whole and sends head and body in
  * one write with the new Content-Length. Listeners are module functions (no
  * closure per response) that reach the state through the exchange, as the
  * pump does, so no property is added to Node's IncomingMessage. A one-chunk
