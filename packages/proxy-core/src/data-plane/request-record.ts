@@ -64,10 +64,15 @@ export function emitRecord(
     protocol: req.httpVersionMajor === 2 ? 'h2' : 'h1',
     events: this[kEvents] ?? 0,
   };
+  handRecord(pending.hook, record);
+}
+
+/** Hands a finished request's record to the `onRequest` hook; a throwing hook is ignored (hooks.ts contract). */
+export function handRecord(hook: NonNullable<DataPlaneHooks['onRequest']>, record: RequestRecord): void {
   try {
-    pending.hook(record);
+    hook(record);
   } catch {
-    // A throwing hook is ignored (hooks.ts contract).
+    // Ignored: a hook never breaks the data plane.
   }
 }
 

@@ -3,14 +3,15 @@ import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
 import { kOwed } from '../client-errors.js';
 import { type DrainSocket, kDraining } from '../data-plane/client-connections.js';
+import { handRecord } from '../data-plane/request-record.js';
 import { mayHoldBody } from '../forward/exchange.js';
 import { forwardedFor } from '../forward/forwarded-headers.js';
 import type { FastUpstream } from '../forward/forwarder.js';
 import { responseHeaders } from '../forward/response-headers.js';
-import { applyRewrite, handRecord, transformFor, wholeRewriteFor } from '../forward/response-hooks.js';
+import { applyRewrite, transformFor, wholeRewriteFor } from '../forward/response-hooks.js';
 import { isConnectFailure, isTimeout } from '../forward/retry.js';
 import { buildUpstreamHeaders } from '../forward/upstream-headers.js';
-import type { RequestContext } from '../hooks.js';
+import type { DataPlaneHooks, RequestContext } from '../hooks.js';
 import type { FastPlan } from '../pipeline.js';
 import type { PoolMember } from '../pool/upstream-pool.js';
 import { normalizeHost } from '../route-table.js';
@@ -56,8 +57,7 @@ const BODY_TIMEOUT = 'request timeout\n';
 export class FastConnection extends RequestReader implements UpstreamClient {
   readonly #path: FastPath;
   readonly #listener: FastListener;
-  readonly #secure: boolean;
-  /** A chunk (uncopied: over {@link KEEP_COPY_BYTES}) went to a rewrite or a transform since {@link holds} last asked. */
+  /** A chunk too large to copy (`keptCopy`) went to a rewrite or a transform since {@link holds} last asked. */
   #held = false;
   /** Bytes of the upstream's read buffer went to the socket uncopied since the last {@link holds}. */
   #shared = false;
@@ -110,7 +110,6 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#res = new ResponseWriter(socket);
     this.#path = path;
     this.#listener = listener;
-    this.#secure = listener.secure;
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     socket.on('close', this.#onClose);
@@ -245,7 +244,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const url = req.url;
     const q = url.indexOf('?');
     const urlPath = q < 0 ? url : url.slice(0, q);
-    const route = path.door.fastRoute(host, urlPath, this.#secure);
+    const route = path.door.fastRoute(host, urlPath, this.#listener.secure);
     const plan = route?.compiled?.fast;
     const fast = plan === undefined ? null : path.forwarder.fastUpstream(plan.handler);
     // `basic_auth`: only remembered credentials here; node:http answers or verifies the others.
@@ -266,7 +265,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       host,
       path: urlPath,
       clientIp,
-      secure: this.#secure,
+      secure: this.#listener.secure,
       site: route.site,
     };
     this.#ctx = ctx;
@@ -338,8 +337,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     const plan = this.#plan as FastPlan;
     const ctx = this.#ctx as RequestContext;
     // A plan with placeholders or matchers builds its edit for this request (`terminal.ts` alike).
-    const edit =
-      plan.dynamic === null ? (this.#secure ? plan.secure : plan.plain) : plan.dynamic.editFor(this.req as never, ctx);
+    const edit = plan.dynamic?.editFor(this.req as never, ctx) ?? (this.#listener.secure ? plan.secure : plan.plain);
     edit(headers, status);
     const hooks = this.#path.hooks;
     const rewrite = wholeRewriteFor(hooks, ctx, this.req as never, status, headers as IncomingHttpHeaders);
@@ -368,7 +366,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       }
       return (this.#transform as Transform).write(kept) || true;
     }
-    const copy = this.#encoding ? null : copyForWrite(chunk, this.socket, this.#secure);
+    const copy = this.#encoding ? null : copyForWrite(chunk, this.socket, this.#listener.secure);
     if (copy !== null) return this.#res.write(copy);
     this.#shared = true;
     return this.#write(chunk);
@@ -547,7 +545,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       this.#startedAt,
       duration,
     );
-    handRecord(this.#path.hooks, record);
+    handRecord(this.#path.hooks.onRequest as NonNullable<DataPlaneHooks['onRequest']>, record);
   }
 
   #timedOut(): void {

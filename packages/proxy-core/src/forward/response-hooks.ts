@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
-import { type DataPlaneHooks, type RequestContext, type RequestRecord, SMALL_BODY_BYTES } from '../hooks.js';
+import { type DataPlaneHooks, type RequestContext, SMALL_BODY_BYTES } from '../hooks.js';
 import { kExchange } from '../slots.js';
 import type { Emitter } from './exchange.js';
 
@@ -34,15 +34,6 @@ export function wholeRewriteFor(
   const declared = headers['content-length'];
   if (hooks.rewriteBody === undefined || declared === undefined || Number(declared) > SMALL_BODY_BYTES) return null;
   return rewriteFor(hooks, ctx, req, status, headers);
-}
-
-/** Hands a finished request's record to `hooks.onRequest`; a throwing hook is ignored (the hooks' contract). */
-export function handRecord(hooks: DataPlaneHooks, record: RequestRecord): void {
-  try {
-    hooks.onRequest?.(record);
-  } catch {
-    // Ignored: a hook never breaks the data plane.
-  }
 }
 
 /** The rewritten body, or the original when the rewrite throws (a page never breaks). */
