@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
 import { type Config, defaultGlobalOptions, emptySite, type RouteSpec, type Site } from '@proxyd/model';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ChallengeResponder } from '../challenge.js';
 import { get, selfSigned, until } from '../loopback.test-helpers.js';
 import type { CertificateStore } from '../tls/certificate-store.js';
@@ -78,6 +79,24 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
     expect(reply).toMatchObject({ status: 200, body: 'site' });
     expect(reply.headers['strict-transport-security']).toBeUndefined();
     expect(await alertOf(handshake(port, { servername: 'a.test', alpn: ['http/1.1'] }))).toBe(HANDSHAKE_FAILURE);
+  });
+
+  it("sets TCP_NODELAY on the HTTPS listener's connections, as on the HTTP one (issue 30)", async () => {
+    // tls.Server leaves Nagle on by default: a response written in two parts then waited for the client's
+    // delayed ACK (~40 ms). net.Server applies `noDelay` to every connection it accepts.
+    const created = vi.spyOn(http2, 'createSecureServer');
+    try {
+      const challenge = selfSigned(['a.test']);
+      const alpnChallenges: AlpnChallengeResponder = {
+        contextFor: (name) => (name === 'a.test' ? contextOf(challenge) : null),
+      };
+      const dp = await start([[null, 'a.test', 'site']], { certificates: new FakeManager(), alpnChallenges });
+      expect(dp.httpsAddress).not.toBeNull();
+      expect(created).toHaveBeenCalledTimes(1);
+      expect((created.mock.results[0]?.value as { noDelay?: boolean }).noDelay).toBe(true);
+    } finally {
+      created.mockRestore();
+    }
   });
 
   it('without alpnChallenges and without a certificate, opens no https_port', async () => {
