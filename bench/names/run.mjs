@@ -21,7 +21,7 @@
 // API. Every phase has a time bound; what is not done within it is
 // reported as such. Loopback only. The table goes to stdout, the whole
 // record to bench/results/names-<time>.json.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -376,49 +376,63 @@ async function coverage(port, names, ca, t0, deadline) {
 }
 
 /**
- * A sequential keep-alive HTTPS loop to one name; `window(fn)` gives its
- * request latencies while `fn` runs. Failed requests are counted (their
- * time counts as a latency too: a stall that ends in an error is a stall).
+ * A sequential keep-alive HTTPS loop to one name, in its own process
+ * (probe.mjs); `window(fn)` gives its request latencies while `fn` runs,
+ * with their start times on this process's `performance.now()` clock.
+ * Failed requests are counted (their time counts as a latency too: a stall
+ * that ends in an error is a stall). `pid` is the probe's process.
  */
 function probeLoop(port, name, ca) {
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
-  let running = true;
-  let samples = [];
-  let starts = [];
-  let failures = 0;
-  let lastError = null;
-  const loop = (async () => {
-    while (running) {
-      const s = performance.now();
-      starts.push(s);
-      try {
-        const res = await httpsGet(port, name, ca, agent, 30_000);
-        if (res.status !== 200) {
-          failures++;
-          lastError = `status ${res.status}`;
-        }
-      } catch (err) {
-        failures++;
-        lastError = err.message;
-        await sleep(10);
-      }
-      samples.push(performance.now() - s);
-      if (PROBE_GAP_MS > 0) await sleep(PROBE_GAP_MS);
-    }
-  })();
+  const child = fork(path.join(here, 'probe.mjs'), [String(port), name], {
+    env: { ...process.env, PROBE_CA: ca, PROBE_GAP_MS: String(PROBE_GAP_MS) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  // performance.now() = monotonic ms − this offset (process.hrtime is CLOCK_MONOTONIC, the same in every process).
+  const offset = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+  const ready = new Promise((resolve, reject) => {
+    const onMessage = (m) => {
+      if (m.type !== 'ready') return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve();
+    };
+    const onExit = (code) => reject(new Error(`probe exited (${code}) before it was warm`));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+  const collect = () =>
+    new Promise((resolve, reject) => {
+      const onMessage = (m) => {
+        if (m.type !== 'samples') return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m);
+      };
+      const onExit = (code) => reject(new Error(`probe exited (${code}) before answering`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      child.send({ type: 'collect' });
+    });
   return {
+    pid: child.pid,
     async window(fn) {
-      samples = [];
-      starts = [];
-      failures = 0;
-      lastError = null;
+      await ready;
+      child.send({ type: 'window' });
       const value = await fn();
-      return { value, samples, starts, failures, lastError };
+      const m = await collect();
+      return {
+        value,
+        samples: m.samples,
+        starts: m.starts.map((s) => s - offset),
+        failures: m.failures,
+        lastError: m.lastError,
+      };
     },
     async stop() {
-      running = false;
-      await loop;
-      agent.destroy();
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'stop' });
+      await exited;
     },
   };
 }
@@ -718,6 +732,7 @@ async function proxydWrites(run, n, probeOn, ca, sample, pid) {
     { role: 'primary', pid: primary },
     ...children.map((p, i) => ({ role: `child ${i + 1}`, pid: p })),
     { role: 'upstream', pid: upstream.pid },
+    { role: 'probe', pid: probe.pid },
     { role: 'bench', pid: process.pid },
   ]);
   const latencies = [];
@@ -781,6 +796,8 @@ async function proxydWrites(run, n, probeOn, ca, sample, pid) {
       p50Ms: round(pct(latencies, 50)),
       p99Ms: round(pct(latencies, 99)),
       maxMs: round(Math.max(...latencies)),
+      // Each write's time in order: whether the slow ones are the first (a cold path) or spread.
+      latenciesMs: latencies.map((x) => round(x, 0)),
       statuses,
       non2xx: latencies.length - (statuses[201] ?? 0),
       errors: errors.slice(0, 5),
