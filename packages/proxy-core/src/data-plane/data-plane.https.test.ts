@@ -93,7 +93,8 @@ describe('automatic HTTPS on the data plane (real loopback listeners)', () => {
       const dp = await start([[null, 'a.test', 'site']], { certificates: new FakeManager(), alpnChallenges });
       expect(dp.httpsAddress).not.toBeNull();
       expect(created).toHaveBeenCalledTimes(1);
-      expect((created.mock.results[0]?.value as { noDelay?: boolean }).noDelay).toBe(true);
+      const server = created.mock.results[0]?.value as { noDelay?: boolean } | undefined;
+      expect(server?.noDelay).toBe(true);
     } finally {
       created.mockRestore();
     }
