@@ -135,6 +135,21 @@ describe('CertificateManager: many names', () => {
     expect(ca.orders.slice(0, 10).map((o) => o.names[0])).toContain('s1500.example.com');
   });
 
+  it('issue 30: serves the backlog first in, first out, and names added after it emptied', async () => {
+    const { time, make, advance } = setup();
+    const ca = new FakeAcmeIssuer('ca1', time);
+    const manager = make({ storage: new MemoryStorage(), acmeIssuers: [ca], concurrency: { acme: 1 } });
+    // One place, four in its queue: 26 of the 30 wait in the backlog, which is read from one live cursor.
+    // (The CA takes 10 orders per 10 s: a minute covers them.)
+    await manager.setNames(names(30));
+    await advance(MINUTE);
+    expect(ca.orders.map((o) => o.names[0])).toEqual(names(30).map((n) => n.name));
+    await manager.updateNames({ add: names(12, 100), remove: [] });
+    await advance(MINUTE);
+    expect(ca.orders.map((o) => o.names[0]).slice(30)).toEqual(names(12, 100).map((n) => n.name));
+    expect(manager.issuanceQueues()).toEqual({ ca1: { running: 0, waiting: 0, backlog: 0, peak: 1 } });
+  });
+
   it('takes the storage lock only when an attempt starts, with the local CA sixteen at a time', async () => {
     const { make, settle } = setup();
     const { storage: files } = await tempStorage();
