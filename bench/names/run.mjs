@@ -22,7 +22,18 @@
 // reported as such. Loopback only. The table goes to stdout, the whole
 // record to bench/results/names-<time>.json.
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { availableParallelism, loadavg } from 'node:os';
@@ -75,6 +86,8 @@ const IDLE_MS = env('IDLE_MS', 5_000);
  * ~0.7 of a core between the bench, the worker and the upstream).
  */
 const PROBE_GAP_MS = env('PROBE_GAP_MS', 0);
+/** How long the disk's fsync times are sampled before any proxy runs, ms (the floor of a write). */
+const FSYNC_PROBE_MS = env('FSYNC_PROBE_MS', 20_000);
 // 32 characters: a shorter token is warned about at start.
 const TOKEN = 'bench-names-token-0123456789abcdef';
 const GOALS = { startS: 10, startAtN: 100_000, postP99Ms: 100, stallMs: 20, pssMb: 600, pssAtN: 100_000 };
@@ -1020,6 +1033,42 @@ const commit = (() => {
     return null;
   }
 })();
+/**
+ * The disk's own fsync times, in the bench's directory (the file system the
+ * state file and the cert dir live on): what a route write's durability
+ * costs before proxyd does anything. A write answers after its journal
+ * line is fsynced, so this is its floor, and its tail is the write's tail
+ * on a disk that stalls (a VM's, shared). `FSYNC_PROBE_MS` of 200-byte
+ * appends, one every 20 ms, before any proxy runs.
+ */
+async function fsyncFloor(ms) {
+  const file = path.join(dir, 'fsync-probe');
+  const fd = openSync(file, 'a');
+  const times = [];
+  try {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      writeSync(fd, `${'x'.repeat(199)}\n`);
+      const t = performance.now();
+      fsyncSync(fd);
+      times.push(performance.now() - t);
+      await sleep(20);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+  return {
+    count: times.length,
+    p50Ms: round(pct(times, 50), 2),
+    p99Ms: round(pct(times, 99), 1),
+    p999Ms: round(pct(times, 99.9), 1),
+    maxMs: round(Math.max(...times), 1),
+    over100Ms: times.filter((t) => t > 100).length,
+  };
+}
+log(`the disk's fsync times, ${FSYNC_PROBE_MS / 1000} s`);
+const fsync = await fsyncFloor(FSYNC_PROBE_MS);
 const results = [];
 for (const n of SIZES) {
   if (ONLY.includes('proxyd')) results.push(await benchProxyd(n));
@@ -1034,6 +1083,10 @@ const lines = [];
 const out = (l) => lines.push(l);
 out(
   `bench/names: ${commit ?? '?'}, Node ${process.versions.node}, ${availableParallelism()} CPUs; ✓/✗ = issue 30's goal met/missed`,
+);
+out('');
+out(
+  `The disk (the floor of a write, which answers once its journal line is fsynced): ${fsync.count} fsyncs of a 200-byte append, p50 ${s(fsync.p50Ms, 2)} / p99 ${s(fsync.p99Ms)} / p99.9 ${s(fsync.p999Ms)} / max ${s(fsync.maxMs)} ms, ${fsync.over100Ms} over 100 ms.`,
 );
 out('');
 out(
@@ -1114,7 +1167,7 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const jsonFile = path.join(resultsDir, `names-${stamp}.json`);
 writeFileSync(
   jsonFile,
-  `${JSON.stringify({ bench: 'names', commit, node: process.versions.node, cpus: availableParallelism(), sizes: SIZES, writes: WRITES, writeRate: WRITE_RATE, bounds: { START_MS, COVER_MS, WRITES_MS, CHANGES_MS, CADDY_MS }, goals: GOALS, results, table }, null, 2)}\n`,
+  `${JSON.stringify({ bench: 'names', commit, node: process.versions.node, cpus: availableParallelism(), sizes: SIZES, writes: WRITES, writeRate: WRITE_RATE, bounds: { START_MS, COVER_MS, WRITES_MS, CHANGES_MS, CADDY_MS }, goals: GOALS, fsync, results, table }, null, 2)}\n`,
 );
 console.log(`\nresults: ${path.relative(process.cwd(), jsonFile)}`);
 await session.shutdown(results.some((r) => r.error) ? 1 : 0);
