@@ -257,7 +257,8 @@ export async function storeCertificate(
   if (!checked.certificate) await loadCertificate(storage, issuerId, metadata.name);
   if (!checked.metadata) await loadMetadata(storage, issuerId, metadata.name);
   const keys = certificateKeys(issuerId, metadata.name);
-  await storage.store(keys.key, certificate.keyPem, { secret: true });
-  await storage.store(keys.cert, certificate.certPem);
+  // One directory fsync for the three files (issue 30: seven fsyncs per certificate were four of them).
+  await storage.store(keys.key, certificate.keyPem, { secret: true, syncDirectory: false });
+  await storage.store(keys.cert, certificate.certPem, { syncDirectory: false });
   await storage.store(keys.meta, `${JSON.stringify(metadata, null, 2)}\n`);
 }

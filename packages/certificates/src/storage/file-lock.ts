@@ -149,8 +149,9 @@ export class FileLocks {
     try {
       await handle.writeFile(`${JSON.stringify(owner)}\n`, 'utf8');
       const seconds = this.#timing.now() / 1000;
+      // Not fsynced: a lock outlives no crash (a dead holder's lock on this host is broken at once, another
+      // host's once stale), and an empty or missing file after one is judged by its mtime or not there at all.
       await handle.utimes(seconds, seconds);
-      await handle.sync();
     } catch (err) {
       await handle.close().catch(() => {});
       await rm(file, { force: true });

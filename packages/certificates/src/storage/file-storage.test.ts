@@ -1,8 +1,10 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { chmod, type FileHandle, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CertificatesError, CertificatesErrorCode } from '../errors.js';
+import { storeCertificate } from '../manager/stored-certificate.js';
 import { FileStorage } from './file-storage.js';
 import { storageContract } from './storage-contract.test-helpers.js';
 
@@ -82,6 +84,76 @@ describe('FileStorage: load and store', () => {
     expect(err.message).toContain(`${root}/meta/b.json is not a regular file`);
     expect((await readdir(`${root}/meta`)).sort()).toEqual(['a.json', 'b.json']);
     expect(await readdir(`${root}/meta/b.json`)).toEqual(['inner']);
+  });
+});
+
+describe('FileStorage: fsyncs (issue 30)', () => {
+  /** The path of every handle fsynced while `fn` runs (Linux: /proc/self/fd), temp files by their own names. */
+  async function fsyncedDuring(fn: () => Promise<unknown>): Promise<string[]> {
+    const probe = await open(tmp, 'r');
+    const proto = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const original = proto.sync;
+    const synced: string[] = [];
+    const spy = vi.spyOn(proto, 'sync').mockImplementation(function (this: FileHandle) {
+      synced.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+      return original.call(this);
+    });
+    try {
+      await fn();
+    } finally {
+      spy.mockRestore();
+    }
+    return synced;
+  }
+
+  it('fsyncs a stored file and then its directory', async () => {
+    const storage = new FileStorage(root);
+    await storage.store('certificates/local/a.test/a.test.crt', 'old');
+    const synced = await fsyncedDuring(() => storage.store('certificates/local/a.test/a.test.crt', 'new'));
+    expect(synced).toHaveLength(2);
+    expect(path.basename(synced[0] ?? '')).toMatch(/^\.a\.test\.crt\.tmp-/);
+    expect(synced[1]).toBe(`${root}/certificates/local/a.test`);
+  });
+
+  it("fsyncs a certificate's three files, then their directory once", async () => {
+    const storage = new FileStorage(root);
+    const metadata = {
+      name: 'a.test',
+      issuer: 'local',
+      notBefore: 0,
+      notAfter: 1,
+      ari: null,
+      lastError: null,
+      nextAttemptAt: null,
+      backoff: null,
+      validationFailures: [],
+    };
+    const synced = await fsyncedDuring(() =>
+      storeCertificate(storage, 'local', { certPem: 'cert', keyPem: 'key' }, metadata, {
+        certificate: true,
+        metadata: true,
+      }),
+    );
+    const dir = `${root}/certificates/local/a.test`;
+    expect(synced.filter((p) => p === dir)).toHaveLength(1);
+    expect(synced.at(-1)).toBe(dir);
+    expect(synced.filter((p) => p !== dir).map((p) => path.basename(p).replace(/\.tmp-.*/, ''))).toEqual([
+      '.a.test.key',
+      '.a.test.crt',
+      '.a.test.json',
+    ]);
+    expect((await readdir(dir)).sort()).toEqual(['a.test.crt', 'a.test.json', 'a.test.key']);
+  });
+
+  it('does not fsync a lock file', async () => {
+    const storage = new FileStorage(root);
+    await storage.store('x', 'y');
+    const synced = await fsyncedDuring(async () => {
+      const lock = await storage.lock('a.test');
+      await lock.release();
+    });
+    expect(synced).toEqual([]);
   });
 });
 

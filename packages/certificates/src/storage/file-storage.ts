@@ -46,7 +46,8 @@ export interface FileStorageOptions {
  *   chmod-ed silently.
  * - Writes are atomic and durable: a temp file `.<name>.tmp-…` beside the
  *   target is written and fsynced, renamed over it, and the directory
- *   fsynced; a reader sees the old or the new content, and a failed write
+ *   fsynced (with `syncDirectory: false`, by the next store in it that
+ *   syncs); a reader sees the old or the new content, and a failed write
  *   leaves the old content and no temp file. Names starting with `.` are
  *   never keys, so `list` skips temp files left by a crash.
  * - Locks are files under `<root>/locks/` (see `FileLocks`).
@@ -114,7 +115,7 @@ export class FileStorage implements CertificateStorage {
    * is left as it is; a failed write throws `CERT_STORAGE_IO` and leaves the
    * old content.
    */
-  async store(key: string, value: Buffer | string, _options?: StoreOptions): Promise<void> {
+  async store(key: string, value: Buffer | string, options?: StoreOptions): Promise<void> {
     const segments = keySegments(key);
     const name = segments.at(-1) as string;
     const dir = (await this.#directory(segments.slice(0, -1), true)) as string;
@@ -131,7 +132,7 @@ export class FileStorage implements CertificateStorage {
         await handle.close();
       }
       await rename(tmp, file);
-      await syncDirectory(dir);
+      if (options?.syncDirectory !== false) await syncDirectory(dir);
     } catch (err) {
       await rm(tmp, { force: true });
       throw ioError(`write ${file}`, err);
@@ -223,18 +224,12 @@ export class FileStorage implements CertificateStorage {
    */
   async #directory(segments: readonly string[], create: boolean): Promise<string | null> {
     let dir = this.root;
-    if (create) {
-      try {
-        await mkdir(dir, { recursive: true, mode: DIR_MODE });
-      } catch (err) {
-        throw ioError(`create ${dir}`, err);
-      }
-    }
     for (let i = 0; ; i++) {
       let st = await statOrNull(dir);
       if (st === null && create) {
         try {
-          await mkdir(dir, { mode: DIR_MODE });
+          // The root with its missing parents (the first store); below it, one level at a time.
+          await mkdir(dir, { recursive: i === 0, mode: DIR_MODE });
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(`create ${dir}`, err);
         }

@@ -30,6 +30,15 @@ export interface CertificateStorage {
 export interface StoreOptions {
   /** The value is secret (a private key, an account key): readable by the owner only. */
   secret?: boolean;
+  /**
+   * false: the value is durable when the promise resolves, but its name in
+   * the directory only once a later store in the same directory without
+   * this option resolves (a file storage fsyncs the directory then, once for
+   * all of them). For the files of one certificate, stored together; a
+   * crash in between loses the new names, never a part of a value. Default
+   * true. A storage without directories ignores it.
+   */
+  syncDirectory?: boolean;
 }
 
 /** Options of {@link CertificateStorage.lock}. */
