@@ -402,30 +402,25 @@ function probeLoop(port, name, ca) {
   });
   // performance.now() = monotonic ms − this offset (process.hrtime is CLOCK_MONOTONIC, the same in every process).
   const offset = Number(process.hrtime.bigint()) / 1e6 - performance.now();
-  const ready = new Promise((resolve, reject) => {
-    const onMessage = (m) => {
-      if (m.type !== 'ready') return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve();
-    };
-    const onExit = (code) => reject(new Error(`probe exited (${code}) before it was warm`));
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-  const collect = () =>
+  /** The probe's next message of `type`; rejects when the probe exits first (`what` names the wait). */
+  const next = (type, what) =>
     new Promise((resolve, reject) => {
       const onMessage = (m) => {
-        if (m.type !== 'samples') return;
+        if (m.type !== type) return;
         child.off('message', onMessage);
         child.off('exit', onExit);
         resolve(m);
       };
-      const onExit = (code) => reject(new Error(`probe exited (${code}) before answering`));
+      const onExit = (code) => reject(new Error(`probe exited (${code}) before ${what}`));
       child.on('message', onMessage);
       child.once('exit', onExit);
-      child.send({ type: 'collect' });
     });
+  const ready = next('ready', 'it was warm');
+  const collect = () => {
+    const answer = next('samples', 'answering');
+    child.send({ type: 'collect' });
+    return answer;
+  };
   return {
     pid: child.pid,
     async window(fn) {

@@ -80,7 +80,8 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   #retried = false;
   #startedAt = 0;
   #startedMono = 0;
-  #recording = false;
+  /** The `onRequest` hook this request's record goes to once it ends; null: none, or already handed. */
+  #recordTo: NonNullable<DataPlaneHooks['onRequest']> | null = null;
   #whole: { status: number; headers: OutgoingHttpHeaders; rewrite: (b: Buffer) => Buffer; chunks: Buffer[] } | null =
     null;
   #transform: Transform | null = null;
@@ -275,8 +276,8 @@ export class FastConnection extends RequestReader implements UpstreamClient {
     this.#res.reset();
     this.#retried = false;
     this.#sent100 = false;
-    this.#recording = path.hooks.onRequest !== undefined;
-    if (this.#recording) {
+    this.#recordTo = path.hooks.onRequest ?? null;
+    if (this.#recordTo !== null) {
       this.#startedAt = Date.now();
       this.#startedMono = performance.now();
       path.counts.inFlight++;
@@ -533,8 +534,9 @@ export class FastConnection extends RequestReader implements UpstreamClient {
   }
 
   #record(): void {
-    if (!this.#recording) return;
-    this.#recording = false;
+    const hook = this.#recordTo;
+    if (hook === null) return;
+    this.#recordTo = null;
     this.#path.counts.inFlight--;
     const duration = performance.now() - this.#startedMono;
     const record = fastRecord(
@@ -545,7 +547,7 @@ export class FastConnection extends RequestReader implements UpstreamClient {
       this.#startedAt,
       duration,
     );
-    handRecord(this.#path.hooks.onRequest as NonNullable<DataPlaneHooks['onRequest']>, record);
+    handRecord(hook, record);
   }
 
   #timedOut(): void {
