@@ -259,7 +259,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const unsubscribe = store.subscribe((snapshot) => {
     void followRoutes(snapshot);
     metrics?.setRouteCounts(store.countByOrigin());
-    siteLogs.retain(sitesOf(snapshot.routes));
+    siteLogs.retain(sitesOf(snapshot));
     return serving.setRoutes(snapshot);
   });
   // With Redis: API routes are the fleet's (written there first, followed from there), the store holds this
@@ -294,7 +294,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
     disabled: options.docker === false,
     sink: store,
-    published: () => store.routes,
+    originOf: (domain) => store.get(domain)?.origin,
     // The root logger: the container source names its target on each line itself.
     logger: logging.root,
   });
@@ -398,7 +398,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       ...(control.socketPath ? { admin_socket: control.socketPath } : {}),
       ...(metricsAddress ? { metrics: `${metricsAddress.host}:${metricsAddress.port}` } : {}),
       ...(dashboardAddress ? { dashboard: `${dashboardAddress.host}:${dashboardAddress.port}` } : {}),
-      routes: store.routes.length,
+      routes: store.size,
       workers: workerCount,
       state_dir: stateDir,
       proxyfile: options.configPath ?? null,
@@ -414,7 +414,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stateDir,
     certDir,
     reload: reloader ? () => reloader.reload() : undefined,
-    routeCount: () => store.routes.length,
+    routeCount: () => store.size,
     async close(graceMs = config.global.grace_period_ms) {
       // Every listener drains at once: the data plane, the admin API (its calls in flight write to the
       // store, closed after them), the metrics and dashboard listeners.
@@ -468,7 +468,7 @@ async function withResolvedPorts(config: Config, bindHost: string | undefined): 
   };
 }
 
-/** The sites of `routes`, read only if iterated. */
-function* sitesOf(routes: readonly RouteSpec[]): Generator<Site> {
-  for (const route of routes) yield route.site;
+/** The sites of the snapshot's routes, read only if iterated (a large table builds its routes on the first read). */
+function* sitesOf(snapshot: RouteSnapshot): Generator<Site> {
+  for (const route of snapshot.routes) yield route.site;
 }

@@ -21,7 +21,7 @@ describe('startDockerDiscovery', () => {
         global: { ...defaultGlobalOptions(), docker },
         disabled,
         sink,
-        published: () => [],
+        originOf: () => undefined,
         logger,
       });
       expect(discovery.source).toBeNull();
@@ -38,7 +38,7 @@ describe('startDockerDiscovery', () => {
       global: defaultGlobalOptions(),
       host: 'unix:///nonexistent/proxyd-test/docker.sock',
       sink,
-      published: () => [],
+      originOf: () => undefined,
       logger,
     });
     const status = await discovery.status();

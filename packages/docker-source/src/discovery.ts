@@ -1,4 +1,4 @@
-import type { GlobalOptions, RouteSpec } from '@proxyd/model';
+import type { GlobalOptions, RouteOrigin, RouteSpec } from '@proxyd/model';
 import type { RouteSink } from '@proxyd/route-store';
 import { resolveDockerHost } from './runtime/socket.js';
 import { DOCKER_LOG_TARGET, type DockerLogger, DockerSource } from './watcher.js';
@@ -13,8 +13,12 @@ export interface DockerDiscoveryOptions {
   disabled?: boolean;
   /** Where label routes go: the route store. */
   sink: RouteSink;
-  /** The routes the store publishes now (to tell which label domains the Proxyfile holds). */
-  published: () => readonly RouteSpec[];
+  /**
+   * The origin of the route the store publishes now for a lowercase domain
+   * (to tell which label domains the Proxyfile holds): a lookup, so a route
+   * write costs the label routes, not the table.
+   */
+  originOf: (domain: string) => RouteOrigin | undefined;
   /**
    * A logger with no `target` of its own (the daemon's root logger): the
    * container source and this function put `target: proxy::docker` on each
@@ -105,11 +109,10 @@ export async function startDockerDiscovery(options: DockerDiscoveryOptions): Pro
   let declared: readonly RouteSpec[] = [];
   const shadowed = new Set<string>();
   const checkShadowed = () => {
-    const held = new Map(options.published().map((r) => [r.domain.toLowerCase(), r.origin]));
     const now = new Set<string>();
     for (const route of declared) {
       const domain = route.domain.toLowerCase();
-      if (held.get(domain) !== 'proxyfile') continue;
+      if (options.originOf(domain) !== 'proxyfile') continue;
       now.add(domain);
       if (!shadowed.has(domain)) {
         logger.warn({ domain }, `${domain}: the Proxyfile declares this domain, so its container labels are ignored`);

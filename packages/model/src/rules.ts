@@ -18,6 +18,7 @@ export {
 } from './auto-https.js';
 export { cachePurgeKey } from './cache-key.js';
 export { addressDomain, CATCH_ALL_HOST, catchAllDomain, isCatchAllDomain } from './catch-all.js';
+export { CowList, FrozenList } from './cow-list.js';
 export {
   DEFAULTS,
   defaultGlobalOptions,
@@ -38,7 +39,14 @@ export {
   requestPlaceholder,
 } from './placeholders.js';
 export { REQUEST_EVENTS_KEY, RequestEvent, type RequestRecord } from './request-events.js';
-export { changesFrom, type RouteChanges, type RouteSnapshot } from './route-snapshot.js';
+export {
+  changesFrom,
+  frozenSnapshot,
+  type RouteChanges,
+  type RouteSnapshot,
+  sizeOf,
+  stateOf,
+} from './route-snapshot.js';
 export { SITE_DIRECTIVES, SITE_STEP_ORDER, type SiteStepName } from './site-steps.js';
 export {
   DEFAULT_STATS_RANGE_MS,

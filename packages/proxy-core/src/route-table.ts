@@ -1,5 +1,5 @@
 import type { ReverseProxyHandler, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
-import { changesFrom, isCatchAllDomain, isHttpsSite } from '@proxyd/model/rules';
+import { changesFrom, isCatchAllDomain, isHttpsSite, stateOf } from '@proxyd/model/rules';
 import type { CompiledSite } from './pipeline.js';
 
 /** Compiles a Site into its request handler (once per Site object). */
@@ -72,7 +72,8 @@ const MAIN = -1;
  */
 export class RouteTable {
   #version: number;
-  #routes: readonly RouteSpec[];
+  /** The {@link stateOf} the table served: the next changes apply to it. */
+  #state: object;
   readonly #exact = new Map<string, Route>();
   readonly #wildcard = new Map<string, Route>();
   /** Catch-all routes by domain (`*`, `*:8080`). */
@@ -90,7 +91,7 @@ export class RouteTable {
   #pinned = 0;
 
   /**
-   * @param routes one route per lowercase domain (the array is kept, not copied)
+   * @param routes one route per lowercase domain (the first changes apply to this array)
    * @param version the store's version (0 by default)
    * @param compile builds each distinct Site's handler; absent: `compiled` is null
    * @param sitePorts lowercase domain → the site port it is pinned to (default none)
@@ -103,7 +104,7 @@ export class RouteTable {
   ) {
     this.#compile = compile;
     this.#version = version;
-    this.#routes = routes;
+    this.#state = routes;
     const changes: Changes = { fresh: [], droppedSites: [], dropped: [] };
     for (const spec of routes) this.#put(spec, sitePorts, changes);
   }
@@ -111,11 +112,6 @@ export class RouteTable {
   /** The version of the routes served (the store's). */
   get version(): number {
     return this.#version;
-  }
-
-  /** The route array last given ({@link update}, the constructor). */
-  get routes(): readonly RouteSpec[] {
-    return this.#routes;
   }
 
   /** How many routes are pinned to a site port. */
@@ -145,23 +141,23 @@ export class RouteTable {
 
   /**
    * Serves the snapshot's routes from now on, in place. With `changes` whose
-   * base is the routes served now (the model's `changesFrom`): only the changed domains
-   * are touched, O(changes). Without: every route is compared with the
+   * base is the table served now (the model's `changesFrom`): only the
+   * changed domains are touched, O(changes), and `snapshot.routes` is not
+   * read. Without: every route is compared with the
    * table (same domain, Site object, origin, source and pin: kept), O(n).
    * `sitePorts` gives the pin of every route (lowercase domain → port); with
    * `changes`, the pins of unchanged routes must not have changed. Returns
    * the sites compiled and dropped; the caller closes the dropped ones.
    */
   update(snapshot: RouteSnapshot, sitePorts?: ReadonlyMap<string, number>): TableChange {
-    const { routes, version } = snapshot;
     const out: Changes = { fresh: [], droppedSites: [], dropped: [] };
-    const changes = changesFrom(this.#routes, snapshot);
+    const changes = changesFrom(this.#state, snapshot);
     if (changes !== null) {
       for (const domain of changes.removed) this.#delete(domain, out);
       for (const spec of changes.upserted) this.#put(spec, sitePorts, out);
     } else {
       const domains = new Set<string>();
-      for (const spec of routes) domains.add(this.#put(spec, sitePorts, out));
+      for (const spec of snapshot.routes) domains.add(this.#put(spec, sitePorts, out));
       if (domains.size < this.size) {
         const gone: string[] = [];
         for (const domain of this.#exact.keys()) if (!domains.has(domain)) gone.push(domain);
@@ -170,8 +166,8 @@ export class RouteTable {
         for (const domain of gone) this.#delete(domain, out);
       }
     }
-    this.#routes = routes;
-    this.#version = version;
+    this.#state = stateOf(snapshot);
+    this.#version = snapshot.version;
     return out;
   }
 

@@ -192,13 +192,13 @@ export class FleetRoutes implements FleetFollower {
     if (result.kind === 'applied' && result.epoch === this.#epoch && result.entry.version === this.#version + 1) {
       const applied = this.#apply(result.entry);
       this.#wake();
-      return await applied.catch(() => this.#store.routes.length);
+      return await applied.catch(() => this.#store.size);
     }
     const version = result.kind === 'applied' ? result.entry.version : result.version;
     // Another history than this node follows (the storage lost its data and was seeded again): catch up now.
     if (result.epoch !== this.#epoch) this.#log.resync();
     await this.#caughtUp(result.epoch, version);
-    return this.#store.routes.length;
+    return this.#store.size;
   }
 
   /** Resolves once this node's table has every fleet change up to `version` (bounded by `reachWaitMs`). */

@@ -7,6 +7,7 @@ import {
   emptySite,
   type RouteSnapshot,
   type RouteSpec,
+  stateOf,
 } from '@proxyd/model';
 import { DataPlane } from '@proxyd/proxy-core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -380,7 +381,8 @@ describe('RouteStore', () => {
       await store.remove('a.test');
       expect(seen.map((s) => s.version)).toEqual([1, 2, 3, 4]);
       expect(seen[0]?.changes).toBeNull();
-      for (let i = 1; i < seen.length; i++) expect(seen[i]?.changes?.base.deref()).toBe(seen[i - 1]?.routes);
+      for (let i = 1; i < seen.length; i++)
+        expect(seen[i]?.changes?.base.deref()).toBe(stateOf(seen[i - 1] as RouteSnapshot));
       expect(seen.slice(1).map((s) => [s.changes?.upserted.map((r) => r.domain), s.changes?.removed])).toEqual([
         [['a.test'], []],
         [['file.test'], []],
@@ -391,6 +393,37 @@ describe('RouteStore', () => {
       expect(store.snapshot).toBe(seen.at(-1));
       // Nothing rides on the array: the delta is the snapshot's, and a structured clone of the routes is plain data.
       expect(Object.getOwnPropertySymbols(seen.at(-1)?.routes)).toEqual([]);
+    });
+
+    it('keeps every published snapshot whole while later writes change the table (issue 30)', async () => {
+      // 3,000 routes span three chunks of the copy-on-write list: writes replace, remove (the last route moves
+      // into the hole) and add, and each snapshot, read only after all of them, is the table of its version.
+      const file = Array.from({ length: 3_000 }, (_, i) => proxyfileRoute(`f${i}.test`, i + 1));
+      const store = await open(file);
+      const seen: { snapshot: RouteSnapshot; expected: string[] }[] = [];
+      const table = new Map(file.map((r) => [r.domain, `${r.domain}/proxyfile`]));
+      const remember = () => seen.push({ snapshot: store.snapshot, expected: [...table.values()].sort() });
+      remember();
+      for (let i = 0; i < 30; i++) {
+        const replaced = `f${(i * 97) % 3_000}.test`;
+        await store.upsert({ domain: replaced, upstream: `h:${i + 1}`, tls: false, source: null });
+        table.set(replaced, `${replaced}/api`);
+        remember();
+        await store.upsert({ domain: `new${i}.test`, upstream: 'h:1', tls: false, source: null });
+        table.set(`new${i}.test`, `new${i}.test/api`);
+        remember();
+        await store.remove(`new${Math.floor(i / 2)}.test`);
+        table.delete(`new${Math.floor(i / 2)}.test`);
+        remember();
+      }
+      for (const { snapshot, expected } of seen) {
+        expect(snapshot.size).toBe(expected.length);
+        expect(snapshot.routes.map((r) => `${r.domain}/${r.origin}`).sort()).toEqual(expected);
+      }
+      expect(store.size).toBe(table.size);
+      expect(store.get('F97.TEST')?.origin).toBe('api');
+      expect(store.get('f1.test')?.origin).toBe('proxyfile');
+      expect(store.get('new0.test')).toBeUndefined();
     });
 
     it('a failed state-file write puts the table, the file order and the publications back', async () => {
@@ -423,7 +456,7 @@ describe('RouteStore', () => {
         { domain: 'c.test', upstream: 'h:4', tls: false, source: null },
       ]);
       const last = seen.at(-1);
-      expect(last?.changes?.base.deref()).toBe(seen[0]?.routes);
+      expect(last?.changes?.base.deref()).toBe(stateOf(seen[0] as RouteSnapshot));
       expect(last?.changes?.upserted.map((r) => r.domain)).toEqual(['c.test']);
     }
 

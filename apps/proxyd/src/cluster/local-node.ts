@@ -180,7 +180,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
   siteLog.setRoutes(first.routes);
   let plane: DataPlane;
   try {
-    plane = await DataPlane.start(config, first.routes, hooks, {
+    plane = await DataPlane.start(config, first, hooks, {
       ...options.dataPlane,
       ...tls,
       ...(cache === null ? {} : { caches: new CacheRegistry(cache) }),
@@ -191,7 +191,6 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     await analytics.close();
     throw err;
   }
-  if (first.version !== 1) plane.setRoutes(first);
   if (metrics !== undefined) {
     metrics.setUpstreamHealthSource(() => plane.upstreamHealth());
     metrics.setAnalyticsDroppedSource(() => analytics.droppedRequests());

@@ -16,7 +16,7 @@ import {
   type WorkerInit,
   type WorkerReady,
 } from '@proxyd/cluster';
-import { type Config, changesFrom, type RouteSnapshot, type RouteSpec } from '@proxyd/model';
+import { type Config, changesFrom, type RouteSnapshot, stateOf } from '@proxyd/model';
 import {
   ConnectionCounts,
   DEFAULT_WORKER_CERTIFICATE_CACHE_CAPACITY,
@@ -154,7 +154,7 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
   fleet.attach(set);
   // The domains whose site caches, kept per change: a route write does not walk the table.
   const cached = new Set<string>();
-  let cachedOf: readonly RouteSpec[] = [];
+  let cachedOf: object | null = null;
   const followCache = (snapshot: RouteSnapshot) => {
     const changes = changesFrom(cachedOf, snapshot);
     if (changes === null) {
@@ -167,7 +167,7 @@ export async function startServing(options: ServingOptions): Promise<Serving> {
         else cached.delete(route.domain.toLowerCase());
       }
     }
-    cachedOf = snapshot.routes;
+    cachedOf = stateOf(snapshot);
   };
   followCache(options.routes());
   return {

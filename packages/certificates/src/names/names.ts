@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Config, GlobalOptions, RouteSnapshot, RouteSpec } from '@proxyd/model';
-import { autoHttpsFor, autoHttpsObtainsCertificates, changesFrom } from '@proxyd/model/rules';
+import { autoHttpsFor, autoHttpsObtainsCertificates, changesFrom, stateOf } from '@proxyd/model/rules';
 import { AcmeIssuer, type ChallengeSolver } from '../acme/index.js';
 import { createDns01Solver, type DnsChallengeSettings } from '../dns/index.js';
 import { isLocalName, LocalCa } from '../local-ca/local-ca.js';
@@ -87,7 +87,8 @@ export class CertifiedNames {
   readonly #solverFor: ((settings: DnsChallengeSettings) => ChallengeSolver) | undefined;
   /** One solver per distinct DNS-01 settings (JSON), shared by the names that use them. */
   readonly #solvers = new Map<string, ChallengeSolver>();
-  #routes: readonly RouteSpec[] = [];
+  /** The {@link stateOf} the last snapshot taken: the next changes apply to it. */
+  #state: object | null = null;
   /** Lowercase name → issuer, and the JSON of its DNS-01 settings or null, in the order first seen. */
   readonly #names = new Map<string, { issuer: ManagedName['issuer']; dns: string | null }>();
   /** Lowercase domain → route, for routes with `tls { on_demand }` that want a managed certificate. */
@@ -104,9 +105,8 @@ export class CertifiedNames {
 
   /** Takes a new route set; true when the managed names changed. */
   update(snapshot: RouteSnapshot): boolean {
-    const { routes } = snapshot;
-    const changes = changesFrom(this.#routes, snapshot);
-    this.#routes = routes;
+    const changes = changesFrom(this.#state, snapshot);
+    this.#state = stateOf(snapshot);
     if (this.#off) return false;
     let changed = false;
     if (changes !== null) {
@@ -124,7 +124,7 @@ export class CertifiedNames {
     for (const name of this.#names.keys()) this.#touched.add(name);
     this.#names.clear();
     this.#onDemand.clear();
-    for (const route of routes) if (this.#take(route)) changed = true;
+    for (const route of snapshot.routes) if (this.#take(route)) changed = true;
     return changed;
   }
 

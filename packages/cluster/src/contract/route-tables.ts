@@ -1,5 +1,5 @@
 import type { RouteChanges, RouteSnapshot, RouteSpec, Site } from '@proxyd/model';
-import { changesFrom } from '@proxyd/model/rules';
+import { CowList, changesFrom, frozenSnapshot, stateOf } from '@proxyd/model/rules';
 import { type CompactRoutes, compactSite } from './compact-routes.js';
 
 /**
@@ -59,9 +59,10 @@ export type RouteUpdate =
  */
 export class RoutePublisher {
   readonly #ids = new SiteIds();
-  #lastSent: readonly RouteSpec[] | null = null;
+  /** The {@link stateOf} the last table sent. */
+  #lastSent: object | null = null;
   #lastVersion = 0;
-  #full: { routes: readonly RouteSpec[]; message: RouteUpdate & { kind: 'full' } } | null = null;
+  #full: { state: object; message: RouteUpdate & { kind: 'full' } } | null = null;
 
   /**
    * The message that brings a worker that has the last table sent to the
@@ -72,7 +73,7 @@ export class RoutePublisher {
     const { version } = snapshot;
     if (this.#lastSent !== null && version <= this.#lastVersion) return null;
     const base = this.#lastSent;
-    this.#lastSent = snapshot.routes;
+    this.#lastSent = stateOf(snapshot);
     this.#lastVersion = version;
     const changes = base === null ? null : changesFrom(base, snapshot);
     if (changes !== null) {
@@ -93,15 +94,18 @@ export class RoutePublisher {
    * it when it is the newest sent: the first write after the nodes start
    * goes as a delta (a node behind it answers that it needs a snapshot).
    */
-  full({ routes, version }: RouteSnapshot): RouteUpdate & { kind: 'full' } {
+  full(snapshot: RouteSnapshot): RouteUpdate & { kind: 'full' } {
+    const { version } = snapshot;
+    const state = stateOf(snapshot);
     if (version >= this.#lastVersion) {
-      this.#lastSent = routes;
+      this.#lastSent = state;
       this.#lastVersion = version;
     }
     const cached = this.#full;
-    if (cached !== null && cached.routes === routes && cached.message.version === version) return cached.message;
+    if (cached !== null && cached.state === state && cached.message.version === version) return cached.message;
+    const routes = snapshot.routes;
     const message = { kind: 'full' as const, routes: [...routes], siteIds: this.#ids.of(routes), version };
-    this.#full = { routes, message };
+    this.#full = { state, message };
     return message;
   }
 }
@@ -113,9 +117,10 @@ export class RoutePublisher {
  * proportion to them.
  */
 export class NodeRoutes {
-  #routes: readonly RouteSpec[] = [];
-  /** The routes held, patched per change (`#routes` is its published copy), and each domain's position. */
-  readonly #dense: RouteSpec[] = [];
+  /** The {@link stateOf} the last snapshot given. */
+  #state: object | null = null;
+  /** The routes held, patched per change (each snapshot holds a frozen state of it), and each domain's position. */
+  readonly #dense = new CowList<RouteSpec>();
   readonly #slots = new Map<string, number>();
   #version = 0;
   /** Site number → the object and how many routes use it. */
@@ -146,8 +151,9 @@ export class NodeRoutes {
   /**
    * The table after `message`, or null when the message is not newer than
    * what this node has. Changes cost what they change (the routes held are
-   * patched in place by position) plus one copy of the array of references
-   * for the snapshot handed on; a whole table costs its size.
+   * patched in place by position; the snapshot handed on holds a frozen
+   * state of them, the chunks a change touched copied); a whole table costs
+   * its size.
    */
   apply(message: RouteUpdate): RouteSnapshot | null {
     if (message.version <= this.#version) return null;
@@ -157,7 +163,7 @@ export class NodeRoutes {
       this.#sites.clear();
       this.#domainSite.clear();
       this.#slots.clear();
-      this.#dense.length = 0;
+      this.#dense.clear();
       for (const [i, route] of message.routes.entries()) {
         const id = message.siteIds[i] as number;
         this.#slots.set(route.domain.toLowerCase(), i);
@@ -171,8 +177,9 @@ export class NodeRoutes {
         },
         previous,
       );
-      this.#routes = this.#dense.slice();
-      return { routes: this.#routes, version: message.version, changes: null };
+      const snapshot = frozenSnapshot(this.#dense.freeze(), message.version, null);
+      this.#state = stateOf(snapshot);
+      return snapshot;
     }
     if (message.version !== this.#version + 1) {
       // A change was missed (its broadcast failed here): the fleet sends the whole table next.
@@ -191,7 +198,7 @@ export class NodeRoutes {
         this.#slots.set(domain, this.#dense.length);
         this.#dense.push(taken);
       } else {
-        this.#dense[at] = taken;
+        this.#dense.set(at, taken);
       }
       return taken;
     });
@@ -202,16 +209,17 @@ export class NodeRoutes {
         this.#slots.set(route.domain, this.#dense.length);
         this.#dense.push(route);
       } else {
-        this.#dense[at] = route;
+        this.#dense.set(at, route);
       }
       upserted.push(route);
     });
-    const base = this.#routes;
-    const routes = this.#dense.slice();
-    const changes: RouteChanges = { base: new WeakRef(base), upserted, removed: message.removed };
-    this.#routes = routes;
+    const base = this.#state;
+    const changes: RouteChanges | null =
+      base === null ? null : { base: new WeakRef(base), upserted, removed: message.removed };
     this.#version = message.version;
-    return { routes, version: message.version, changes };
+    const snapshot = frozenSnapshot(this.#dense.freeze(), message.version, changes);
+    this.#state = stateOf(snapshot);
+    return snapshot;
   }
 
   /** Takes `domain`'s route out of the dense array: the last one moves into its place. */
@@ -221,7 +229,7 @@ export class NodeRoutes {
     this.#slots.delete(domain);
     const last = this.#dense.pop() as RouteSpec;
     if (at < this.#dense.length) {
-      this.#dense[at] = last;
+      this.#dense.set(at, last);
       this.#slots.set(last.domain.toLowerCase(), at);
     }
   }

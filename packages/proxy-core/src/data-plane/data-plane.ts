@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Config, RouteChanges, RouteSnapshot, RouteSpec } from '@proxyd/model';
-import { changesFrom, isHttpsSite } from '@proxyd/model/rules';
+import { changesFrom, isHttpsSite, stateOf } from '@proxyd/model/rules';
 import type { CacheRegistry } from '../cache/response-cache.js';
 import type { ChallengeResponder } from '../challenge.js';
 import { type ConnectionCounter, type ListenerLimits, listenerLimitsOf } from '../connection-limits.js';
@@ -153,8 +153,8 @@ export class DataPlane {
   #httpAddress: ListenerAddress = { host: '', port: 0 };
   #httpsAddress: ListenerAddress | null = null;
   #httpsOpening = false;
-  /** The routes served now (the store's array: its changes apply to it) and their site ports. */
-  #routes: readonly RouteSpec[] = [];
+  /** The snapshot served now (the next changes apply to its {@link stateOf}) and its routes' site ports. */
+  #snapshot: RouteSnapshot = { routes: [], version: 0, changes: null };
   #ports: SitePortTable;
   /** Lowercase domain → route, for routes with manual `tls <cert> <key>` files. */
   readonly #manualRoutes = new Map<string, RouteSpec>();
@@ -191,16 +191,21 @@ export class DataPlane {
   }
 
   /**
-   * Opens the listeners for `routes` (version 1) and serves them. Fails,
-   * closing what it opened, when a listener cannot be opened or two routes
-   * ask one site port for different protocols.
+   * Opens the listeners for `table` (routes, taken as version 1, or a
+   * snapshot whose changes, if any, are not read: the next changes apply
+   * to it) and serves them. Fails, closing what it opened, when a listener
+   * cannot be opened or two routes ask one site port for different
+   * protocols.
    */
   static async start(
     config: Config,
-    routes: readonly RouteSpec[],
+    table: readonly RouteSpec[] | RouteSnapshot,
     hooks: DataPlaneHooks,
     options: DataPlaneOptions = {},
   ): Promise<DataPlane> {
+    const given: RouteSnapshot = isSnapshot(table) ? table : { routes: table, version: 1, changes: null };
+    const { routes } = given;
+    const first: RouteSnapshot = { routes, version: given.version, changes: null, state: stateOf(given) };
     const { http_port: httpPort, https_port: httpsPort } = config.global;
     const ports = new SitePortTable(routes, httpPort, httpsPort);
     const initial = ports.current;
@@ -244,10 +249,10 @@ export class DataPlane {
       binds,
     });
     const plane = new DataPlane(proxy, manual, certificates, config, options, binds);
-    plane.#loadCertificates(routes, null);
-    plane.#routes = routes;
+    plane.#loadCertificates(first, null);
+    plane.#snapshot = first;
     plane.#ports = ports;
-    proxy.setRoutes({ routes, version: 1, changes: null }, initial.byDomain);
+    proxy.setRoutes(first, initial.byDomain);
     try {
       const [first = '0.0.0.0', ...more] = binds.addresses(MAIN_LISTENERS);
       plane.#openedHttp.add(first);
@@ -310,16 +315,16 @@ export class DataPlane {
    * costs O(changed routes); otherwise every route is compared, O(n).
    */
   setRoutes(snapshot: RouteSnapshot): void {
-    const { routes } = snapshot;
-    const changes = changesFrom(this.#routes, snapshot);
+    const changes = changesFrom(stateOf(this.#snapshot), snapshot);
+    // `snapshot.routes` is read only without changes: a large table builds it on the first read.
     const portsChanged =
-      changes === null ? this.#ports.reset(routes) : this.#ports.apply(changes.upserted, changes.removed);
+      changes === null ? this.#ports.reset(snapshot.routes) : this.#ports.apply(changes.upserted, changes.removed);
     const pins = this.#ports.current.byDomain;
-    const grew = this.#binds.add(changes?.upserted ?? routes, (domain) => pins.get(domain) ?? null);
+    const grew = this.#binds.add(changes?.upserted ?? snapshot.routes, (domain) => pins.get(domain) ?? null);
     if (portsChanged) this.#openSitePorts();
     for (const port of grew) this.#openMoreAddresses(port);
-    this.#loadCertificates(routes, changes);
-    this.#routes = routes;
+    this.#loadCertificates(snapshot, changes);
+    this.#snapshot = snapshot;
     // Pins of unchanged routes moved: the table compares every route.
     const incremental = portsChanged ? null : changes;
     this.#proxy.setRoutes(
@@ -382,11 +387,12 @@ export class DataPlane {
   }
 
   /** Reloads the manual `tls <cert> <key>` files (every route change), keeping track of which routes have them. */
-  #loadCertificates(routes: readonly RouteSpec[], changes: RouteChanges | null): void {
+  #loadCertificates(snapshot: RouteSnapshot, changes: RouteChanges | null): void {
     const manual = this.#manualRoutes;
     if (changes === null) {
       manual.clear();
-      for (const route of routes) if (route.site.tls.mode === 'manual') manual.set(route.domain.toLowerCase(), route);
+      for (const route of snapshot.routes)
+        if (route.site.tls.mode === 'manual') manual.set(route.domain.toLowerCase(), route);
     } else {
       for (const domain of changes.removed) manual.delete(domain);
       for (const route of changes.upserted) {
@@ -411,7 +417,7 @@ export class DataPlane {
     const wanted =
       changed !== undefined && this.#httpsUnwanted
         ? this.#httpsWanted(changed) || this.#httpsWanted(this.#manualRoutes.values())
-        : this.#httpsWanted(this.#routes);
+        : this.#httpsWanted(this.#snapshot.routes);
     this.#httpsUnwanted = !wanted;
     if (!wanted) return;
     this.#openHttps().catch((err: unknown) => {
@@ -507,4 +513,8 @@ export class DataPlane {
     for (const host of missing) opened.add(host);
     return missing;
   }
+}
+
+function isSnapshot(table: readonly RouteSpec[] | RouteSnapshot): table is RouteSnapshot {
+  return !Array.isArray(table);
 }
