@@ -8,7 +8,12 @@
 //
 // Heap = process.memoryUsage().heapUsed after global.gc(), before and after
 // each step; one upstream shared by every route, as bench/names runs it.
+// Then WRITES (200) route writes through both sides, each side's
+// allocation per write measured with V8's sampling heap profiler (objects
+// collected since included): what a write brings the next major collection
+// of each process's heap closer by.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { decodeRouteUpdate, encodeRouteUpdate, NodeRoutes, RoutePublisher } from '@proxyd/cluster';
@@ -17,6 +22,7 @@ import { DataPlane } from '@proxyd/proxy-core';
 import { RouteStore } from '@proxyd/route-store';
 
 const N = Number(process.env.N ?? 100_000);
+const WRITES = Number(process.env.WRITES ?? 200);
 if (typeof global.gc !== 'function') throw new Error('run with node --expose-gc');
 const heap = () => {
   global.gc();
@@ -68,10 +74,58 @@ try {
   global.http_port = 0;
   global.auto_https = 'off';
   t0 = performance.now();
-  const plane = await DataPlane.start({ global, sites: [] }, first.routes, {}, { bindHost: '127.0.0.1' });
+  const plane = await DataPlane.start({ global, sites: [] }, first, {}, { bindHost: '127.0.0.1' });
   ms = performance.now() - t0;
   after = heap();
   row('data plane (compiled)', after - before, `${ms.toFixed(0)} ms to start`);
+
+  // Route writes: each replaces one route (the table keeps its size, under the route limit).
+  const session = new Session();
+  session.connect();
+  const sampled = async (fn) => {
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    await fn();
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    let bytes = 0;
+    const walk = (node) => {
+      bytes += node.selfSize;
+      for (const child of node.children) walk(child);
+    };
+    walk(profile.head);
+    return bytes;
+  };
+  const messages = [];
+  const write = async (i) => {
+    await store.upsert({
+      domain: `s${(i * 7919) % N}.names.test`,
+      upstream: `127.0.0.1:${10 + (i % 2)}`,
+      tls: false,
+      source: null,
+    });
+    const update = publisher.next(store.snapshot);
+    if (update !== null) messages.push(encodeRouteUpdate(update));
+  };
+  const apply = (bytes) => {
+    const next = node.apply(decodeRouteUpdate(bytes));
+    if (next !== null) plane.setRoutes(next);
+  };
+  for (let i = 0; i < 10; i++) await write(i); // warm: the first ones compile
+  for (const bytes of messages.splice(0)) apply(bytes);
+  const control = await sampled(async () => {
+    for (let i = 10; i < 10 + WRITES; i++) await write(i);
+  });
+  const worker = await sampled(async () => {
+    for (const bytes of messages) apply(bytes);
+  });
+  const kb = (bytes) => `${(bytes / WRITES / 1024).toFixed(1)} KB`;
+  console.log(
+    `${'a route write, allocated'.padEnd(34)} control plane ${kb(control)}, data plane ${kb(worker)}, over ${WRITES} writes`,
+  );
+  session.disconnect();
   await plane.close();
   await store.close();
 } finally {
