@@ -437,6 +437,23 @@ describe('RouteStore', () => {
       await failedWrites(reopened);
     });
 
+    it('lists the published table: a write is not listed while its journal line is written, a failed one never', async () => {
+      const store = await open([proxyfileRoute('file.test', 1)]);
+      await store.close();
+      const reopened = await open([proxyfileRoute('file.test', 1)]);
+      await mkdir(path.join(dir, 'routes.json.journal'));
+      await writeFile(path.join(dir, 'routes.json.journal', 'x'), '');
+      // An API route over the Proxyfile's domain: the listed domains stay the same, the route listed must not.
+      const write = reopened.upsert({ domain: 'file.test', upstream: 'h:2', tls: false, source: null });
+      // One turn: the batch is applied to the store's table and its journal line is on its way to the disk.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(domains(reopened)).toEqual(['file.test=127.0.0.1:1/null']);
+      expect(reopened.get('file.test')?.origin).toBe('proxyfile');
+      await expect(write).rejects.toMatchObject({ code: 'STORE_PERSIST_FAILED' });
+      expect(domains(reopened)).toEqual(['file.test=127.0.0.1:1/null']);
+      expect(reopened.countByOrigin()).toMatchObject({ api: 0, proxyfile: 1 });
+    });
+
     async function failedWrites(store: RouteStore): Promise<void> {
       const seen: RouteSnapshot[] = [];
       store.subscribe((snapshot) => seen.push(snapshot));

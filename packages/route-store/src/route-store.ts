@@ -212,14 +212,15 @@ export class RouteStore implements RouteSink {
   }
 
   /**
-   * Every route in the admin representation, sorted by domain: the same
-   * array until the next write (built once per version from the domains
-   * kept in order, never sorted; each route's view built once).
+   * Every route of the published table in the admin representation,
+   * sorted by domain: the same array until the next write (built once per
+   * version from the domains kept in order, never sorted; each route's view
+   * built once). A batch being written is not in it: its routes show once
+   * published, and never if its journal line fails.
    */
   list(): readonly AdminRouteView[] {
     if (this.#listed?.version !== this.#version) {
-      const table = this.#index.table;
-      const views = this.#sorted.ordered.map((domain) => viewOf(table.get(domain) as RouteSpec));
+      const views = this.#sorted.ordered.map((domain) => viewOf(this.get(domain) as RouteSpec));
       this.#listed = { version: this.#version, views };
     }
     return this.#listed.views;
