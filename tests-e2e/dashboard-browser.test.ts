@@ -226,13 +226,16 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
 
   it('after the history flush, the 24-hour view shows the visits: totals, chart, every list, vitals per page', async () => {
     // A minute is written once it is complete: wait for the minute of the visits to end and be flushed.
-    let totals: { page_views: number } = { page_views: 0 };
+    let totals: { page_views: number; visitors: number } = { page_views: 0, visitors: 0 };
     for (let i = 0; i < 200 && totals.page_views < 5; i++) {
       await sleep(500);
       const res = await request(dashboardPort, { path: `/api/stats/${SITE}/totals`, headers: { authorization: AUTH } });
-      if (res.status === 200) totals = JSON.parse(res.body) as { page_views: number };
+      if (res.status === 200) totals = JSON.parse(res.body) as { page_views: number; visitors: number };
     }
     expect(totals.page_views).toBe(5);
+    // Visitors are a HyperLogLog estimate (1,024 registers, the visitor hash salted at random each day):
+    // three visitors read 3, or 2 in the ~0.3 % of runs where two of them land in one register.
+    expect([2, 3]).toContain(totals.visitors);
     const dashboard = await browser.newContext({
       httpCredentials: CREDENTIALS,
       viewport: { width: 1280, height: 800 },
@@ -243,7 +246,8 @@ describe('the dashboard in Chromium (built daemon, real traffic and beacons)', (
       await tab.goto(`http://127.0.0.1:${dashboardPort}/#site=${SITE}&range=24h`);
       await tab.locator('[data-panel="entry_pages"] li').first().waitFor();
       expect(await tab.locator('#range').inputValue()).toBe('24h');
-      expect(await kpi(tab, 'visitors')).toBe(3);
+      // The dashboard shows the history's figure.
+      expect(await kpi(tab, 'visitors')).toBe(totals.visitors);
       expect(await kpi(tab, 'page_views')).toBe(5);
       // Every request: the pages, the script and beacons, the favicons, the crawler.
       expect(await kpi(tab, 'requests')).toBeGreaterThan(5);
